@@ -1,0 +1,56 @@
+// Package runs is the run registry: it hands out run slots, races each run
+// against the reply deadline, and keeps the records check_run reads.
+//
+// A client may give up on a call long before a prompt finishes (Cursor drops
+// remote calls at about 300 seconds), so a run must not depend on the call that
+// started it. A call waits at most the reply deadline; past that it is handed a
+// running Result naming the run id, and the outcome is collected later by id.
+// The registry knows nothing about prompts, the engine or MCP: it runs
+// closures of the shape func(context.Context) Outcome that the server builds.
+//
+// # Ownership
+//
+// Launch registers a run and starts the goroutine that drives it under one
+// lock, so a run id is never visible without something that will bring it to
+// a terminal record, and a duplicate id is refused before anything starts.
+// The call that waits on a run (Settle) holds only a Handle. If its context
+// ends before the reply deadline, because the client cancelled or went away,
+// Settle cancels the run; once the deadline has passed nothing the call does
+// can reach the run any more.
+//
+// # One goroutine per run
+//
+// The run closure and its supervisor share a single goroutine: the supervisor
+// is a deferred function around the closure. A panic (or runtime.Goexit) in the
+// closure unwinds through that deferred function on the same goroutine, where
+// it is recovered and turned into a failed record. A separate supervisor
+// goroutine would buy nothing Go can use, since a panic in one goroutine cannot
+// be observed from another, and it would double the stacks held per in-flight
+// run. Goroutines the closure starts itself are the closure's to supervise.
+//
+// # Admission
+//
+// There are MaxConcurrentRuns slots behind a FIFO counting semaphore. A caller
+// waits up to AdmissionTimeout and is then refused with an error naming the
+// wait: a refusal the caller can retry is better than an unbounded queue of
+// held client connections. Waiters are queued channels, not goroutines, and a
+// waiter that gives up at the moment it is granted a slot passes the slot on,
+// so none is ever lost. A slot is held until the run ends, even when that is
+// long after its call was answered.
+//
+// # Retention
+//
+// A finished record stays readable for RetainCompleted and is then evicted; a
+// running record is never evicted. Eviction is a sweep taken on each read and
+// write rather than a timer goroutine: a stale record costs nothing until
+// somebody looks. Finished records are kept in finishing order, so a sweep
+// touches only the records it evicts.
+//
+// # Logs
+//
+// The log carries what an operator cannot otherwise see: a call answered with
+// running (INFO), every run's terminal record (INFO), a run that ended
+// abnormally (INFO), and a refused admission (WARN, because MaxConcurrentRuns
+// is biting). Eviction is DEBUG bookkeeping. No line carries a run's value or
+// error text, which may hold author- or user-controlled content.
+package runs

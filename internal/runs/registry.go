@@ -1,0 +1,483 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Log messages an operator (and the tests) match on.
+const (
+	msgRefused    = "no run slot came free: refusing the call, which can be retried"
+	msgOutlived   = "the run outlived its call and is collectable by run id"
+	msgTerminal   = "run reached its terminal state"
+	msgAbnormal   = "the run ended abnormally and is recorded as failed"
+	msgEvicted    = "evicted run records past the retention window"
+	msgPanicStack = "stack of the abnormally ended run"
+)
+
+// Causes a run's context is cancelled with; the engine sees them through
+// context.Cause, and they name the reason in a failed record.
+var (
+	// ErrCallerCancelled: the call waiting on the run ended before the reply
+	// deadline (the client cancelled or disconnected).
+	ErrCallerCancelled = errors.New("the caller cancelled the call")
+	// ErrRunCancelled: Cancel was called for the run.
+	ErrRunCancelled = errors.New("the run was cancelled")
+	// ErrShuttingDown: the registry was closed while the run was going.
+	ErrShuttingDown = errors.New("the server is shutting down")
+)
+
+var (
+	// ErrDuplicateRun: Launch was given a run id that is already registered.
+	ErrDuplicateRun = errors.New("the run id was already in use")
+	// ErrClosed: the registry no longer admits or launches runs.
+	ErrClosed = errPoolClosed
+)
+
+// Config holds the [server] limits the registry enforces.
+type Config struct {
+	MaxConcurrentRuns int           // run slots; at least 1
+	AdmissionTimeout  time.Duration // how long Admit waits for a slot
+	ReplyDeadline     time.Duration // how long Settle waits before answering running
+	RetainCompleted   time.Duration // how long a finished record stays collectable
+
+	// Logger receives the registry's lines; nil discards them.
+	Logger *slog.Logger
+	// OnTerminal, when set, is called once per launched run with its terminal
+	// record, after the record is collectable. It runs on the run's goroutine
+	// and must not block; the server uses it for duration histograms.
+	OnTerminal func(Result)
+}
+
+// Outcome is what a run closure returns. A nil Err means the run completed
+// with Value; otherwise it failed and Err's text is the record's error.
+// Turns counts completed model turns either way.
+type Outcome struct {
+	Value string
+	Err   error
+	Turns uint32
+}
+
+// Stats are the registry's counters, read by the server's metrics.
+type Stats struct {
+	Started   uint64 // runs launched
+	Completed uint64 // runs that reached a completed record
+	Failed    uint64 // runs that reached a failed record
+	Refused   uint64 // admissions refused after AdmissionTimeout
+	InFlight  int    // launched runs that have not ended
+	FreeSlots int    // run slots nobody holds
+	Waiting   int    // calls queued for a slot
+	Records   int    // records held: running plus retained finished ones
+}
+
+// Handle is what a call holds on a run it launched.
+type Handle struct {
+	rec *record
+}
+
+// RunID is the run's id.
+func (h *Handle) RunID() string { return h.rec.id }
+
+// Done is closed once the run's terminal record is written.
+func (h *Handle) Done() <-chan struct{} { return h.rec.done }
+
+// record is one run, still going or finished and not yet evicted.
+type record struct {
+	id, prompt string
+	started    time.Time
+	cancel     context.CancelCauseFunc
+	done       chan struct{} // closed with the first terminal result
+
+	// guarded by Registry.mu
+	finished   bool
+	finishedAt time.Time
+	result     Result
+}
+
+func (rec *record) snapshotLocked() Result {
+	if rec.finished {
+		return rec.result
+	}
+	return Running(rec.id, rec.prompt, time.Since(rec.started))
+}
+
+// Registry is every run this process has started. One serves the whole
+// server, across all sessions. It is safe for concurrent use.
+type Registry struct {
+	admissionTimeout time.Duration
+	replyDeadline    time.Duration
+	retain           time.Duration
+	log              *slog.Logger
+	onTerminal       func(Result)
+
+	slots *slotPool
+	// base parents every run's context, so Close reaches runs whose calls
+	// are long gone.
+	base context.Context
+	stop context.CancelCauseFunc
+
+	started, completed, failed, refused atomic.Uint64
+
+	mu      sync.Mutex
+	records map[string]*record
+	// expiring holds finished records in finishing order. RetainCompleted is
+	// fixed, so they also expire in this order and a sweep stops at the first
+	// record still inside its window.
+	expiring []*record
+	live     int // run goroutines not yet returned
+	closed   bool
+	idle     chan struct{} // closed once closed && live == 0
+	idleSet  bool
+}
+
+// New builds a registry over cfg's limits.
+func New(cfg Config) (*Registry, error) {
+	if cfg.MaxConcurrentRuns < 1 {
+		return nil, fmt.Errorf("create the run registry: max_concurrent_runs is %d; set it to 1 or more", cfg.MaxConcurrentRuns)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"admission_timeout", cfg.AdmissionTimeout},
+		{"reply_deadline", cfg.ReplyDeadline},
+		{"retain_completed", cfg.RetainCompleted},
+	} {
+		if d.v < 0 {
+			return nil, fmt.Errorf("create the run registry: %s is %s; it cannot be negative", d.name, d.v)
+		}
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	base, stop := context.WithCancelCause(context.Background())
+	return &Registry{
+		admissionTimeout: cfg.AdmissionTimeout,
+		replyDeadline:    cfg.ReplyDeadline,
+		retain:           cfg.RetainCompleted,
+		log:              logger,
+		onTerminal:       cfg.OnTerminal,
+		slots:            newSlotPool(cfg.MaxConcurrentRuns),
+		base:             base,
+		stop:             stop,
+		records:          make(map[string]*record),
+		idle:             make(chan struct{}),
+	}, nil
+}
+
+// AdmissionTimeout is how long Admit waits for a slot.
+func (r *Registry) AdmissionTimeout() time.Duration { return r.admissionTimeout }
+
+// RetainCompleted is how long a finished run stays collectable.
+func (r *Registry) RetainCompleted() time.Duration { return r.retain }
+
+// Admit waits up to AdmissionTimeout for a run slot, in arrival order. When
+// none came free it logs one WARN and returns a *RefusedError; when ctx ends
+// first it returns ctx's cause; after Close it returns ErrClosed.
+func (r *Registry) Admit(ctx context.Context) (*Slot, error) {
+	err := r.slots.acquire(ctx, r.admissionTimeout)
+	switch {
+	case err == nil:
+		return &Slot{pool: r.slots}, nil
+	case errors.Is(err, errTimedOut):
+		r.refused.Add(1)
+		r.log.Warn(msgRefused)
+		return nil, &RefusedError{Wait: r.admissionTimeout}
+	case errors.Is(err, errPoolClosed):
+		return nil, fmt.Errorf("admit a run: %w", ErrClosed)
+	default:
+		return nil, fmt.Errorf("wait for a run slot: %w", err)
+	}
+}
+
+// Launch registers the run id for prompt and starts run on its own goroutine,
+// in one step under the registry lock. It takes ownership of slot: the slot
+// is returned when the run ends, or at once if Launch refuses. A duplicate id
+// is refused with ErrDuplicateRun and run is never called.
+//
+// run receives a context that is cancelled (with ErrCallerCancelled,
+// ErrRunCancelled or ErrShuttingDown as its cause) when the run should stop;
+// it is not derived from any call's context, so a call that has been
+// answered cannot stop the run by ending.
+func (r *Registry) Launch(slot *Slot, id, prompt string, run func(ctx context.Context) Outcome) (*Handle, error) {
+	if slot == nil || slot.pool != r.slots {
+		return nil, errors.New("launch a run: the slot was not admitted by this registry; call Admit first")
+	}
+	if run == nil {
+		slot.Release()
+		return nil, errors.New("launch a run: no run function was given")
+	}
+	if slot.released.Load() {
+		return nil, errors.New("launch a run: the slot was already released; admit a new one")
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sweepLocked()
+	if r.closed {
+		slot.Release()
+		return nil, fmt.Errorf("launch run %s: %w", id, ErrClosed)
+	}
+	if _, taken := r.records[id]; taken {
+		slot.Release()
+		return nil, fmt.Errorf("launch run %s: %w", id, ErrDuplicateRun)
+	}
+	ctx, cancel := context.WithCancelCause(r.base)
+	rec := &record{
+		id:      id,
+		prompt:  prompt,
+		started: time.Now(),
+		cancel:  cancel,
+		done:    make(chan struct{}),
+	}
+	r.records[id] = rec
+	r.live++
+	r.started.Add(1)
+	// Started under the lock: the record and the goroutine that will finish
+	// it are never observed apart.
+	go r.supervise(ctx, rec, slot, run)
+	return &Handle{rec: rec}, nil
+}
+
+// supervise runs run and, however it ends, writes the terminal record. The
+// deferred function is the supervisor: a panic or runtime.Goexit in run
+// unwinds through it on this same goroutine.
+func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run func(context.Context) Outcome) {
+	var (
+		out      Outcome
+		returned bool
+	)
+	defer func() {
+		var res Result
+		if returned {
+			res = r.outcomeResult(ctx, rec, out)
+		} else {
+			res = r.abnormalEnd(rec, recover())
+		}
+		rec.cancel(nil) // detaches the run's context from base
+		// Return the slot before the record is visible as terminal, so a
+		// caller who sees the result and calls again finds the slot free.
+		slot.Release()
+		final := r.finish(rec, res)
+		if final.Status == StatusCompleted {
+			r.completed.Add(1)
+		} else {
+			r.failed.Add(1)
+		}
+		r.log.Info(msgTerminal,
+			"run_id", final.RunID, "prompt", final.Prompt, "status", string(final.Status),
+			"turns", final.Turns, "elapsed_ms", final.ElapsedMS)
+		if r.onTerminal != nil {
+			r.onTerminal(final)
+		}
+		r.mu.Lock()
+		r.live--
+		r.markIdleLocked()
+		r.mu.Unlock()
+	}()
+	out = run(ctx)
+	returned = true
+}
+
+// outcomeResult turns what run returned into its record. A run stopped by
+// cancellation fails with the engine's error; the cause is put in front when
+// the engine's error does not already carry it, so the record always says
+// who stopped the run.
+func (r *Registry) outcomeResult(ctx context.Context, rec *record, out Outcome) Result {
+	elapsed := time.Since(rec.started)
+	if out.Err == nil {
+		return Completed(rec.id, rec.prompt, out.Value, out.Turns, elapsed)
+	}
+	msg := out.Err.Error()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(out.Err, cause) {
+		msg = cause.Error() + ": " + msg
+	}
+	return Failed(rec.id, rec.prompt, msg, out.Turns, elapsed)
+}
+
+// abnormalEnd is the record of a run that never returned: it panicked with p,
+// or called runtime.Goexit (p is nil).
+func (r *Registry) abnormalEnd(rec *record, p any) Result {
+	elapsed := time.Since(rec.started)
+	var msg string
+	if p != nil {
+		msg = fmt.Sprintf("the run did not finish: %v", p)
+		r.log.Debug(msgPanicStack, "run_id", rec.id, "stack", string(debug.Stack()))
+	} else {
+		msg = "the run did not finish: its goroutine exited without returning a result"
+	}
+	res := Failed(rec.id, rec.prompt, msg, 0, elapsed)
+	r.log.Info(msgAbnormal,
+		"run_id", res.RunID, "prompt", res.Prompt, "status", string(res.Status),
+		"turns", res.Turns, "elapsed_ms", res.ElapsedMS)
+	return res
+}
+
+// finish records res as rec's terminal result unless one is already there
+// (first write wins, so a late writer cannot rewrite an outcome a caller may
+// already have read), and returns the result that stands.
+func (r *Registry) finish(rec *record, res Result) Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sweepLocked()
+	if rec.finished {
+		return rec.result
+	}
+	rec.finished = true
+	rec.finishedAt = time.Now()
+	rec.result = res
+	close(rec.done)
+	// Only a record still in the map can expire; one evicted or replaced
+	// has nothing left to sweep.
+	if r.records[rec.id] == rec {
+		r.expiring = append(r.expiring, rec)
+	}
+	return res
+}
+
+// Settle waits up to ReplyDeadline for h's run and returns what the caller
+// should be told:
+//   - the run ended in time: its terminal record;
+//   - the deadline passed: a running snapshot, and one INFO line naming the
+//     run id; the run keeps going and nothing ctx does afterwards reaches it;
+//   - ctx ended first (the client cancelled or disconnected): the run is
+//     cancelled with ErrCallerCancelled and its terminal record returned,
+//     still bounded by the same deadline in case the run ignores the
+//     cancellation.
+func (r *Registry) Settle(ctx context.Context, h *Handle) Result {
+	timer := time.NewTimer(r.replyDeadline)
+	defer timer.Stop()
+	select {
+	case <-h.rec.done:
+		return r.terminal(h.rec)
+	case <-timer.C:
+		return r.outlived(h.rec)
+	case <-ctx.Done():
+	}
+	h.rec.cancel(ErrCallerCancelled)
+	select {
+	case <-h.rec.done:
+		return r.terminal(h.rec)
+	case <-timer.C:
+		return r.outlived(h.rec)
+	}
+}
+
+func (r *Registry) terminal(rec *record) Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return rec.result
+}
+
+func (r *Registry) outlived(rec *record) Result {
+	r.mu.Lock()
+	res := rec.snapshotLocked()
+	r.mu.Unlock()
+	if res.Status == StatusRunning {
+		r.log.Info(msgOutlived, "run_id", rec.id, "prompt", rec.prompt)
+	}
+	return res
+}
+
+// Check returns the run id names: its terminal record while retained, a
+// fresh running snapshot (elapsed since registration, 0 turns) while it is
+// going, or false when no such run is known.
+func (r *Registry) Check(id string) (Result, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sweepLocked()
+	rec, ok := r.records[id]
+	if !ok {
+		return Result{}, false
+	}
+	return rec.snapshotLocked(), true
+}
+
+// Cancel asks the run id names to stop, with ErrRunCancelled as the cause.
+// Unknown and finished runs are left alone, and cancelling twice is harmless.
+func (r *Registry) Cancel(id string) {
+	r.mu.Lock()
+	r.sweepLocked()
+	rec, ok := r.records[id]
+	r.mu.Unlock()
+	if ok {
+		rec.cancel(ErrRunCancelled)
+	}
+}
+
+// Stats reads the registry's counters.
+func (r *Registry) Stats() Stats {
+	free, waiting := r.slots.state()
+	r.mu.Lock()
+	inFlight, records := r.live, len(r.records)
+	r.mu.Unlock()
+	return Stats{
+		Started:   r.started.Load(),
+		Completed: r.completed.Load(),
+		Failed:    r.failed.Load(),
+		Refused:   r.refused.Load(),
+		InFlight:  inFlight,
+		FreeSlots: free,
+		Waiting:   waiting,
+		Records:   records,
+	}
+}
+
+// Close stops admitting and launching, wakes queued Admit calls with
+// ErrClosed, cancels every running run with ErrShuttingDown, and waits until
+// all of their goroutines have returned or ctx ends. Finished records stay
+// readable. It may be called more than once.
+func (r *Registry) Close(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	r.markIdleLocked()
+	r.mu.Unlock()
+	r.slots.close()
+	r.stop(ErrShuttingDown)
+	select {
+	case <-r.idle:
+		return nil
+	case <-ctx.Done():
+		r.mu.Lock()
+		live := r.live
+		r.mu.Unlock()
+		return fmt.Errorf("wait for %d run(s) to stop after cancelling them: %w", live, context.Cause(ctx))
+	}
+}
+
+func (r *Registry) markIdleLocked() {
+	if r.closed && r.live == 0 && !r.idleSet {
+		r.idleSet = true
+		close(r.idle)
+	}
+}
+
+// sweepLocked evicts finished records whose retention window has closed:
+// now - finishedAt >= RetainCompleted, so a record is still there one
+// instant before the window ends and gone exactly at its end.
+func (r *Registry) sweepLocked() {
+	now := time.Now()
+	n := 0
+	for n < len(r.expiring) && now.Sub(r.expiring[n].finishedAt) >= r.retain {
+		rec := r.expiring[n]
+		if r.records[rec.id] == rec {
+			delete(r.records, rec.id)
+		}
+		r.expiring[n] = nil
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	// The evicted head was cleared above, and the next append that outgrows
+	// the array copies only the records still waiting.
+	r.expiring = r.expiring[n:]
+	r.log.Debug(msgEvicted, "evicted", n)
+}
