@@ -1,0 +1,147 @@
+package match
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// appendTerms splits s into index terms and appends them to out: words
+// are runs of letters and digits, further split at snake_case and
+// camelCase boundaries, lower-cased, stripped of stop words and one-letter
+// words, and lightly stemmed so "events" meets "event" and "translation"
+// meets "translate".
+func appendTerms(out []string, s string) []string {
+	var word []rune
+	flush := func() {
+		if len(word) > 1 {
+			w := strings.ToLower(string(word))
+			if !isStopWord(w) {
+				out = append(out, stem(w))
+			}
+		}
+		word = word[:0]
+	}
+	prev := rune(0)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			flush()
+			prev = 0
+			continue
+		}
+		if unicode.IsUpper(r) && len(word) > 0 {
+			next, _ := utf8.DecodeRuneInString(s[i:])
+			// "getForecast" splits before F; "HTTPServer" splits before
+			// the S that starts a lower-case run.
+			if unicode.IsLower(prev) || unicode.IsDigit(prev) ||
+				(unicode.IsUpper(prev) && unicode.IsLower(next)) {
+				flush()
+			}
+		}
+		word = append(word, r)
+		prev = r
+	}
+	flush()
+	return out
+}
+
+// isStopWord reports function words and request phrasing ("I need a
+// tool that…") that carry no capability. The list is small on purpose:
+// every word dropped here is one a need can no longer match on.
+func isStopWord(w string) bool {
+	switch w {
+	case
+		"about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
+		"been", "before", "being", "both", "but", "by", "can", "could", "did", "do", "does",
+		"doing", "done", "each", "either", "else", "etc", "for", "from", "had", "has", "have",
+		"he", "her", "here", "hers", "him", "his", "how", "if", "in", "into", "is", "it", "its",
+		"itself", "just", "let", "me", "might", "more", "most", "must", "my", "need", "needed",
+		"needs", "no", "nor", "not", "of", "off", "on", "once", "one", "only", "onto", "or",
+		"other", "our", "ours", "out", "over", "own", "please", "same", "shall", "she",
+		"should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them",
+		"then", "there", "these", "they", "this", "those", "through", "thus", "to", "too",
+		"under", "until", "up", "upon", "us", "very", "want", "wanted", "wants", "was", "we",
+		"were", "what", "when", "where", "whether", "which", "while", "who", "whom", "whose",
+		"why", "will", "with", "within", "without", "would", "yet", "you", "your", "yours":
+		return true
+	}
+	return false
+}
+
+// stem removes common English inflection. It is deliberately crude (a few
+// suffix rules, no dictionary): both sides of every comparison go through
+// it, so it only has to map related forms to one key, not produce words.
+func stem(w string) string {
+	if len(w) <= 3 || !isASCII(w) {
+		return w
+	}
+	w = americanize(w)
+	switch {
+	case strings.HasSuffix(w, "sses"):
+		w = w[:len(w)-2]
+	case strings.HasSuffix(w, "ies") && len(w) > 4:
+		w = w[:len(w)-3] + "y"
+	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") &&
+		!strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
+		w = w[:len(w)-1]
+	}
+	// -ing and -ed come off only when a vowel stays in front ("string"
+	// and "red" keep theirs) and not from -eed ("speed", "agreed").
+	switch {
+	case strings.HasSuffix(w, "ing") && len(w) >= 6 && hasVowel(w[:len(w)-3]):
+		w = undouble(w[:len(w)-3])
+	case strings.HasSuffix(w, "ed") && !strings.HasSuffix(w, "eed") && len(w) >= 5 && hasVowel(w[:len(w)-2]):
+		w = undouble(w[:len(w)-2])
+	case (strings.HasSuffix(w, "tion") || strings.HasSuffix(w, "sion")) && len(w) >= 7:
+		w = w[:len(w)-3]
+	}
+	// Noun and adjective endings: "assistance" and "assistant" meet
+	// "assist". A stem must keep four letters so "agent" stays whole.
+	for _, suf := range [...]string{"ment", "ance", "ence", "ant", "ent"} {
+		if strings.HasSuffix(w, suf) && len(w)-len(suf) >= 4 {
+			w = w[:len(w)-len(suf)]
+			break
+		}
+	}
+	if len(w) > 3 && w[len(w)-1] == 'e' {
+		w = w[:len(w)-1]
+	}
+	return w
+}
+
+// undouble turns "runn" (from "running") back into "run"; l, s and z are
+// left alone because "call", "pass" and "buzz" end doubled in their base
+// form, and three-letter results ("add" from "added") are kept whole.
+func undouble(w string) string {
+	n := len(w)
+	if n >= 4 && w[n-1] == w[n-2] && !strings.ContainsRune("aeioulsz", rune(w[n-1])) {
+		return w[:n-1]
+	}
+	return w
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// americanize spells -ise words the -ize way so "summarise" meets
+// "summarize". Words that only ever take -ise ("promise") change too, but
+// identically on both sides of a comparison, so nothing is lost.
+func americanize(w string) string {
+	for _, suf := range [...]string{"isations", "isation", "ising", "ised", "ises", "ise"} {
+		if strings.HasSuffix(w, suf) && len(w) > len(suf)+2 {
+			cut := len(w) - len(suf)
+			return w[:cut] + "iz" + suf[2:]
+		}
+	}
+	return w
+}
+
+func hasVowel(w string) bool { return strings.ContainsAny(w, "aeiouy") }

@@ -1,0 +1,255 @@
+package store
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Store is a run-scoped virtual filesystem: logical path -> UTF-8 text.
+// It is safe for concurrent use (fanout arms share one Store). The zero
+// value is not usable; call New.
+type Store struct {
+	mu    sync.RWMutex
+	files map[string]string
+	// lastArm remembers, per path, the fanout arm that last wrote it
+	// through WriteAs. Only tracked writes touch it, so plain writes,
+	// appends and deletes never hide or invent a race.
+	lastArm map[string]Writer
+
+	fanouts atomic.Uint64
+}
+
+// New returns an empty in-memory store.
+func New() *Store {
+	return &Store{files: make(map[string]string), lastArm: make(map[string]Writer)}
+}
+
+// Range selects lines of a file for Read and ReadNumbered. The zero Range
+// means the whole file. Lines are 1-based and inclusive.
+type Range struct {
+	Start, End       int
+	HasStart, HasEnd bool
+}
+
+// Writer identifies who performs a tracked write: one arm of one fanout.
+// The zero Writer is untracked, so code that does not know whether it runs
+// inside an arm can always pass the Writer it was handed.
+type Writer struct {
+	// Fanout is the token of the fanout call (see NewFanout); 0 means the
+	// write is not part of a fanout arm and is not tracked.
+	Fanout uint64
+	// Arm is the arm's position in the fanout (any stable per-arm number).
+	Arm int
+}
+
+// NewFanout hands out a token that no earlier fanout on this store used,
+// so a later fanout rewriting a path an earlier one wrote is never a race.
+func (s *Store) NewFanout() uint64 { return s.fanouts.Add(1) }
+
+// Write creates or overwrites path.
+func (s *Store) Write(path, content string) error {
+	return s.WriteAs(Writer{}, path, content)
+}
+
+// WriteAs is Write on behalf of a fanout arm. It fails with a WriteRace
+// error, writing nothing, when the path was last written by a different
+// arm of the same fanout: two arms producing one file means one result is
+// silently lost, which is a prompt bug worth stopping the fanout for.
+func (s *Store) WriteAs(w Writer, path, content string) error {
+	if err := ValidatePath(path); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w.Fanout != 0 {
+		if prev, ok := s.lastArm[path]; ok && prev.Fanout == w.Fanout && prev.Arm != w.Arm {
+			return errWriteRace(path)
+		}
+		s.lastArm[path] = w
+	}
+	s.files[path] = content
+	return nil
+}
+
+// Append creates path or appends to it. Appends are never race-tracked:
+// several arms appending to one log is a legitimate pattern whose order
+// is simply unspecified.
+func (s *Store) Append(path, content string) error {
+	if err := ValidatePath(path); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.files[path] += content
+	return nil
+}
+
+// Seed pre-loads files before a run. Every path is validated first and
+// nothing is written if any is invalid, so a host never starts a run on a
+// half-seeded store. The first invalid path in byte order is reported.
+func (s *Store) Seed(files map[string]string) error {
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		if err := ValidatePath(p); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range paths {
+		s.files[p] = files[p]
+	}
+	return nil
+}
+
+// Read returns the selected lines of path (the verbatim content for the
+// zero Range).
+func (s *Store) Read(path string, r Range) (string, error) {
+	content, err := s.load(path, r)
+	if err != nil {
+		return "", err
+	}
+	if !r.HasStart && !r.HasEnd {
+		return content, nil
+	}
+	return sliceLines(content, r.Start, r.End, r.HasEnd), nil
+}
+
+// ReadNumbered is Read with each line prefixed by its absolute number,
+// right-aligned to the widest emitted number, then "| ".
+func (s *Store) ReadNumbered(path string, r Range) (string, error) {
+	content, err := s.load(path, r)
+	if err != nil {
+		return "", err
+	}
+	start := 1
+	if r.HasStart {
+		start = r.Start
+	}
+	return numberLines(content, start, r.End, r.HasEnd), nil
+}
+
+// load validates the path and the bounds (argument errors come before
+// lookup errors) and returns the file's content.
+func (s *Store) load(path string, r Range) (string, error) {
+	if err := ValidatePath(path); err != nil {
+		return "", err
+	}
+	switch {
+	case r.HasEnd && !r.HasStart:
+		return "", errInvalidRange(path, r, "start is required when end is given")
+	case r.HasStart && r.Start < 1:
+		return "", errInvalidRange(path, r, "start must be at least 1")
+	case r.HasEnd && r.End < r.Start:
+		return "", errInvalidRange(path, r, "end must not be before start")
+	}
+	s.mu.RLock()
+	content, ok := s.files[path]
+	s.mu.RUnlock()
+	if !ok {
+		return "", errNotFound(path)
+	}
+	return content, nil
+}
+
+// StrReplace replaces the single occurrence of old in path with new.
+//
+// Occurrences are counted with overlaps ("aa" occurs twice in "aaa"):
+// the point of the check is that the anchor pins one place, and an
+// overlapping second match means it does not.
+func (s *Store) StrReplace(path, old, new string) error {
+	if err := ValidatePath(path); err != nil {
+		return err
+	}
+	if old == "" {
+		return errInvalidAnchor(path)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	content, ok := s.files[path]
+	if !ok {
+		return errNotFound(path)
+	}
+	at := strings.Index(content, old)
+	if at < 0 {
+		return errAnchorNotFound(path)
+	}
+	if n := countOverlapping(content, old, at); n > 1 {
+		return errAnchorAmbiguous(path, n)
+	}
+	s.files[path] = content[:at] + new + content[at+len(old):]
+	return nil
+}
+
+// countOverlapping counts matches of old in content, the first being at
+// index first.
+func countOverlapping(content, old string, first int) int {
+	n := 0
+	for i := first; i >= 0; {
+		n++
+		next := strings.Index(content[i+1:], old)
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return n
+}
+
+// Delete removes path; a missing path is not an error.
+func (s *Store) Delete(path string) error {
+	if err := ValidatePath(path); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.files, path)
+	return nil
+}
+
+// Glob returns the sorted paths matching pattern.
+func (s *Store) Glob(pattern string) ([]string, error) {
+	pat, err := compileGlob(pattern)
+	if err != nil {
+		return nil, err
+	}
+	m := newMatcher(pat)
+	out := []string{}
+	s.mu.RLock()
+	for p := range s.files {
+		if m.match(p) {
+			out = append(out, p)
+		}
+	}
+	s.mu.RUnlock()
+	slices.Sort(out)
+	return out, nil
+}
+
+// Exists reports whether path exists (the path is still validated).
+func (s *Store) Exists(path string) (bool, error) {
+	if err := ValidatePath(path); err != nil {
+		return false, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, ok := s.files[path]
+	return ok, nil
+}
+
+// Snapshot returns a copy of every file, for hosts extracting outputs.
+func (s *Store) Snapshot() map[string]string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[string]string, len(s.files))
+	for p, c := range s.files {
+		out[p] = c
+	}
+	return out
+}
