@@ -1,0 +1,308 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+const (
+	// DefaultTimeout bounds a chat request when Config.Timeout is zero.
+	DefaultTimeout = 120 * time.Second
+	// DefaultModelsTimeout bounds GET /models when Config.ModelsTimeout
+	// is zero.
+	DefaultModelsTimeout = 10 * time.Second
+	// MaxReplyBytes caps a success body; a larger one is malformed.
+	MaxReplyBytes = 16 << 20
+
+	// maxErrorRead is how much of a non-2xx body is read: enough for the
+	// 2,000 characters Body keeps, without downloading a huge error page.
+	maxErrorRead = 64 << 10
+
+	opModels = "GET /models"
+	opChat   = "POST /chat/completions"
+
+	redacted = "<redacted>"
+)
+
+// New validates cfg and returns a client.
+func New(cfg Config) (*Client, error) {
+	base, err := validateURL(cfg.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateKey(cfg.APIKey); err != nil {
+		return nil, err
+	}
+	if cfg.Timeout < 0 || cfg.ModelsTimeout < 0 {
+		return nil, configError("gateway timeout is negative: use a positive duration, or 0 for the default")
+	}
+	c := &Client{
+		base:          base,
+		auth:          "Bearer " + cfg.APIKey,
+		timeout:       orDefault(cfg.Timeout, DefaultTimeout),
+		modelsTimeout: orDefault(cfg.ModelsTimeout, DefaultModelsTimeout),
+		http:          cfg.HTTPClient,
+	}
+	if c.http == nil {
+		c.http = &http.Client{Transport: newTransport()}
+	}
+	return c, nil
+}
+
+// NewDisabled returns a client that refuses every call with a KindDisabled
+// error wrapping ErrNotConfigured. Hosts use it when no gateway is
+// configured, so a prompt that never reaches a model still runs and one
+// that does fails with reason (e.g. "set PROMPTFORGE_GATEWAY_URL and
+// PROMPTFORGE_GATEWAY_API_KEY").
+func NewDisabled(reason string) *Client {
+	if strings.TrimSpace(reason) == "" {
+		reason = "configure a gateway URL and API key"
+	}
+	return &Client{disabled: reason}
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// newTransport is the default transport with a connect timeout like the
+// reference gateway's (10s) and enough idle connections per host for
+// concurrent runs against one gateway.
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	t.MaxIdleConnsPerHost = 32
+	return t
+}
+
+// CloseIdleConnections closes the client's idle keep-alive connections,
+// e.g. when a host replaces its client on reload.
+func (c *Client) CloseIdleConnections() {
+	if c.http != nil {
+		c.http.CloseIdleConnections()
+	}
+}
+
+// BaseURL is the validated API root the client sends to.
+func (c *Client) BaseURL() string { return c.base }
+
+// validateURL checks the gateway URL and returns it with trailing slashes
+// trimmed. Errors never repeat the URL: it may hold credentials.
+func validateURL(raw string) (string, error) {
+	const example = " (e.g. http://127.0.0.1:8081/v1)"
+	if strings.TrimSpace(raw) == "" {
+		return "", configError("gateway URL is empty: set it to the gateway's API root" + example)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", configError("gateway URL cannot be parsed (" + err.Error() + "): use an absolute http(s) URL" + example)
+	}
+	switch {
+	case u.User != nil:
+		return "", configError("gateway URL must not contain credentials (user:password@): put the key in the API key setting instead")
+	case u.Scheme != "http" && u.Scheme != "https":
+		if u.Scheme == "" {
+			return "", configError("gateway URL has no scheme: use an absolute http(s) URL" + example)
+		}
+		return "", configError(fmt.Sprintf("gateway URL scheme %q is not supported: use http or https", u.Scheme))
+	case u.Opaque != "" || u.Host == "" || u.Hostname() == "":
+		return "", configError("gateway URL has no host: use an absolute http(s) URL" + example)
+	case u.RawQuery != "" || u.ForceQuery:
+		return "", configError("gateway URL must not have a query (?...): give only the API root" + example)
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return "", configError("gateway URL must not have a fragment (#...): give only the API root" + example)
+	}
+	return strings.TrimRight(raw, "/"), nil
+}
+
+func validateKey(key string) error {
+	if strings.TrimSpace(key) == "" {
+		return configError("gateway API key is empty: set the key the gateway expects as its bearer token")
+	}
+	if strings.TrimSpace(key) != key {
+		return configError("gateway API key has leading or trailing whitespace: remove it")
+	}
+	for i := 0; i < len(key); i++ {
+		if b := key[i]; b < 0x20 || b == 0x7f {
+			return configError("gateway API key contains a control character, which cannot be sent in an HTTP header")
+		}
+	}
+	return nil
+}
+
+// String shows where the client sends requests, never the key.
+func (c *Client) String() string {
+	if c == nil {
+		return "gateway.Client(nil)"
+	}
+	if c.disabled != "" {
+		return "gateway.Client{disabled: " + c.disabled + "}"
+	}
+	return "gateway.Client{url: " + c.base + ", key: " + redacted + "}"
+}
+
+// GoString keeps %#v as safe as %v.
+func (c *Client) GoString() string { return c.String() }
+
+// Format makes every verb (%d and %x included, which would otherwise walk
+// the struct fields) print String.
+func (c *Client) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String()) }
+
+// LogValue logs the URL and a redacted key.
+func (c *Client) LogValue() slog.Value {
+	if c == nil {
+		return slog.StringValue("nil")
+	}
+	if c.disabled != "" {
+		return slog.GroupValue(slog.String("disabled", c.disabled))
+	}
+	return slog.GroupValue(slog.String("url", c.base), slog.String("key", redacted))
+}
+
+// String shows the configuration with the key redacted.
+func (cfg Config) String() string {
+	key := ""
+	if cfg.APIKey != "" {
+		key = redacted
+	}
+	return fmt.Sprintf("gateway.Config{BaseURL: %s, APIKey: %s, Timeout: %s, ModelsTimeout: %s}",
+		redactURL(cfg.BaseURL), key, cfg.Timeout, cfg.ModelsTimeout)
+}
+
+// GoString keeps %#v as safe as %v.
+func (cfg Config) GoString() string { return cfg.String() }
+
+// Format makes every verb print String.
+func (cfg Config) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, cfg.String()) }
+
+// LogValue logs the configuration with the key redacted.
+func (cfg Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("url", redactURL(cfg.BaseURL)),
+		slog.String("key", redacted),
+		slog.Duration("timeout", cfg.Timeout),
+		slog.Duration("models_timeout", cfg.ModelsTimeout),
+	)
+}
+
+// redactURL hides userinfo and query in a URL that has not been validated
+// yet (either may hold a secret).
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<unparseable URL>"
+	}
+	if u.User != nil {
+		u.User = url.User(redacted)
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = redacted
+	}
+	return u.String()
+}
+
+func (c *Client) disabledError(op string) *Error {
+	return &Error{Kind: KindDisabled, Op: op, msg: "no gateway configured: " + c.disabled, err: ErrNotConfigured}
+}
+
+// errTimeout marks a request context that ended because of the client's
+// own timeout, as opposed to the caller's context.
+type errTimeout struct{ d time.Duration }
+
+func (e *errTimeout) Error() string { return "gateway timeout of " + e.d.String() + " elapsed" }
+
+// do sends one request and returns the status and body: the full body (at
+// most MaxReplyBytes) for 2xx, a bounded prefix otherwise. Every failure is
+// classified here.
+func (c *Client) do(ctx context.Context, method, path, op string, body []byte, timeout time.Duration) (int, []byte, *Error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, canceled(ctx, op)
+	}
+	cause := &errTimeout{d: timeout}
+	reqCtx, cancel := context.WithTimeoutCause(ctx, timeout, cause)
+	defer cancel()
+
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(reqCtx, method, c.base+path, rd)
+	if err != nil {
+		return 0, nil, &Error{Kind: KindConfig, Op: op, msg: "cannot build the gateway request " + op + ": " + err.Error(), err: err}
+	}
+	req.Header.Set("Authorization", c.auth)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, c.transportFailure(ctx, reqCtx, cause, op, err)
+	}
+	defer resp.Body.Close()
+
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// A short or broken error body still leaves the status, which is
+		// what the caller acts on.
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorRead))
+		return resp.StatusCode, data, nil
+	}
+	if resp.ContentLength > MaxReplyBytes {
+		return resp.StatusCode, nil, malformed(op, resp.StatusCode, "the reply body exceeds 16 MiB")
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxReplyBytes+1))
+	if err != nil {
+		return resp.StatusCode, nil, c.transportFailure(ctx, reqCtx, cause, op, err)
+	}
+	if len(data) > MaxReplyBytes {
+		return resp.StatusCode, nil, malformed(op, resp.StatusCode, "the reply body exceeds 16 MiB")
+	}
+	return resp.StatusCode, data, nil
+}
+
+func (c *Client) transportFailure(ctx, reqCtx context.Context, cause *errTimeout, op string, err error) *Error {
+	if ctx.Err() != nil {
+		return canceled(ctx, op)
+	}
+	if context.Cause(reqCtx) == cause {
+		return &Error{
+			Kind:    KindTransport,
+			Op:      op,
+			timeout: true,
+			err:     cause,
+			msg:     "gateway " + op + " timed out after " + cause.d.String() + ": the gateway or the model did not answer in time; retry, or raise the gateway timeout",
+		}
+	}
+	return &Error{
+		Kind: KindTransport,
+		Op:   op,
+		err:  err,
+		msg:  "gateway " + op + " failed: " + err.Error() + "; check that the gateway is running at the configured URL",
+	}
+}
+
+func canceled(ctx context.Context, op string) *Error {
+	err := ctx.Err()
+	msg := "gateway " + op + " cancelled by the caller: " + err.Error()
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		msg += " (" + cause.Error() + ")"
+	}
+	return &Error{Kind: KindCanceled, Op: op, err: err, msg: msg}
+}

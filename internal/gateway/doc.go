@@ -1,0 +1,33 @@
+// Package gateway is the HTTP client for the gateway contract
+// (spec/gateway-picker-webfetch.md §1.14): GET /models, and POST
+// /chat/completions without streaming, with tool calls in the openai and
+// gemma3_tool_code dialects. Later: search and embeddings.
+//
+// It owns everything about the wire so the engine does not: the exact
+// request body, reply parsing and validation (choices[0], tool-call
+// checks, the reasoning side channel), body caps (16 MiB), auth, timeouts,
+// and the Gemma 3 tool_code emulation, which is done entirely here
+// (requests rewritten, fences parsed into ToolCalls, EchoToolResults for
+// the history) so the engine stays dialect-agnostic.
+//
+// Catalog. A plain OpenAI-compatible /v1/models list (id, object,
+// created, owned_by) loads without error: description, context and
+// thinking may come from [models."<id>"] overrides instead, and an entry
+// that no source completes is returned in Catalog.Skipped with what to
+// add, not used for binding (DESIGN §3.3; the reference rejects the whole
+// catalog). Fields that are present but wrong still make the catalog
+// malformed.
+//
+// Timeouts. Each request gets its own deadline: Config.Timeout for chat
+// (default 120s) and Config.ModelsTimeout for the models list (default
+// 10s, so boot never hangs: DESIGN §3.2), both inside the caller's ctx.
+// Running past the client's deadline is a retryable KindTransport error
+// (Error.Timeout reports it); the caller's ctx ending is KindCanceled and
+// wraps ctx.Err().
+//
+// Errors. Every failure is an *Error with a Kind. Error() says what failed
+// and what to do and never includes a reply body or the key; the start of
+// a non-2xx body is available, escaped and capped at 2,000 characters,
+// through Error.Body for debug logs. The key never appears in %v, %#v or
+// slog output of a Client or Config.
+package gateway
