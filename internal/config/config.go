@@ -1,0 +1,222 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/promptforge-go/promptforge/internal/gateway"
+)
+
+// Defaults for every optional setting (spec §2.2, DESIGN §3.2).
+const (
+	DefaultBind              = "127.0.0.1:9310"
+	DefaultMaxConcurrentRuns = 4
+	DefaultAdmissionTimeout  = 30 * time.Second
+	DefaultReplyDeadline     = 240 * time.Second
+	DefaultRetainCompleted   = time.Hour
+	DefaultWatch             = true
+	DefaultWatchDebounce     = 500 * time.Millisecond
+	DefaultPromptsDir        = "prompts"
+	DefaultGatewayTimeout    = 10 * time.Second
+)
+
+// ReservedPromptNames are the server's own tool names; no [prompts.NAME]
+// block may take one, even in builds without need_prompt.
+func ReservedPromptNames() []string {
+	return []string{"list_prompts", "run_prompt", "check_run", "need_prompt"}
+}
+
+// Config is one loaded prompts.toml, validated. Values are as written after
+// ${VAR} expansion; nothing is resolved against the filesystem.
+type Config struct {
+	// Path is the file Load read, as given; empty for Parse.
+	Path    string
+	Server  Server
+	Paths   Paths
+	Gateway Gateway
+	Catalog Catalog
+	Tools   Tools
+	// Prompts holds the [prompts.NAME] blocks by NAME; never nil.
+	Prompts map[string]PromptBlock
+	// Models holds the [models."<id>"] tables by model id, in the form
+	// gateway.Client.Models takes; never nil.
+	Models map[string]gateway.ModelOverride
+}
+
+// Server is the [server] table.
+type Server struct {
+	// Bind is the HTTP listen address: an IP literal and a port.
+	Bind netip.AddrPort
+	// AllowedHosts are the Host authorities HTTP clients may use; empty
+	// means the loopback defaults (resolved by the server at start).
+	AllowedHosts []string
+	// APIKey is the bearer token HTTP clients must present; nil when the
+	// key is absent (or was an unset ${VAR}), which the stdio transport
+	// accepts and the HTTP transport refuses.
+	APIKey            *Secret
+	MaxConcurrentRuns int
+	AdmissionTimeout  time.Duration
+	ReplyDeadline     time.Duration
+	RetainCompleted   time.Duration
+	Watch             bool
+	WatchDebounce     time.Duration
+}
+
+// Paths is the [paths] table.
+type Paths struct {
+	// Prompts is the prompts directory as written; relative paths are
+	// relative to the process working directory, not to the config file.
+	Prompts string
+	// Files are the directories input_file and output_file must resolve
+	// inside, as written (DESIGN §3.4). nil means the key is absent and the
+	// working directory is the one root; an empty, non-nil slice means the
+	// operator listed none, so no file may be read or written. Use
+	// Config.FileRoots for absolute roots.
+	Files []string
+}
+
+// Gateway is the [gateway] table.
+type Gateway struct {
+	// URL is the gateway API root (including /v1) exactly as written,
+	// untrimmed; it was checked to be an http(s) URL with a host.
+	URL    string
+	APIKey Secret
+	// Timeout bounds the boot-time GET /models (DESIGN §3.2).
+	Timeout time.Duration
+}
+
+// Catalog is the [catalog] table: glob patterns relative to the prompts
+// directory, already checked to be relative, free of "..", and valid.
+type Catalog struct {
+	Include []string
+	Exclude []string
+}
+
+// Tools is the [tools] table: which live tools runs may use.
+type Tools struct {
+	WebFetch  bool
+	WebSearch bool
+}
+
+// PromptBlock is one [prompts.NAME] table.
+type PromptBlock struct {
+	// Enabled is false to hide the prompt NAME from callers.
+	Enabled bool
+	// File is a prompt file relative to the prompts directory, or empty
+	// when the block only toggles a globbed prompt.
+	File string
+}
+
+// defaults returns a Config with every default filled in; the loader
+// overwrites what the file sets.
+func defaults() *Config {
+	return &Config{
+		Server: Server{
+			Bind:              netip.MustParseAddrPort(DefaultBind),
+			MaxConcurrentRuns: DefaultMaxConcurrentRuns,
+			AdmissionTimeout:  DefaultAdmissionTimeout,
+			ReplyDeadline:     DefaultReplyDeadline,
+			RetainCompleted:   DefaultRetainCompleted,
+			Watch:             DefaultWatch,
+			WatchDebounce:     DefaultWatchDebounce,
+		},
+		Paths:   Paths{Prompts: DefaultPromptsDir},
+		Gateway: Gateway{Timeout: DefaultGatewayTimeout},
+		Prompts: map[string]PromptBlock{},
+		Models:  map[string]gateway.ModelOverride{},
+	}
+}
+
+// FileRoots returns the directories input_file and output_file must
+// resolve inside, absolute and cleaned, without duplicates: [paths].files
+// resolved against the working directory, or the working directory itself
+// when the key is absent. Symlinks are not evaluated here; the server does
+// that at call time, when the filesystem is what it will be.
+func (c *Config) FileRoots() ([]string, error) {
+	entries := c.Paths.Files
+	if entries == nil {
+		entries = []string{"."}
+	}
+	roots := make([]string, 0, len(entries))
+	for _, e := range entries {
+		abs, err := filepath.Abs(e)
+		if err != nil {
+			return nil, fmt.Errorf("resolve [paths].files entry %q against the working directory: %w", e, err)
+		}
+		if !slices.Contains(roots, abs) {
+			roots = append(roots, abs)
+		}
+	}
+	return roots, nil
+}
+
+// DiffUnreloadable lists, in a fixed order, the settings that differ
+// between c (the configuration the process booted with) and next (a file
+// just reloaded) but cannot take effect without a restart. A live reload
+// applies only [catalog] and [prompts.*]; everything else is fixed at boot
+// because something built once from it lives for the whole process:
+//
+//   - [server].* — the listener, its bearer token and Host list, the run
+//     registry's slots and timers, and the watcher itself;
+//   - [paths].prompts — the watched root (the reload keeps the boot value);
+//   - [gateway].url, api_key, timeout — the model catalog fetched at boot;
+//   - [paths].files — the file roots the server checks paths against;
+//   - [tools].* — the live tool set, built once at boot (the reference
+//     neither applies nor reports these; we report them);
+//   - [models."<id>"] — overrides merged into the boot model catalog, one
+//     entry per id added, removed or changed, ids sorted.
+//
+// The first twelve names and their order are the reference's (spec §7.5);
+// the rest are ours. The result is empty when nothing unreloadable changed.
+func (c *Config) DiffUnreloadable(next *Config) []string {
+	var out []string
+	add := func(changed bool, name string) {
+		if changed {
+			out = append(out, name)
+		}
+	}
+	a, b := c.Server, next.Server
+	add(a.Bind != b.Bind, "[server].bind")
+	add(!sameSecret(a.APIKey, b.APIKey), "[server].api_key")
+	add(a.MaxConcurrentRuns != b.MaxConcurrentRuns, "[server].max_concurrent_runs")
+	add(a.AdmissionTimeout != b.AdmissionTimeout, "[server].admission_timeout")
+	add(a.ReplyDeadline != b.ReplyDeadline, "[server].reply_deadline")
+	add(a.RetainCompleted != b.RetainCompleted, "[server].retain_completed")
+	add(a.Watch != b.Watch, "[server].watch")
+	add(a.WatchDebounce != b.WatchDebounce, "[server].watch_debounce")
+	add(!slices.Equal(a.AllowedHosts, b.AllowedHosts), "[server].allowed_hosts")
+	add(c.Paths.Prompts != next.Paths.Prompts, "[paths].prompts")
+	add(c.Gateway.URL != next.Gateway.URL, "[gateway].url")
+	add(c.Gateway.APIKey != next.Gateway.APIKey, "[gateway].api_key")
+	add(c.Gateway.Timeout != next.Gateway.Timeout, "[gateway].timeout")
+	add((c.Paths.Files == nil) != (next.Paths.Files == nil) || !slices.Equal(c.Paths.Files, next.Paths.Files), "[paths].files")
+	add(c.Tools.WebFetch != next.Tools.WebFetch, "[tools].web_fetch")
+	add(c.Tools.WebSearch != next.Tools.WebSearch, "[tools].web_search")
+	ids := slices.Sorted(maps.Keys(c.Models))
+	for id := range maps.Keys(next.Models) {
+		if _, ok := c.Models[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		old, inOld := c.Models[id]
+		cur, inNext := next.Models[id]
+		add(inOld != inNext || old != cur, modelKey(id))
+	}
+	return out
+}
+
+func sameSecret(a, b *Secret) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// modelKey renders a [models."<id>"] table name.
+func modelKey(id string) string { return "[models." + quoteKey(id) + "]" }
