@@ -1,0 +1,230 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/promptforge-go/promptforge/internal/match"
+)
+
+// A Generation is one published catalog together with the retrieval index
+// built over exactly that catalog. It never changes: a caller takes one
+// Generation per call and uses it throughout, so run_prompt and
+// need_prompt never see a catalog paired with another catalog's index.
+type Generation struct {
+	catalog   *Catalog
+	retrieval *retrieval
+	ticket    uint64
+	slots     chan struct{} // the Handle's ranking slots
+}
+
+// Catalog is the generation's catalog.
+func (g *Generation) Catalog() *Catalog { return g.catalog }
+
+// Retrieval says whether Shortlist can answer and how fresh it is.
+func (g *Generation) Retrieval() RetrievalState { return g.retrieval.state() }
+
+// Ticket is the reload ticket that produced the generation; the boot
+// generation is 0.
+func (g *Generation) Ticket() uint64 { return g.ticket }
+
+// Options configures a Handle.
+type Options struct {
+	// Logger receives boot and reload lines; nil discards them.
+	Logger *slog.Logger
+	// Ranker builds retrieval indexes; nil means match.NewLexical().
+	Ranker match.Ranker
+	// NoRetrieval leaves every generation without an index, for builds
+	// that do not publish need_prompt.
+	NoRetrieval bool
+	// ConfigPath names prompts.toml in reload log lines.
+	ConfigPath string
+}
+
+// A Handle owns the live generation: it resolves the boot catalog,
+// publishes each reload with one atomic pointer swap, and bounds
+// concurrent rankings. Reads never wait on a reload.
+type Handle struct {
+	root       string
+	log        *slog.Logger
+	ranker     match.Ranker // nil when retrieval is off
+	configPath string
+	slots      chan struct{}
+
+	current atomic.Pointer[Generation]
+	// tickets orders reloads by when they were triggered, not by when
+	// they finish.
+	tickets atomic.Uint64
+
+	mu        sync.Mutex // serialises publishing against shutdown
+	published uint64
+	shutdown  bool
+}
+
+// New resolves the boot catalog in Reject mode (any broken prompt refuses
+// to serve; the error is a *Error listing every fault), builds its
+// retrieval index and publishes it as generation 0. A retrieval failure
+// is logged and leaves the index idle; it never fails the boot.
+func New(ctx context.Context, s Settings, opts Options) (*Handle, error) {
+	c, err := Resolve(ctx, s, Reject)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handle{
+		root:       s.Root,
+		log:        opts.Logger,
+		configPath: opts.ConfigPath,
+		slots:      make(chan struct{}, MaxConcurrentRankings),
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if !opts.NoRetrieval {
+		h.ranker = opts.Ranker
+		if h.ranker == nil {
+			h.ranker = match.NewLexical()
+		}
+	}
+	var r *retrieval
+	if h.ranker != nil {
+		r, err = buildRetrieval(ctx, h.ranker, c)
+		if err != nil {
+			h.log.Error("need_prompt cannot answer: retrieval index build failed: " + err.Error())
+			r = nil
+		} else {
+			h.log.Info(fmt.Sprintf("need_prompt ranks %d prompt(s)", len(r.names)))
+		}
+	}
+	h.current.Store(&Generation{catalog: c, retrieval: r, slots: h.slots})
+	return h, nil
+}
+
+// Current is the live generation. Take it once per call and keep it.
+func (h *Handle) Current() *Generation { return h.current.Load() }
+
+// Root is the prompts root resolution uses, fixed at boot.
+func (h *Handle) Root() string { return h.root }
+
+// Shutdown stops publishing: a reload in progress, or any later one, is
+// dropped. It is what makes "no reload after the shutdown signal" hold.
+func (h *Handle) Shutdown() {
+	h.mu.Lock()
+	h.shutdown = true
+	h.mu.Unlock()
+}
+
+// ReloadErrorKind says which half of a reload failed.
+type ReloadErrorKind uint8
+
+const (
+	// ReloadConfig: prompts.toml would not load.
+	ReloadConfig ReloadErrorKind = iota + 1
+	// ReloadCatalog: the new catalog would not resolve.
+	ReloadCatalog
+)
+
+// ReloadError is a reload that kept the previous generation.
+type ReloadError struct {
+	Kind ReloadErrorKind
+	Err  error
+}
+
+func (e *ReloadError) Error() string {
+	if e.Kind == ReloadConfig {
+		return "the configuration would not load: " + e.Err.Error()
+	}
+	return "the candidate would not resolve: " + e.Err.Error()
+}
+
+func (e *ReloadError) Unwrap() error { return e.Err }
+
+// ReloadOutcome describes a reload that resolved.
+type ReloadOutcome struct {
+	// Ticket orders this reload among all reloads of the Handle.
+	Ticket uint64
+	// Published is false when a newer reload had already published, or
+	// the Handle was shut down.
+	Published bool
+	// Prompts and Broken count the new catalog's entries.
+	Prompts, Broken int
+	// RankingChanged: some name, description or health changed, so the
+	// retrieval index was rebuilt (or, failing that, went stale).
+	RankingChanged bool
+	// RetrievalStale: the index is an older catalog's.
+	RetrievalStale bool
+}
+
+// Reload re-reads prompts.toml through load and re-resolves the catalog in
+// Retain mode, reusing the parses of unchanged files. The root stays the
+// boot root whatever the file now says. On failure the previous
+// generation stays live and the error is a *ReloadError. A reload that
+// finishes after a newer one has published is dropped, because its
+// ticket is claimed before anything is read.
+func (h *Handle) Reload(ctx context.Context, load LoadFunc) (ReloadOutcome, error) {
+	out := ReloadOutcome{Ticket: h.tickets.Add(1)}
+	s, ignored, err := load(ctx)
+	if err != nil {
+		return out, h.keepPrevious(ctx, &ReloadError{Kind: ReloadConfig, Err: err})
+	}
+	if len(ignored) > 0 {
+		h.log.Info(h.configPath + " changed and does not reload; restart to apply it: " + strings.Join(ignored, ", "))
+	}
+	s.Root = h.root
+	prev := h.current.Load()
+	cand, err := resolve(ctx, s, Retain, prev.catalog.files)
+	if err != nil {
+		return out, h.keepPrevious(ctx, &ReloadError{Kind: ReloadCatalog, Err: err})
+	}
+	out.Prompts, out.Broken = cand.Len(), cand.BrokenCount()
+	out.RankingChanged = prev.catalog.Hash() != cand.Hash()
+
+	r := prev.retrieval
+	if out.RankingChanged && r.state() != RetrievalIdle {
+		next, err := buildRetrieval(ctx, h.ranker, cand)
+		if err != nil {
+			h.log.Warn("need_prompt keeps its previous index: " + err.Error())
+			next = &retrieval{idx: r.idx, names: r.names, stale: true}
+		}
+		r = next
+	}
+	out.RetrievalStale = r.state() == RetrievalStale
+
+	ranking, fresh := "unchanged", "current"
+	if out.RankingChanged {
+		ranking = "changed"
+	}
+	if out.RetrievalStale {
+		fresh = "stale"
+	}
+	h.log.Info(fmt.Sprintf("reloaded %d prompt(s), %d broken; ranking %s, retrieval %s", out.Prompts, out.Broken, ranking, fresh))
+
+	out.Published = h.publish(&Generation{catalog: cand, retrieval: r, ticket: out.Ticket, slots: h.slots})
+	return out, nil
+}
+
+func (h *Handle) keepPrevious(ctx context.Context, err *ReloadError) error {
+	if ctx.Err() != nil {
+		// Abandoned (shutdown), not failed: nothing for an operator to fix.
+		h.log.Info("reload abandoned: " + err.Error())
+		return err
+	}
+	h.log.Warn("reload keeps the previous catalog: " + err.Error())
+	return err
+}
+
+// publish swaps g in unless the Handle is shut down or a reload triggered
+// later has already published.
+func (h *Handle) publish(g *Generation) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.shutdown || g.ticket <= h.published {
+		return false
+	}
+	h.current.Store(g)
+	h.published = g.ticket
+	return true
+}

@@ -1,0 +1,348 @@
+package catalog
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/promptforge-go/promptforge/internal/prompt"
+)
+
+// Resolve turns settings and the files they reach into a Catalog. Every
+// step runs to completion before the pass fails, so the *Error it returns
+// carries every fault at once. In Reject mode any broken prompt is a
+// fault; in Retain mode it is listed with its problem and only
+// catalog-level faults (pattern, stale override, duplicate, empty) fail.
+func Resolve(ctx context.Context, s Settings, mode Mode) (*Catalog, error) {
+	return resolve(ctx, s, mode, nil)
+}
+
+// resolver holds one pass's working state.
+type resolver struct {
+	s         Settings
+	prev      *fileCache
+	now       time.Time
+	rootCanon string
+}
+
+func resolve(ctx context.Context, s Settings, mode Mode, prev *fileCache) (*Catalog, error) {
+	r := &resolver{s: s, prev: prev, now: time.Now()}
+	var faults []Fault
+
+	w := &walker{root: s.Root}
+	for _, raw := range s.Include {
+		p, err := compilePattern(raw)
+		if err != nil {
+			faults = append(faults, Fault{Kind: KindPattern, Detail: `include "` + raw + `": ` + err.Error()})
+			continue
+		}
+		w.include = append(w.include, p)
+	}
+	for _, raw := range s.Exclude {
+		p, err := compilePattern(raw)
+		if err != nil {
+			faults = append(faults, Fault{Kind: KindPattern, Detail: `exclude "` + raw + `": ` + err.Error()})
+			continue
+		}
+		w.exclude = append(w.exclude, p)
+	}
+	canon, rootErr := filepath.EvalSymlinks(s.Root)
+	r.rootCanon, w.rootCanon = canon, canon
+	files, err := r.expand(ctx, w, rootErr)
+	if err != nil {
+		return nil, err
+	}
+	faults = append(faults, w.faults...)
+
+	cache := &fileCache{m: make(map[string]*fileState, len(files)+len(s.Blocks))}
+	var kept []*entry
+	for _, f := range files {
+		if f.state != nil {
+			cache.m[f.path] = f.state
+		}
+		if f.entry != nil {
+			kept = append(kept, f.entry)
+		}
+	}
+
+	kept, stale := r.applyBlocks(kept, cache)
+	faults = append(faults, stale...)
+
+	if mode != Retain {
+		for _, e := range kept {
+			if e.kind != 0 {
+				faults = append(faults, Fault{Kind: e.kind, Prompt: e.name, Path: e.path, Detail: e.problem})
+			}
+		}
+	}
+	faults = append(faults, duplicates(kept)...)
+	if len(kept) == 0 {
+		faults = append(faults, Fault{Kind: KindEmpty, Detail: "no prompts resolved; check [catalog].include and [prompts.*]"})
+	}
+	if len(faults) > 0 {
+		return nil, &Error{Faults: faults}
+	}
+	markShadowing(kept)
+	return newCatalog(kept, cache), nil
+}
+
+// globbedFile is one walked file and what became of it. A nil entry is a
+// markdown file that is not a prompt (or one that vanished).
+type globbedFile struct {
+	found
+	entry *entry
+	state *fileState
+}
+
+// expand walks the root and, while the walk goes on, reads, probes and
+// parses what it finds on all cores. Files come back in walk order. Work
+// is handed over in batches: per-file hand-offs cost more than a stat.
+func (r *resolver) expand(ctx context.Context, w *walker, rootErr error) ([]*globbedFile, error) {
+	const batchSize = 64
+	var files []*globbedFile
+	work := make(chan []*globbedFile, 16)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for batch := range work {
+				for _, f := range batch {
+					if ctx.Err() == nil {
+						f.entry, f.state = r.globbed(f.found)
+					}
+				}
+			}
+		})
+	}
+	var batch []*globbedFile
+	w.emit = func(f found) {
+		g := &globbedFile{found: f}
+		files = append(files, g)
+		batch = append(batch, g)
+		if len(batch) == batchSize {
+			work <- batch
+			batch = nil
+		}
+	}
+	w.walk(rootErr)
+	if len(batch) > 0 {
+		work <- batch
+	}
+	close(work)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("resolve the prompt catalog: %w", err)
+	}
+	return files, nil
+}
+
+// globbed classifies one file an include pattern found.
+func (r *resolver) globbed(f found) (*entry, *fileState) {
+	stem := placeholder(fileStem(f.path))
+	broken := func(k Kind, problem string) *entry {
+		return &entry{name: stem, path: f.path, canonical: f.canonical, kind: k, problem: problem}
+	}
+	info, err := f.stat()
+	if err != nil {
+		return nil, nil // removed since the directory was listed
+	}
+	st, problem := readFile(f.path, info, r.prev, r.now)
+	if problem != "" {
+		return broken(KindUnreadable, string(problem)), nil
+	}
+	c := st.c.analyse()
+	if !c.hasVersion {
+		if c.malformed {
+			return broken(KindUnparsable, "declares a promptforge frontmatter that does not parse"), st
+		}
+		return nil, st // not a prompt: the only silent skip
+	}
+	if c.version != supportedMajor {
+		return broken(KindUnparsable, unsupported(c.version)), st
+	}
+	if c.parseErr != nil {
+		return broken(KindUnparsable, "does not parse: "+c.parseErr.Error()), st
+	}
+	return admit(c.parsed, c.source, f.path, f.canonical, fileStem(f.path), ""), st
+}
+
+func unsupported(v uint64) string {
+	return fmt.Sprintf("unsupported promptforge version: %d (this build supports major %d)", v, supportedMajor)
+}
+
+// admit applies the naming rules to a parsed prompt. placeholderName names
+// the entry if it is broken; blockKey is set when a [prompts.NAME] block
+// reached the file.
+func admit(p *prompt.Prompt, src, path, canonical, placeholderName, blockKey string) *entry {
+	name := p.Frontmatter.Name
+	if blockKey != "" {
+		placeholderName = blockKey
+	}
+	broken := func(problem string) *entry {
+		return &entry{name: placeholder(placeholderName), path: path, canonical: canonical, kind: KindInvalidName, problem: problem}
+	}
+	switch {
+	case !ValidName(name):
+		return broken(`tool name "` + name + `" is not ^[a-z][a-z0-9_]{0,47}$`)
+	case IsReserved(name):
+		return broken(`prompt name "` + name + `" is reserved: a built-in already answers to it, so "run ` + name + `" is ambiguous`)
+	case blockKey != "" && name != blockKey:
+		return broken(`frontmatter name "` + name + `" does not match its [prompts.` + blockKey + `] block`)
+	}
+	return &entry{
+		name:        name,
+		description: p.Frontmatter.Description,
+		path:        path,
+		canonical:   canonical,
+		source:      src,
+		prompt:      p,
+	}
+}
+
+// applyBlocks applies the [prompts.NAME] tables in key order: a block with
+// a file adds that prompt (replacing a globbed entry for the same file), a
+// block without one must name an entry, and enabled = false removes the
+// entries of that name at the end.
+func (r *resolver) applyBlocks(entries []*entry, cache *fileCache) ([]*entry, []Fault) {
+	keys := make([]string, 0, len(r.s.Blocks))
+	for k := range r.s.Blocks {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var faults []Fault
+	disabled := make(map[string]bool)
+	for _, key := range keys {
+		b := r.s.Blocks[key]
+		if !b.Enabled {
+			disabled[key] = true
+		}
+		if b.File == "" {
+			if !slices.ContainsFunc(entries, func(e *entry) bool { return e.name == key }) {
+				faults = append(faults, Fault{Kind: KindStaleOverride, Prompt: key,
+					Detail: "[prompts] block matches no prompt; it names no file and no glob found it"})
+			}
+			continue
+		}
+		if !b.Enabled {
+			continue // the file is not even read
+		}
+		e := r.blockFile(key, b.File, cache)
+		if i := slices.IndexFunc(entries, func(o *entry) bool { return sameFile(o, e) }); i >= 0 {
+			entries[i] = e
+		} else {
+			entries = append(entries, e)
+		}
+	}
+	if len(disabled) > 0 {
+		entries = slices.DeleteFunc(entries, func(e *entry) bool { return disabled[e.name] })
+	}
+	return entries, faults
+}
+
+// blockFile reads the file a [prompts.NAME] block names. Unlike a globbed
+// file it is a prompt by declaration, so a missing promptforge: version is
+// a problem rather than a reason to skip it.
+func (r *resolver) blockFile(key, file string, cache *fileCache) *entry {
+	path := filepath.Join(r.s.Root, filepath.FromSlash(file))
+	canonical, canonErr := filepath.EvalSymlinks(path)
+	if canonErr != nil {
+		canonical = ""
+	}
+	broken := func(k Kind, problem string) *entry {
+		return &entry{name: placeholder(key), path: path, canonical: canonical, kind: k, problem: problem}
+	}
+	st, problem := readFile(path, nil, r.prev, r.now)
+	if problem != "" {
+		return broken(KindUnreadable, string(problem))
+	}
+	cache.m[path] = st
+	if canonErr != nil || r.rootCanon == "" || !within(r.rootCanon, canonical) {
+		return broken(KindUnreadable, "resolves outside the prompts directory")
+	}
+	c := st.c.analyse()
+	if c.hasVersion && c.version != supportedMajor {
+		return broken(KindUnparsable, unsupported(c.version))
+	}
+	if c.parseErr != nil {
+		return broken(KindUnparsable, "does not parse: "+c.parseErr.Error())
+	}
+	if !c.hasVersion {
+		return broken(KindUnparsable, "not a promptforge prompt: its frontmatter declares no promptforge: version")
+	}
+	return admit(c.parsed, c.source, path, canonical, key, key)
+}
+
+// sameFile compares by canonical path, or lexically when either side
+// could not be canonicalised.
+func sameFile(a, b *entry) bool {
+	if a.canonical != "" && b.canonical != "" {
+		return a.canonical == b.canonical
+	}
+	return filepath.Clean(a.path) == filepath.Clean(b.path)
+}
+
+// duplicates reports every name two or more healthy entries declare.
+// Broken entries never take part: their names are placeholders.
+func duplicates(entries []*entry) []Fault {
+	seen := make(map[string]bool, len(entries))
+	var dups []string
+	for _, e := range entries {
+		if e.kind != 0 {
+			continue
+		}
+		if again, ok := seen[e.name]; !ok {
+			seen[e.name] = false
+		} else if !again {
+			seen[e.name] = true
+			dups = append(dups, e.name)
+		}
+	}
+	if len(dups) == 0 {
+		return nil
+	}
+	// Report in order of each name's first declaration.
+	slices.SortFunc(dups, func(a, b string) int {
+		return cmp.Compare(firstIndex(entries, a), firstIndex(entries, b))
+	})
+	var faults []Fault
+	for _, name := range dups {
+		var paths []string
+		for _, e := range entries {
+			if e.kind == 0 && e.name == name {
+				paths = append(paths, e.path)
+			}
+		}
+		faults = append(faults, Fault{Kind: KindDuplicate, Prompt: name,
+			Detail: fmt.Sprintf("declared by %d prompts: %s", len(paths), strings.Join(paths, ", "))})
+	}
+	return faults
+}
+
+func firstIndex(entries []*entry, name string) int {
+	return slices.IndexFunc(entries, func(e *entry) bool { return e.kind == 0 && e.name == name })
+}
+
+// markShadowing renames every broken placeholder that a caller's spelling
+// of a healthy prompt would also reach, so listings never show one name
+// twice and no broken file stands in front of a working prompt.
+func markShadowing(entries []*entry) {
+	if !slices.ContainsFunc(entries, func(e *entry) bool { return e.kind != 0 }) {
+		return
+	}
+	healthy := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		if e.kind == 0 {
+			healthy[normalize(e.name)] = true
+		}
+	}
+	for _, e := range entries {
+		if e.kind != 0 && healthy[normalize(e.name)] {
+			e.name += brokenSuffix
+		}
+	}
+}

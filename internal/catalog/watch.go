@@ -1,0 +1,411 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// tokenBuffer bounds pending change notices. A full buffer already means
+// a reload is pending, so further notices are dropped, not queued.
+const tokenBuffer = 16
+
+// WatchOptions configures Watch.
+type WatchOptions struct {
+	// ConfigPath is prompts.toml as given on the command line.
+	ConfigPath string
+	// Debounce is [server].watch_debounce: a reload runs once no change
+	// has been seen for this long.
+	Debounce time.Duration
+	// Load re-reads prompts.toml for each reload.
+	Load LoadFunc
+	// Logger receives the watcher's lines; nil discards them.
+	Logger *slog.Logger
+}
+
+// WatchError is a watch that could not be set up.
+type WatchError struct {
+	// Path is the path that could not be watched; "" when the platform
+	// watcher itself could not be created.
+	Path string
+	Err  error
+}
+
+func (e *WatchError) Error() string {
+	if e.Path == "" {
+		return "create the filesystem watcher: " + e.Err.Error()
+	}
+	return "watch " + e.Path + ": " + e.Err.Error()
+}
+
+func (e *WatchError) Unwrap() error { return e.Err }
+
+// A Watcher reloads a Handle when prompt files or prompts.toml change:
+// changes are debounced, each settled window runs one reload and waits
+// for it, and a failed watch is re-registered on the next window.
+type Watcher struct {
+	h         *Handle
+	opts      WatchOptions
+	log       *slog.Logger
+	fsw       *fsnotify.Watcher
+	roots     []string // the prompts root in each spelling
+	configs   []string // the config file in each spelling
+	configDir string
+
+	tokens chan struct{}
+	broken atomic.Bool
+
+	ctx    context.Context // cancelled by Close, so a reload stops early
+	cancel context.CancelFunc
+
+	closeOnce sync.Once
+	pumpDone  chan struct{}
+	done      chan struct{}
+
+	// settled, when set (by tests), sees every settled window's reload.
+	settled func(ReloadOutcome, error)
+}
+
+// Watch starts watching h's prompts root (every directory under it, added
+// as directories appear) and the config file's directory. ctx bounds the
+// start only; the watcher runs until Close.
+func Watch(ctx context.Context, h *Handle, opts WatchOptions) (*Watcher, error) {
+	return startWatch(ctx, h, opts, nil)
+}
+
+func startWatch(ctx context.Context, h *Handle, opts WatchOptions, settled func(ReloadOutcome, error)) (*Watcher, error) {
+	if opts.Load == nil {
+		return nil, errors.New("start the prompt watcher: WatchOptions.Load is nil; pass the function that re-reads prompts.toml")
+	}
+	fsw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, &WatchError{Err: err}
+	}
+	w := &Watcher{
+		h:         h,
+		opts:      opts,
+		log:       opts.Logger,
+		fsw:       fsw,
+		roots:     spellings(h.root),
+		configs:   spellings(opts.ConfigPath),
+		configDir: filepath.Dir(opts.ConfigPath),
+		tokens:    make(chan struct{}, tokenBuffer),
+		pumpDone:  make(chan struct{}),
+		done:      make(chan struct{}),
+		settled:   settled,
+	}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	if err := w.register(ctx); err != nil {
+		fsw.Close()
+		return nil, err
+	}
+	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	go w.pump()
+	go func() {
+		defer close(w.done)
+		debounce(w.tokens, opts.Debounce, w.settle)
+		<-w.pumpDone
+	}()
+	w.log.Info(fmt.Sprintf("watching %s and %s every %s", opts.ConfigPath, h.root, formatDuration(opts.Debounce)))
+	return w, nil
+}
+
+// Close stops the watcher in order: the Handle stops publishing (so a
+// reload in flight is dropped), the platform watcher is closed (which
+// lets the debounce loop finish), and Close waits for both goroutines or
+// for ctx.
+func (w *Watcher) Close(ctx context.Context) error {
+	w.closeOnce.Do(func() {
+		w.h.Shutdown()
+		w.cancel()
+		w.fsw.Close()
+	})
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop the prompt watcher: %w", ctx.Err())
+	}
+}
+
+// register watches every directory under the root and the config
+// directory.
+func (w *Watcher) register(ctx context.Context) error {
+	if err := w.addTree(ctx, w.h.root); err != nil {
+		return err
+	}
+	if err := w.fsw.Add(w.configDir); err != nil {
+		return &WatchError{Path: w.configDir, Err: err}
+	}
+	return nil
+}
+
+// addTree watches dir and every directory below it (dir may be a link to
+// a directory; links below it are not followed, as in the resolver's walk
+// they only lead to files that are watched where they really live or that
+// are not confined anyway). A subdirectory we may not read is left out;
+// anything else that stops a watch fails the whole registration.
+func (w *Watcher) addTree(ctx context.Context, dir string) error {
+	return w.addDir(ctx, dir, true)
+}
+
+func (w *Watcher) addDir(ctx context.Context, dir string, top bool) error {
+	if err := ctx.Err(); err != nil {
+		return &WatchError{Path: dir, Err: err}
+	}
+	if err := w.fsw.Add(dir); err != nil {
+		if !top && (errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrNotExist)) {
+			return nil
+		}
+		return &WatchError{Path: dir, Err: err}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if !top {
+			return nil
+		}
+		return &WatchError{Path: dir, Err: err}
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			if err := w.addDir(ctx, filepath.Join(dir, e.Name()), false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pump turns platform events into change notices until the platform
+// watcher closes.
+func (w *Watcher) pump() {
+	defer close(w.pumpDone)
+	defer close(w.tokens)
+	events, errs := w.fsw.Events, w.fsw.Errors
+	for events != nil {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			w.event(ev)
+		case err, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			w.log.Error("filesystem watch: " + err.Error())
+			w.broken.Store(true)
+			w.poke()
+		}
+	}
+}
+
+// changeOps are the operations that can change what resolves; a
+// permission or timestamp change alone cannot, and the resolver's own
+// reads must never trigger a reload.
+const changeOps = fsnotify.Create | fsnotify.Write | fsnotify.Remove | fsnotify.Rename
+
+func (w *Watcher) event(ev fsnotify.Event) {
+	if !w.interesting(ev) {
+		return
+	}
+	name := stripVerbatim(filepath.Clean(ev.Name))
+	if ev.Has(fsnotify.Create) && w.underRoot(name) {
+		// fsnotify is not recursive: a new directory needs its own watch
+		// (and so does any directory already inside it).
+		if isDir(name) {
+			if err := w.addTree(w.ctx, name); err != nil {
+				w.log.Error("filesystem watch: " + err.Error())
+				w.broken.Store(true)
+			}
+		}
+	}
+	if ev.Has(fsnotify.Remove|fsnotify.Rename) && slices.Contains(w.roots, name) {
+		// The root's own watch is gone with it; re-register once it is back.
+		w.broken.Store(true)
+	}
+	w.poke()
+}
+
+// interesting reports whether ev may change the catalog: it changes
+// something under the prompts root, or prompts.toml itself.
+func (w *Watcher) interesting(ev fsnotify.Event) bool {
+	if ev.Op&changeOps == 0 {
+		return false
+	}
+	name := stripVerbatim(filepath.Clean(ev.Name))
+	if w.underRoot(name) || slices.Contains(w.configs, name) {
+		return true
+	}
+	if filepath.IsAbs(name) {
+		return false
+	}
+	abs, err := filepath.Abs(name)
+	return err == nil && (w.underRoot(abs) || slices.Contains(w.configs, abs))
+}
+
+func (w *Watcher) underRoot(name string) bool {
+	for _, r := range w.roots {
+		if within(r, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *Watcher) poke() {
+	select {
+	case w.tokens <- struct{}{}:
+	default:
+	}
+}
+
+// settle is one settled window.
+func (w *Watcher) settle() {
+	if w.h.isShutdown() {
+		return
+	}
+	if w.broken.Swap(false) {
+		w.reregister()
+	}
+	out, err := w.h.Reload(w.ctx, w.opts.Load)
+	if err == nil && out.RetrievalStale {
+		w.log.Warn("reload kept the previous, now stale, retrieval index; run_prompt is unaffected")
+	}
+	if w.settled != nil {
+		w.settled(out, err)
+	}
+}
+
+// reregister drops every watch and adds them again, after a watch error
+// or the loss of the root.
+func (w *Watcher) reregister() {
+	for _, p := range w.fsw.WatchList() {
+		_ = w.fsw.Remove(p) // it may be gone already; re-adding is what matters
+	}
+	if err := w.register(w.ctx); err != nil {
+		w.log.Error("live reload has stopped: " + err.Error() +
+			"; saved prompts will no longer be picked up; restart the server once the path is back")
+		return
+	}
+	w.log.Info("re-registered the watch on " + w.h.root + " and " + w.configDir)
+}
+
+// debounce runs settle once per burst of tokens: each token restarts the
+// window, and settle runs (and is waited for) when the window passes
+// quietly. Tokens that arrive during settle open the next window. When
+// tokens closes, an open window settles once and debounce returns.
+func debounce(tokens <-chan struct{}, window time.Duration, settle func()) {
+	for {
+		if _, ok := <-tokens; !ok {
+			return
+		}
+		timer := time.NewTimer(window)
+	wait:
+		for {
+			select {
+			case _, ok := <-tokens:
+				if !ok {
+					timer.Stop()
+					settle()
+					return
+				}
+				timer.Reset(window)
+			case <-timer.C:
+				break wait
+			}
+		}
+		settle()
+	}
+}
+
+// spellings are the forms an event may name p in: as configured,
+// absolute, and with symlinks evaluated.
+func spellings(p string) []string {
+	out := []string{stripVerbatim(filepath.Clean(p))}
+	if abs, err := filepath.Abs(p); err == nil {
+		out = append(out, stripVerbatim(abs))
+	}
+	if canon, err := filepath.EvalSymlinks(p); err == nil {
+		if abs, err := filepath.Abs(canon); err == nil {
+			out = append(out, stripVerbatim(abs))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// stripVerbatim removes Windows' \\?\ prefix so both spellings compare
+// equal. Elsewhere it is an ordinary file name prefix.
+func stripVerbatim(p string) string {
+	if runtime.GOOS == "windows" {
+		return strings.TrimPrefix(p, `\\?\`)
+	}
+	return p
+}
+
+// isDir reports whether p is a directory itself (not a link to one: links
+// are not followed by the walk either).
+func isDir(p string) bool {
+	info, err := os.Lstat(p)
+	return err == nil && info.IsDir()
+}
+
+// isShutdown reports whether the Handle has stopped publishing.
+func (h *Handle) isShutdown() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.shutdown
+}
+
+// formatDuration renders d the way prompts.toml spells durations
+// ("500ms", "1h 30m"), not Go's "1h30m0s".
+func formatDuration(d time.Duration) string {
+	if d <= 0 {
+		return "0s"
+	}
+	units := []struct {
+		size         time.Duration
+		name, plural string
+	}{
+		{31557600 * time.Second, "year", "years"},
+		{2630016 * time.Second, "month", "months"},
+		{24 * time.Hour, "day", "days"},
+		{time.Hour, "h", "h"},
+		{time.Minute, "m", "m"},
+		{time.Second, "s", "s"},
+		{time.Millisecond, "ms", "ms"},
+		{time.Microsecond, "us", "us"},
+		{time.Nanosecond, "ns", "ns"},
+	}
+	var parts []string
+	for _, u := range units {
+		n := d / u.size
+		if n == 0 {
+			continue
+		}
+		d -= n * u.size
+		name := u.name
+		if n > 1 {
+			name = u.plural
+		}
+		parts = append(parts, fmt.Sprintf("%d%s", n, name))
+	}
+	return strings.Join(parts, " ")
+}
