@@ -1,0 +1,300 @@
+package engine
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/match"
+	"github.com/promptforge-go/promptforge/internal/tools"
+)
+
+// Config is everything a run needs besides the prompt, its args and its
+// store.
+type Config struct {
+	// Execution is the run id every observation carries; "" mints one.
+	Execution string
+	// Client is the gateway; nil builds one from PROMPTFORGE_GATEWAY_URL
+	// and PROMPTFORGE_GATEWAY_API_KEY the first time a model call is
+	// actually needed (a Lua-only prompt needs no gateway at all).
+	Client *gateway.Client
+	// Models is the catalog models.need binds against.
+	Models []gateway.Model
+	// Tools are the live tools tools.need binds against.
+	Tools []tools.Tool
+	// Ranker ranks needs against tools and models; nil uses the lexical
+	// ranker with match.LexicalPolicy (tools) and
+	// match.LexicalModelPolicy (models).
+	Ranker match.Ranker
+	// ToolPolicy and ModelPolicy override the decision thresholds; nil
+	// takes the lexical defaults above.
+	ToolPolicy  *match.Policy
+	ModelPolicy *match.Policy
+	// Observer receives the run's observations; nil discards them.
+	Observer Observer
+	// Debug, when set, receives every completed model turn's request and
+	// response bodies.
+	Debug func(DebugTurn)
+	// Limits bound the run; zero fields take the defaults.
+	Limits Limits
+	// Now is the clock for sys.when and sys.now; nil is time.Now.
+	Now func() time.Time
+}
+
+// Limits bound a run. Zero fields take the defaults (§3.10).
+type Limits struct {
+	// MaxToolIterations caps model rounds per loop-capable prose block
+	// when the frontmatter does not set max_tool_iterations (default 24).
+	MaxToolIterations int
+	// FanoutConcurrency caps fanout arms in flight (default 8).
+	FanoutConcurrency int
+	// LuaTime is each VM's budget of Lua execution time; it stands in for
+	// the reference's instruction quota (default 5s). Time spent waiting
+	// on the model, tools or execute chains does not count.
+	LuaTime time.Duration
+	// CallStackSize caps nested Lua calls per VM (default 200).
+	CallStackSize int
+	// RegistryMaxSize caps each VM's value stack, in slots (default 1Mi).
+	RegistryMaxSize int
+	// MaxStringBytes caps strings built by string.rep, string.format and
+	// table.concat (default 16 MiB).
+	MaxStringBytes int
+	// LogEvents and LogBytes are each VM's log() budgets (default 1024
+	// events, 256 KiB).
+	LogEvents int
+	LogBytes  int
+}
+
+// DefaultMaxToolIterations is the default of Limits.MaxToolIterations.
+const DefaultMaxToolIterations = 24
+
+// DefaultFanoutConcurrency is the default of Limits.FanoutConcurrency.
+const DefaultFanoutConcurrency = 8
+
+// MaxDepth caps execute (and fanout) nesting below the top-level walk.
+const MaxDepth = 8
+
+// Result is what a run produced. Turns is the number of completed model
+// turns, and is set on failure too.
+type Result struct {
+	Value string
+	Turns int
+}
+
+// DebugTurn is one completed model turn, for opt-in debug capture.
+type DebugTurn struct {
+	Execution string
+	Section   string
+	// Turn is the 1-based index of the turn in the run.
+	Turn         int
+	Request      []byte
+	Response     []byte
+	FinishReason string
+	Reasoning    string
+}
+
+// Kind classifies a run failure.
+type Kind uint8
+
+const (
+	Parse Kind = iota + 1
+	Version
+	Binding
+	Completion
+	Tool
+	Lua
+	Quota
+	Substitution
+	Cancelled
+	Internal
+)
+
+var kindNames = [...]string{
+	Parse:        "parse",
+	Version:      "version",
+	Binding:      "binding",
+	Completion:   "completion",
+	Tool:         "tool",
+	Lua:          "lua",
+	Quota:        "quota",
+	Substitution: "substitution",
+	Cancelled:    "cancelled",
+	Internal:     "internal",
+}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Error is every failure Run returns. Error() is the inner message.
+type Error struct {
+	Kind Kind
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable reports whether running again may succeed: gateway transport
+// failures, malformed replies and 5xx/429 statuses.
+func (e *Error) Retryable() bool {
+	var r interface{ Retryable() bool }
+	return e.Kind == Completion && errors.As(e.Err, &r) && r.Retryable()
+}
+
+// Cancelled reports whether the run was cancelled.
+func (e *Error) Cancelled() bool { return e.Kind == Cancelled }
+
+// Observer receives observations. Observe must not block; it may be called
+// concurrently (fanout arms).
+type Observer interface {
+	Observe(Event)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Event)
+
+// Observe calls f.
+func (f ObserverFunc) Observe(e Event) { f(e) }
+
+// Event is one observation: what happened (Detail) in which section of
+// which run. Message is set only for DetailLua, as "Lua: <message>".
+type Event struct {
+	Execution string
+	Section   string
+	Detail    Detail
+	Message   string
+}
+
+// String renders the event's detail: the fixed text, or Message for log
+// lines.
+func (e Event) String() string {
+	if e.Detail == DetailLua {
+		return e.Message
+	}
+	return e.Detail.String()
+}
+
+// Detail is the fixed observation vocabulary (§3.11). Observations never
+// carry prose, model I/O, tool arguments or results, paths or secrets; the
+// only dynamic text is a log() message.
+type Detail uint16
+
+const (
+	ParseStarted Detail = iota + 1
+	ParseSucceeded
+	ParseFailed
+	RunStarted
+	RunSucceeded
+	RunFailed
+	SectionStarted
+	SectionFinished
+	ModelTurnCompleted
+	ModelTurnFailed
+	ModelTurnTruncated
+	ToolCallSucceeded
+	ToolCallFailed
+	LuaCompilationStarted
+	LuaCompilationSucceeded
+	LuaCompilationFailed
+	LuaSharedLoadStarted
+	LuaSharedLoadSucceeded
+	LuaSharedLoadFailed
+	LuaChunkStarted
+	LuaChunkSucceeded
+	LuaChunkFailed
+	LuaReplyBindingStarted
+	LuaReplyBindingSucceeded
+	LuaReplyBindingFailed
+	LuaTeardownStarted
+	LuaTeardownSucceeded
+	ToolScopeValidationStarted
+	ToolScopeValidationSucceeded
+	ToolScopeValidationFailed
+	StoreWriteSucceeded
+	StoreWriteFailed
+	StoreAppendSucceeded
+	StoreAppendFailed
+	StoreReadSucceeded
+	StoreReadFailed
+	StoreReadNumberedSucceeded
+	StoreReadNumberedFailed
+	StoreReplaceSucceeded
+	StoreReplaceFailed
+	StoreDeleteSucceeded
+	StoreDeleteFailed
+	StoreGlobSucceeded
+	StoreGlobFailed
+	FanoutArmStarted
+	FanoutArmSucceeded
+	FanoutArmExhausted
+	FanoutArmFailed
+	FanoutArmCancelled
+	// DetailLua is a log() line; Event.Message holds "Lua: <message>".
+	DetailLua
+)
+
+var detailNames = [...]string{
+	ParseStarted:                 "Parse started",
+	ParseSucceeded:               "Parse succeeded",
+	ParseFailed:                  "Parse failed",
+	RunStarted:                   "Run started",
+	RunSucceeded:                 "Run succeeded",
+	RunFailed:                    "Run failed",
+	SectionStarted:               "Section started",
+	SectionFinished:              "Section finished",
+	ModelTurnCompleted:           "Model turn completed",
+	ModelTurnFailed:              "Model turn failed",
+	ModelTurnTruncated:           "Model turn truncated",
+	ToolCallSucceeded:            "Tool call succeeded",
+	ToolCallFailed:               "Tool call failed",
+	LuaCompilationStarted:        "Lua compilation started",
+	LuaCompilationSucceeded:      "Lua compilation succeeded",
+	LuaCompilationFailed:         "Lua compilation failed",
+	LuaSharedLoadStarted:         "Lua shared load started",
+	LuaSharedLoadSucceeded:       "Lua shared load succeeded",
+	LuaSharedLoadFailed:          "Lua shared load failed",
+	LuaChunkStarted:              "Lua chunk started",
+	LuaChunkSucceeded:            "Lua chunk succeeded",
+	LuaChunkFailed:               "Lua chunk failed",
+	LuaReplyBindingStarted:       "Lua reply binding started",
+	LuaReplyBindingSucceeded:     "Lua reply binding succeeded",
+	LuaReplyBindingFailed:        "Lua reply binding failed",
+	LuaTeardownStarted:           "Lua teardown started",
+	LuaTeardownSucceeded:         "Lua teardown succeeded",
+	ToolScopeValidationStarted:   "Tool scope validation started",
+	ToolScopeValidationSucceeded: "Tool scope validation succeeded",
+	ToolScopeValidationFailed:    "Tool scope validation failed",
+	StoreWriteSucceeded:          "Store write succeeded",
+	StoreWriteFailed:             "Store write failed",
+	StoreAppendSucceeded:         "Store append succeeded",
+	StoreAppendFailed:            "Store append failed",
+	StoreReadSucceeded:           "Store read succeeded",
+	StoreReadFailed:              "Store read failed",
+	StoreReadNumberedSucceeded:   "Store read_numbered succeeded",
+	StoreReadNumberedFailed:      "Store read_numbered failed",
+	StoreReplaceSucceeded:        "Store replace succeeded",
+	StoreReplaceFailed:           "Store replace failed",
+	StoreDeleteSucceeded:         "Store delete succeeded",
+	StoreDeleteFailed:            "Store delete failed",
+	StoreGlobSucceeded:           "Store glob succeeded",
+	StoreGlobFailed:              "Store glob failed",
+	FanoutArmStarted:             "Fanout arm started",
+	FanoutArmSucceeded:           "Fanout arm succeeded",
+	FanoutArmExhausted:           "Fanout arm exhausted",
+	FanoutArmFailed:              "Fanout arm failed",
+	FanoutArmCancelled:           "Fanout arm cancelled",
+	DetailLua:                    "Lua",
+}
+
+// String is the fixed text of the detail, e.g. "Run started".
+func (d Detail) String() string {
+	if int(d) < len(detailNames) && detailNames[d] != "" {
+		return detailNames[d]
+	}
+	return "Detail(" + strconv.Itoa(int(d)) + ")"
+}

@@ -1,0 +1,248 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+
+	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/luavm"
+	"github.com/promptforge-go/promptforge/internal/prompt"
+	"github.com/promptforge-go/promptforge/internal/store"
+	"github.com/promptforge-go/promptforge/internal/tools"
+)
+
+// run is the state of one Run call.
+type run struct {
+	ctx    context.Context
+	p      *prompt.Prompt
+	args   string
+	st     *store.Store
+	cfg    Config
+	exec   string
+	guard  *luavm.Guard
+	vmLim  luavm.Limits
+	maxIt  int
+	now    func() time.Time
+	turns  atomic.Int64
+	ids    atomic.Int64
+	walkAt string // sys.when of the sections: when the walk started
+
+	clientMu  sync.Mutex
+	client    *gateway.Client
+	clientErr error
+
+	bind bindings
+}
+
+// Run executes a parsed prompt with args over st (nil: a fresh store). It
+// returns the run's value, or an *Error; Result.Turns is set either way.
+// No goroutine started by Run outlives it.
+func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cfg Config) (Result, error) {
+	if p == nil {
+		return Result{}, &Error{Kind: Internal, Err: errors.New("engine.Run was given no prompt")}
+	}
+	// The version gate comes first and reports nothing.
+	if !p.Frontmatter.HasVersion {
+		return Result{}, &Error{Kind: Parse, Err: errors.New("not a promptforge prompt: no promptforge version")}
+	}
+	if v := p.Frontmatter.Version; v != 1 {
+		return Result{}, &Error{Kind: Version, Err: fmt.Errorf("unsupported promptforge version: %d (this build supports major 1)", v)}
+	}
+	r := &run{ctx: ctx, p: p, args: args, st: st, cfg: cfg, exec: cfg.Execution, now: cfg.Now}
+	if r.st == nil {
+		r.st = store.New()
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.exec == "" {
+		r.exec = mintExecution()
+	}
+	r.vmLim = luavm.Limits{
+		LuaTime:         cfg.Limits.LuaTime,
+		CallStackSize:   cfg.Limits.CallStackSize,
+		RegistryMaxSize: cfg.Limits.RegistryMaxSize,
+		MaxStringBytes:  cfg.Limits.MaxStringBytes,
+		LogEvents:       cfg.Limits.LogEvents,
+		LogBytes:        cfg.Limits.LogBytes,
+	}.WithDefaults()
+	def := cfg.Limits.MaxToolIterations
+	if def <= 0 {
+		def = DefaultMaxToolIterations
+	}
+	r.maxIt = p.Frontmatter.ResolveMaxToolIterations(def)
+
+	guard, err := luavm.NewGuard()
+	if err != nil {
+		return Result{}, &Error{Kind: Internal, Err: err}
+	}
+	r.guard = guard
+	if err := validateTools(cfg.Tools); err != nil {
+		return Result{}, err
+	}
+	r.bind.init(r)
+
+	r.observe(p.Title, RunStarted)
+	value, err := r.execute()
+	if err != nil {
+		err = r.finalError(err)
+		r.observe(p.Title, RunFailed)
+		return Result{Turns: int(r.turns.Load())}, err
+	}
+	r.observe(p.Title, RunSucceeded)
+	return Result{Value: value, Turns: int(r.turns.Load())}, nil
+}
+
+func mintExecution() string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Sprintf("run-%d", time.Now().UnixNano())
+	}
+	return "run-" + hex.EncodeToString(b[:])
+}
+
+// validateTools checks the live registry: unique identities and wire names
+// a model can be shown.
+func validateTools(ts []tools.Tool) error {
+	seen := make(map[tools.ID]bool, len(ts))
+	for _, t := range ts {
+		d := t.Descriptor()
+		for _, part := range []string{d.ID.Server, d.ID.Name, d.WireName} {
+			if part == "" || strings.ContainsRune(part, '/') || strings.ContainsFunc(part, unicode.IsControl) {
+				return &Error{Kind: Internal, Err: fmt.Errorf("live tool %q has an invalid identity or wire name: each must be non-empty, without '/' or control characters", d.ID)}
+			}
+		}
+		if seen[d.ID] {
+			return &Error{Kind: Internal, Err: fmt.Errorf("live tool %q is registered twice; tool identities must be unique", d.ID)}
+		}
+		seen[d.ID] = true
+	}
+	return nil
+}
+
+func (r *run) observe(section string, d Detail) {
+	if r.cfg.Observer != nil {
+		r.cfg.Observer.Observe(Event{Execution: r.exec, Section: section, Detail: d})
+	}
+}
+
+func (r *run) observeLog(section, msg string) {
+	if r.cfg.Observer != nil {
+		r.cfg.Observer.Observe(Event{Execution: r.exec, Section: section, Detail: DetailLua, Message: "Lua: " + msg})
+	}
+}
+
+func (r *run) timestamp() string { return r.now().UTC().Format(time.RFC3339) }
+
+// execute is the H1 pass then the top-level walk (§3.1 steps 4–6).
+func (r *run) execute() (string, error) {
+	if err := r.ctx.Err(); err != nil {
+		return "", r.cancelled()
+	}
+	h1 := r.newUnit(nil, nil, 0, 0, r.args)
+	returned, value, reply, v, err := h1.runH1()
+	if err != nil {
+		return "", err
+	}
+	if returned {
+		return value, nil
+	}
+	if len(r.p.Sections) == 0 {
+		if reply != nil {
+			return *reply, nil
+		}
+		return "done", nil
+	}
+	if err := r.bind.analyseNearDuplicates(); err != nil {
+		return "", err
+	}
+	r.walkAt = r.timestamp()
+	end, err := r.walk(r.p.Sections, nil, 0, nil, false, 0, v, r.args)
+	if err != nil {
+		return "", err
+	}
+	if end.returned {
+		return end.value, nil
+	}
+	if end.reply != nil {
+		return *end.reply, nil
+	}
+	return "done", nil
+}
+
+// cancelled is the run's cancellation error, naming the host's cause.
+func (r *run) cancelled() *Error {
+	return &Error{Kind: Cancelled, Err: &luavm.CancelledError{Cause: context.Cause(r.ctx)}}
+}
+
+// finalError classifies whatever ended the run. Cancellation wins: once
+// the context is done, every other failure is a consequence of it.
+func (r *run) finalError(err error) error {
+	if r.ctx.Err() != nil {
+		return r.cancelled()
+	}
+	return classify(err)
+}
+
+// classify maps any error to an *Error with the right kind.
+func classify(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var (
+		le *luavm.LuaError
+		qe *luavm.QuotaError
+		ce *luavm.CancelledError
+		se *luavm.ScriptError
+		te *prompt.TemplateError
+		ge *gateway.Error
+	)
+	switch {
+	case errors.As(err, &ce):
+		return &Error{Kind: Cancelled, Err: err}
+	case errors.As(err, &qe):
+		return &Error{Kind: Quota, Err: err}
+	case errors.As(err, &te):
+		return &Error{Kind: Substitution, Err: err}
+	case errors.As(err, &ge):
+		if ge.Kind == gateway.KindCanceled {
+			return &Error{Kind: Cancelled, Err: err}
+		}
+		return &Error{Kind: Completion, Err: err}
+	case errors.As(err, &le), errors.As(err, &se):
+		return &Error{Kind: Lua, Err: err}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &Error{Kind: Cancelled, Err: err}
+	}
+	return &Error{Kind: Internal, Err: err}
+}
+
+// gatewayClient returns the configured client or builds one from the
+// environment the first time a model call needs it.
+func (r *run) gatewayClient() (*gateway.Client, error) {
+	if r.cfg.Client != nil {
+		return r.cfg.Client, nil
+	}
+	r.clientMu.Lock()
+	defer r.clientMu.Unlock()
+	if r.client == nil && r.clientErr == nil {
+		gc, err := gateway.ConfigFromEnv(os.LookupEnv)
+		if err == nil {
+			r.client, err = gateway.New(gc)
+		}
+		if err != nil {
+			r.clientErr = &Error{Kind: Completion, Err: fmt.Errorf("no gateway client was configured and none could be built from the environment: %w", err)}
+		}
+	}
+	return r.client, r.clientErr
+}

@@ -1,0 +1,235 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/luavm"
+)
+
+// scope is the effective tool set of one prose block: what the model is
+// shown (specs, by alias) and how each alias dispatches.
+type scope struct {
+	order []string
+	live  map[string]*toolBinding
+	local map[string]bool
+	specs []gateway.ToolSpec
+}
+
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+func (sc *scope) addLive(tb *toolBinding, description string) {
+	params := tb.desc.Parameters
+	if len(params) == 0 {
+		params = emptySchema
+	}
+	sc.order = append(sc.order, tb.alias)
+	sc.live[tb.alias] = tb
+	sc.specs = append(sc.specs, gateway.ToolSpec{Name: tb.alias, Description: description, Parameters: params})
+}
+
+func newScope() *scope {
+	return &scope{live: map[string]*toolBinding{}, local: map[string]bool{}}
+}
+
+// h1Scope is the H1 prose scope: the always tools only.
+func (u *unit) h1Scope() *scope {
+	b := &u.r.bind
+	sc := newScope()
+	for _, a := range b.always {
+		tb := b.tools[a]
+		sc.addLive(tb, tb.modelDescription(""))
+	}
+	return sc
+}
+
+func (tb *toolBinding) modelDescription(addOverride string) string {
+	switch {
+	case addOverride != "":
+		return addOverride
+	case tb.override != nil:
+		return *tb.override
+	}
+	return tb.desc.Description
+}
+
+// sectionScope is always aliases, then this section's tools.add aliases,
+// then its local tools (§3.4 step 1), after the near-duplicate check.
+func (u *unit) sectionScope() (*scope, error) {
+	b := &u.r.bind
+	declared := make([]string, 0, len(b.always)+len(u.added))
+	declared = append(declared, b.always...)
+	declared = append(declared, u.added...)
+	if err := b.checkScope(declared); err != nil {
+		return nil, err
+	}
+	sc := newScope()
+	for _, a := range declared {
+		sc.addLive(b.tools[a], b.tools[a].modelDescription(u.addOverride[a]))
+	}
+	for _, l := range u.locals {
+		sc.order = append(sc.order, l.alias)
+		sc.local[l.alias] = true
+		sc.specs = append(sc.specs, gateway.ToolSpec{Name: l.alias, Description: l.description, Parameters: l.schema})
+	}
+	return sc, nil
+}
+
+type roundResult struct {
+	text   *string
+	finish string
+}
+
+// loop runs the model rounds of one prose block (§3.6): one round for a
+// single-shot block, up to the iteration cap for the loop-capable one.
+func (u *unit) loop(mb *modelBinding, sc *scope, text string, singleShot bool) (roundResult, error) {
+	r := u.r
+	u.conv = append(u.conv, gateway.Message{Role: "user", Content: text})
+	rounds := r.maxIt
+	if singleShot {
+		rounds = 1
+	}
+	dispatched := 0
+	for range rounds {
+		comp, err := u.complete(r.ctx, mb, u.conv, sc.specs)
+		if err != nil {
+			var ge *gateway.Error
+			if errors.As(err, &ge) && ge.Kind == gateway.KindEmptyReply && ge.FinishReason == "stop" && dispatched > 0 {
+				// A model that answers a tool result with an empty stop
+				// has nothing to add: a clean end with an empty reply.
+				u.turnCompleted(ge.RequestJSON, ge.ResponseJSON, "stop", "")
+				empty := ""
+				return roundResult{text: &empty, finish: "stop"}, nil
+			}
+			return roundResult{}, u.turnFailed(err)
+		}
+		u.turnCompleted(comp.RequestJSON, comp.ResponseJSON, comp.FinishReason, comp.Reasoning)
+		if len(comp.ToolCalls) == 0 {
+			if comp.FinishReason == "length" {
+				u.observe(ModelTurnTruncated)
+			}
+			t := comp.Text
+			return roundResult{text: &t, finish: comp.FinishReason}, nil
+		}
+		results := make([]string, len(comp.ToolCalls))
+		for i, call := range comp.ToolCalls {
+			out, err := u.dispatch(sc, call)
+			if err != nil {
+				return roundResult{}, err
+			}
+			results[i] = out
+			dispatched++
+		}
+		u.conv = append(u.conv, gateway.EchoToolResults(mb.model.Dialect, comp.ToolCalls, results)...)
+		if singleShot {
+			return roundResult{finish: comp.FinishReason}, nil
+		}
+	}
+	return roundResult{}, &Error{Kind: Tool, Err: fmt.Errorf(
+		"tool-call loop did not converge: the model was still calling tools after %d rounds; raise max_tool_iterations or make the prose ask for a final answer", rounds)}
+}
+
+// dispatch runs one tool call the model asked for.
+func (u *unit) dispatch(sc *scope, call gateway.ToolCall) (string, error) {
+	r := u.r
+	alias := call.Name
+	tb, isLive := sc.live[alias]
+	if !isLive && !sc.local[alias] {
+		u.observe(ToolCallFailed)
+		suffix := ""
+		if _, declared := r.bind.tools[alias]; declared {
+			suffix = " (alias was declared by tools.need but not added to this section's scope)"
+		}
+		return "", &Error{Kind: Tool, Err: fmt.Errorf("tool %q is not in this section's scope; in-scope aliases: %s%s", alias, quoteIDs(sc.order), suffix)}
+	}
+	if u.calls != nil {
+		u.calls[alias]++
+	}
+	if !isLive {
+		out, err := u.vm.CallLocalTool(alias, call.Arguments)
+		if err != nil {
+			u.observe(ToolCallFailed)
+			if r.ctx.Err() != nil {
+				return "", r.cancelled()
+			}
+			var q *luavm.QuotaError
+			if errors.As(err, &q) {
+				return "", err
+			}
+			return "", &Error{Kind: Tool, Err: fmt.Errorf("tool call failure: local tool %q: %w", alias, err)}
+		}
+		u.observe(ToolCallSucceeded)
+		return out, nil
+	}
+	res, err := tb.tool.Call(r.ctx, call.Arguments)
+	if err != nil {
+		u.observe(ToolCallFailed)
+		if r.ctx.Err() != nil {
+			return "", r.cancelled()
+		}
+		return "", &Error{Kind: Tool, Err: fmt.Errorf("tool call failure: %w", err)}
+	}
+	u.observe(ToolCallSucceeded)
+	if res.Trusted {
+		return res.Text, nil
+	}
+	return r.guard.Wrap(res.Text), nil
+}
+
+// complete sends one chat request for mb.
+func (u *unit) complete(ctx context.Context, mb *modelBinding, msgs []gateway.Message, specs []gateway.ToolSpec) (*gateway.Completion, error) {
+	c, err := u.r.gatewayClient()
+	if err != nil {
+		return nil, err
+	}
+	req := gateway.ChatRequest{
+		Model:       mb.model.ID,
+		Dialect:     mb.model.Dialect,
+		Messages:    msgs,
+		Tools:       specs,
+		Temperature: mb.opts.Temperature,
+		MaxTokens:   mb.opts.MaxTokens,
+		Thinking:    mb.opts.Thinking,
+	}
+	return c.Complete(ctx, req)
+}
+
+func (u *unit) turnCompleted(req, resp []byte, finish, reasoning string) {
+	n := u.r.turns.Add(1)
+	if u.r.cfg.Debug != nil {
+		u.r.cfg.Debug(DebugTurn{Execution: u.r.exec, Section: u.name, Turn: int(n),
+			Request: req, Response: resp, FinishReason: finish, Reasoning: reasoning})
+	}
+	u.observe(ModelTurnCompleted)
+}
+
+// turnFailed reports a failed model round; a cancelled one is not a model
+// failure and is not reported as one.
+func (u *unit) turnFailed(err error) error {
+	if u.r.ctx.Err() != nil {
+		return u.r.cancelled()
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	u.observe(ModelTurnFailed)
+	return classify(err)
+}
+
+// infer is one tool-free round in a fresh conversation (models.infer and
+// handle:infer). It counts as a turn and never touches reply or sys.
+func (u *unit) infer(ctx context.Context, mb *modelBinding, p string) (string, error) {
+	comp, err := u.complete(ctx, mb, []gateway.Message{{Role: "user", Content: p}}, nil)
+	if err != nil {
+		return "", u.turnFailed(err)
+	}
+	u.turnCompleted(comp.RequestJSON, comp.ResponseJSON, comp.FinishReason, comp.Reasoning)
+	if len(comp.ToolCalls) > 0 {
+		return "", &Error{Kind: Completion, Err: errors.New("model inference received tool calls but no tools were advertised")}
+	}
+	return comp.Text, nil
+}

@@ -1,0 +1,456 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/luavm"
+	"github.com/promptforge-go/promptforge/internal/prompt"
+)
+
+// unit is one execution unit: the H1 pass or one section entry. It owns a
+// VM and is that VM's luavm.Host.
+type unit struct {
+	r      *run
+	sec    *prompt.Section // nil for the H1
+	name   string
+	slice  []*prompt.Section
+	parent *prompt.Section
+	idx    int
+	depth  int
+	args   string
+	vm     *luavm.VM
+
+	conv []gateway.Message
+
+	added       []string
+	addOverride map[string]string
+	locals      []localTool
+	calls       map[string]int
+	proseSeen   bool
+	useAlias    string
+	model       *modelBinding // the prose model, fixed at the first prose block
+}
+
+type localTool struct {
+	alias, description string
+	schema             json.RawMessage
+}
+
+func (r *run) newUnit(sec *prompt.Section, slice []*prompt.Section, idx, depth int, args string) *unit {
+	u := &unit{r: r, sec: sec, slice: slice, idx: idx, depth: depth, args: args}
+	if sec == nil {
+		u.name = r.p.Title
+	} else {
+		u.name = sec.Name
+	}
+	return u
+}
+
+func (u *unit) observe(d Detail) { u.r.observe(u.name, d) }
+
+func (u *unit) vmConfig(kind luavm.Kind, id int, when string, reply *string, v *luavm.Var) luavm.Config {
+	return luavm.Config{
+		Kind:  kind,
+		Host:  u,
+		Store: u.r.st,
+		Guard: u.r.guard,
+		Args:  u.args,
+		Sys: luavm.Sys{
+			When: when, Now: u.r.timestamp(), ID: id, SectionName: u.name,
+			Execution: u.r.exec, SectionCount: len(u.r.p.Sections),
+		},
+		Var:    v,
+		Reply:  reply,
+		Limits: u.r.vmLim,
+	}
+}
+
+// teardown closes the VM; teardown is observed whether or not the unit
+// succeeded.
+func (u *unit) teardown() {
+	u.observe(LuaTeardownStarted)
+	if u.vm != nil {
+		u.vm.Close()
+	}
+	u.observe(LuaTeardownSucceeded)
+}
+
+// runH1 runs the H1 blocks once (§3.2) and returns the H1's var, which
+// seeds the top-level walk.
+func (u *unit) runH1() (returned bool, value string, reply *string, v *luavm.Var, err error) {
+	r := u.r
+	defer u.teardown()
+	if len(r.p.H1) == 0 {
+		return false, "", nil, luavm.NewVar(), nil
+	}
+	when := r.timestamp()
+	u.vm = luavm.New(r.ctx, u.vmConfig(luavm.KindH1, 0, when, nil, nil))
+	for _, b := range r.p.H1 {
+		if b.Kind == prompt.BlockLua {
+			u.vm.InstallH1Tables()
+			u.observe(LuaChunkStarted)
+			out, cerr := u.vm.RunChunk(b.Lua)
+			if r.bind.recorded != nil {
+				u.observe(LuaChunkFailed)
+				return false, "", nil, nil, r.bind.recorded
+			}
+			if cerr != nil {
+				u.observe(LuaChunkFailed)
+				return false, "", nil, nil, cerr
+			}
+			u.observe(LuaChunkSucceeded)
+			if out.Returned {
+				return true, out.Value, nil, nil, nil
+			}
+			if reply, err = u.vm.Reply(); err != nil {
+				return false, "", nil, nil, err
+			}
+			continue
+		}
+		if err := u.prose(b); err != nil {
+			return false, "", nil, nil, err
+		}
+		if reply, err = u.vm.Reply(); err != nil {
+			return false, "", nil, nil, err
+		}
+	}
+	if v, err = u.vm.Var(); err != nil {
+		return false, "", nil, nil, err
+	}
+	return false, "", reply, v, nil
+}
+
+// runSection runs one section entry (§3.4).
+func (u *unit) runSection(reply *string, v *luavm.Var) (flow, error) {
+	r := u.r
+	id := int(r.ids.Add(1))
+	u.observe(SectionStarted)
+	u.vm = luavm.New(r.ctx, u.vmConfig(luavm.KindSection, id, r.walkAt, reply, v))
+	f, err := u.blocks(reply)
+	u.teardown()
+	if err != nil {
+		return flow{}, err
+	}
+	u.observe(SectionFinished)
+	return f, nil
+}
+
+func (u *unit) blocks(reply *string) (flow, error) {
+	r := u.r
+	u.observe(LuaSharedLoadStarted)
+	if err := u.vm.RunShared(r.p.Shared); err != nil {
+		u.observe(LuaSharedLoadFailed)
+		return flow{}, err
+	}
+	u.observe(LuaSharedLoadSucceeded)
+	u.vm.InstallAliases(r.bind.aliasHandles())
+
+	rolling := reply
+	for _, b := range u.sec.Blocks {
+		if b.Kind == prompt.BlockLua {
+			u.observe(LuaChunkStarted)
+			out, err := u.vm.RunChunk(b.Lua)
+			if err != nil {
+				u.observe(LuaChunkFailed)
+				return flow{}, err
+			}
+			u.observe(LuaChunkSucceeded)
+			if out.Returned {
+				if _, err := u.vm.Var(); err != nil {
+					return flow{}, err
+				}
+				return flow{returned: true, value: out.Value}, nil
+			}
+			if rolling, err = u.vm.Reply(); err != nil {
+				return flow{}, err
+			}
+			if out.Jumped {
+				if _, err := u.vm.Var(); err != nil {
+					return flow{}, err
+				}
+				t := out.Target.(jumpTarget)
+				return flow{reply: rolling, jump: &t}, nil
+			}
+			continue
+		}
+		if err := u.prose(b); err != nil {
+			return flow{}, err
+		}
+		var err error
+		if rolling, err = u.vm.Reply(); err != nil {
+			return flow{}, err
+		}
+	}
+	if _, err := u.vm.Var(); err != nil {
+		return flow{}, err
+	}
+	return flow{reply: rolling}, nil
+}
+
+// prose runs one prose block: scope, substitution, model rounds, reply
+// binding.
+func (u *unit) prose(b prompt.Block) error {
+	r := u.r
+	var sc *scope
+	if u.sec == nil {
+		sc = u.h1Scope()
+	} else {
+		first := !u.proseSeen
+		u.proseSeen = true
+		if first {
+			u.vm.InstallToolCalls()
+			u.calls = map[string]int{}
+			if mb := u.sectionModel(); mb != nil {
+				u.model = mb
+				u.vm.SetModel(mb.model.ID)
+			}
+		}
+		u.observe(ToolScopeValidationStarted)
+		var err error
+		sc, err = u.sectionScope()
+		if err != nil {
+			u.observe(ToolScopeValidationFailed)
+			return err
+		}
+		u.observe(ToolScopeValidationSucceeded)
+		for _, a := range sc.order {
+			if _, ok := u.calls[a]; !ok {
+				u.calls[a] = 0
+			}
+		}
+	}
+	text, err := prompt.Substitute(b.Text, u.vm.Resolve)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	mb := u.model
+	if u.sec == nil {
+		mb = r.bind.models[r.bind.defModel]
+	}
+	if mb == nil {
+		return bindingErr("model binding required for section %s", u.name)
+	}
+	res, err := u.loop(mb, sc, text, !b.LoopCapable)
+	if err != nil {
+		return err
+	}
+	if u.sec != nil {
+		u.vm.SetFinishReason(res.finish)
+	}
+	if res.text != nil {
+		u.observe(LuaReplyBindingStarted)
+		u.vm.SetReply(res.text)
+		u.observe(LuaReplyBindingSucceeded)
+	}
+	return nil
+}
+
+// sectionModel is the section's model: models.use, else the default.
+func (u *unit) sectionModel() *modelBinding {
+	b := &u.r.bind
+	if u.useAlias != "" {
+		return b.models[u.useAlias]
+	}
+	if b.defModel != "" {
+		return b.models[b.defModel]
+	}
+	return nil
+}
+
+// ---- luavm.Host ----
+
+func (u *unit) Note(n luavm.Note, msg string) {
+	if n == luavm.NoteLog {
+		u.r.observeLog(u.name, msg)
+		return
+	}
+	if d, ok := noteDetails[n]; ok {
+		u.observe(d)
+	}
+}
+
+var noteDetails = map[luavm.Note]Detail{
+	luavm.NoteStoreWriteSucceeded:        StoreWriteSucceeded,
+	luavm.NoteStoreWriteFailed:           StoreWriteFailed,
+	luavm.NoteStoreAppendSucceeded:       StoreAppendSucceeded,
+	luavm.NoteStoreAppendFailed:          StoreAppendFailed,
+	luavm.NoteStoreReadSucceeded:         StoreReadSucceeded,
+	luavm.NoteStoreReadFailed:            StoreReadFailed,
+	luavm.NoteStoreReadNumberedSucceeded: StoreReadNumberedSucceeded,
+	luavm.NoteStoreReadNumberedFailed:    StoreReadNumberedFailed,
+	luavm.NoteStoreReplaceSucceeded:      StoreReplaceSucceeded,
+	luavm.NoteStoreReplaceFailed:         StoreReplaceFailed,
+	luavm.NoteStoreDeleteSucceeded:       StoreDeleteSucceeded,
+	luavm.NoteStoreDeleteFailed:          StoreDeleteFailed,
+	luavm.NoteStoreGlobSucceeded:         StoreGlobSucceeded,
+	luavm.NoteStoreGlobFailed:            StoreGlobFailed,
+}
+
+func (u *unit) h1Only(name string) error {
+	if u.sec != nil {
+		return luavm.Scriptf("%s is only available during live H1 execution", name)
+	}
+	return nil
+}
+
+func (u *unit) NeedTool(ctx context.Context, alias, description string, override *string) (luavm.ToolHandle, error) {
+	if err := u.h1Only("tools.need"); err != nil {
+		return luavm.ToolHandle{}, err
+	}
+	return u.r.bind.needTool(ctx, alias, description, override)
+}
+
+func (u *unit) AlwaysTool(alias string, override *string) error {
+	if err := u.h1Only("tools.always"); err != nil {
+		return err
+	}
+	return u.r.bind.alwaysTool(alias, override)
+}
+
+func (u *unit) NeedModel(ctx context.Context, alias, description string, opts *luavm.ModelOpts) (luavm.ModelHandle, error) {
+	if err := u.h1Only("models.need"); err != nil {
+		return luavm.ModelHandle{}, err
+	}
+	mb, err := u.r.bind.needModel(ctx, alias, description, opts)
+	if err != nil {
+		return luavm.ModelHandle{}, err
+	}
+	return mb.handle(), nil
+}
+
+func (u *unit) DefaultModel(ctx context.Context, alias string, description *string, opts *luavm.ModelOpts) (luavm.ModelHandle, error) {
+	if err := u.h1Only("models.default"); err != nil {
+		return luavm.ModelHandle{}, err
+	}
+	mb, err := u.r.bind.defaultModel(ctx, alias, description, opts)
+	if err != nil {
+		return luavm.ModelHandle{}, err
+	}
+	return mb.handle(), nil
+}
+
+func (u *unit) AddTools(aliases []string, override *string) error {
+	if u.sec == nil {
+		return luavm.Scriptf("tools.add is only available during H2 recording")
+	}
+	b := &u.r.bind
+	for _, a := range aliases {
+		if _, ok := b.tools[a]; !ok {
+			return luavm.Scriptf("tools.add alias %q was not declared by tools.need", a)
+		}
+	}
+	for _, a := range aliases {
+		if override != nil {
+			if u.addOverride == nil {
+				u.addOverride = map[string]string{}
+			}
+			u.addOverride[a] = *override
+		}
+		if b.tools[a].always || indexOf(u.added, a) >= 0 {
+			continue
+		}
+		u.added = append(u.added, a)
+	}
+	return nil
+}
+
+func (u *unit) AddLocalTool(alias, description string, schema json.RawMessage) error {
+	if _, ok := u.r.bind.tools[alias]; ok {
+		return luavm.Scriptf("tools.add_local alias %q duplicates a declared tool alias", alias)
+	}
+	for _, l := range u.locals {
+		if l.alias == alias {
+			return luavm.Scriptf("tools.add_local alias %q is already registered", alias)
+		}
+	}
+	u.locals = append(u.locals, localTool{alias: alias, description: description, schema: schema})
+	return nil
+}
+
+func (u *unit) ToolCalls(alias string) (int, error) {
+	if n, ok := u.calls[alias]; ok {
+		return n, nil
+	}
+	scope := make([]string, 0, len(u.calls))
+	if sc, err := u.sectionScope(); err == nil {
+		for _, a := range sc.order {
+			if _, ok := u.calls[a]; ok {
+				scope = append(scope, a)
+			}
+		}
+	}
+	suffix := " - check for typos or add it via tools.add"
+	if _, declared := u.r.bind.tools[alias]; declared {
+		suffix = " (alias was declared by tools.need but not added to this section's scope)"
+	}
+	return 0, luavm.Scriptf("tools.calls: %q is not in this section's tool scope; in-scope aliases: %s%s", alias, quoteIDs(scope), suffix)
+}
+
+func (u *unit) UseModel(alias string) (luavm.ModelHandle, error) {
+	if u.sec == nil {
+		return luavm.ModelHandle{}, luavm.Scriptf("models.use is only available during H2 recording")
+	}
+	if u.useAlias != "" {
+		return luavm.ModelHandle{}, luavm.Scriptf("models.use may be called at most once per section")
+	}
+	mb, ok := u.r.bind.models[alias]
+	if !ok {
+		return luavm.ModelHandle{}, luavm.Scriptf("models.use alias %q was not declared by models.need", alias)
+	}
+	u.useAlias = alias
+	return mb.handle(), nil
+}
+
+func (u *unit) GetModel(alias string) (luavm.ModelHandle, error) {
+	mb, ok := u.r.bind.models[alias]
+	if !ok {
+		return luavm.ModelHandle{}, luavm.Scriptf("models.get alias %q was not declared by models.need", alias)
+	}
+	return mb.handle(), nil
+}
+
+func (u *unit) Infer(ctx context.Context, h *luavm.ModelHandle, p string) (string, error) {
+	b := &u.r.bind
+	var mb *modelBinding
+	switch {
+	case h != nil:
+		mb = b.models[h.Alias]
+		if mb == nil {
+			return "", luavm.Scriptf("model alias %q was not declared by models.need", h.Alias)
+		}
+	case u.sec == nil:
+		mb = b.models[b.defModel]
+	default:
+		mb = u.sectionModel()
+	}
+	if mb == nil {
+		return "", bindingErr("model binding required for section %s", u.name)
+	}
+	return u.infer(ctx, mb, p)
+}
+
+func (u *unit) Jump(target string) (any, error) {
+	t, _, err := resolveTarget(u.slice, u.idx, target)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (u *unit) Execute(ctx context.Context, target string, input *string) (string, error) {
+	return u.execute(target, input)
+}
+
+func (u *unit) ListFromSection(target string) ([]string, error) {
+	return u.listFromSection(target)
+}
+
+func (u *unit) Fanout(ctx context.Context, worker string, members []any) ([]luavm.FanoutResult, error) {
+	return nil, &Error{Kind: Lua, Err: errNoFanout}
+}

@@ -1,0 +1,62 @@
+// Package luavm is the sandboxed Lua VM a prompt's Lua runs in, and the
+// host API bound into it: args, the sealed sys table, the var clipboard,
+// reply, log, store, untrusted, tools, models and the control globals
+// (jump, execute, list_from_section, fanout). The semantics behind tools,
+// models and control flow belong to the engine, reached through the Host
+// interface this package defines; luavm never imports the engine.
+//
+// # Sandbox
+//
+// Each VM is a fresh gopher-lua state with only the base, string, table and
+// math libraries. Code loading (load, loadstring, dofile, loadfile,
+// require, module), raw access (rawget, rawset, rawequal), environment
+// switching (getfenv, setfenv), collectgarbage, print, warn, io, os, debug,
+// package and coroutine are absent.
+//
+// Limits: gopher-lua has no instruction hook, so the reference's
+// instruction quota is a time budget per VM (Limits.LuaTime), enforced
+// through the state's context. It counts only Lua time: it is paused while
+// the VM waits on the host (model calls, execute, tools), and the shared
+// library replay spends the same budget as the blocks after it. The same
+// context carries the run's cancellation, so a busy loop stops promptly.
+// The call stack and the value stack (registry) are bounded; the registry
+// starts small and grows in large steps because gopher-lua copies it on
+// every growth. string.rep, string.format widths and table.concat are
+// bounded (16 MiB by default).
+//
+// Residual risk: the `..` operator, string.gsub and string.format with
+// large arguments build strings without a bound gopher-lua lets us hook.
+// A prompt can still allocate a lot of memory through them within its time
+// budget; prompts are authored by operators, not by callers, and the time
+// budget caps how long such a loop can run.
+//
+// Cost: a VM is built per section entry, so everything without per-VM
+// state (library and host functions, metatables) is built once per process
+// and shared read-only (see shared.go). The string, table, math, store,
+// tools and models globals are per-VM proxies over the shared tables: a
+// prompt may add functions to them (function string.trim(s) ... end works,
+// also as a method), but pairs(string) sees only what the prompt added, and
+// getmetatable on them returns false.
+//
+// # Lua 5.1, not 5.4
+//
+// The reference runs Lua 5.4; gopher-lua is Lua 5.1. The differences that
+// matter to prompt authors:
+//
+//   - Numbers are all floats. Results, JSON and templates render integral
+//     values without a fraction (return 42 and return 42.0 both give
+//     "42"); math.type does not exist.
+//   - No integer division `//`, no bitwise operators, no goto, no
+//     <const>/<close>: they are syntax errors at parse time.
+//   - No utf8 library.
+//   - table.unpack is provided as an alias of unpack for 5.4-style code.
+//
+// # var
+//
+// var is a guarded proxy (a userdata) over JSON data held in Go: every
+// assignment, nested or not, is checked at the assigning line, and the data
+// moves between sections, chains and templates without conversion. The
+// sandbox's type, next, pairs, ipairs, unpack, table.insert/remove/concat
+// see through it, so var.list works as a table would; table.sort refuses it
+// (sort a local copy). type(var.x) reports "table".
+package luavm

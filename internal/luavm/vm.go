@@ -1,0 +1,423 @@
+package luavm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/promptforge-go/promptforge/internal/prompt"
+	"github.com/promptforge-go/promptforge/internal/store"
+)
+
+// Kind is what a VM runs.
+type Kind uint8
+
+const (
+	// KindH1 runs the H1 blocks once per run, with live tools/models
+	// resolution and control globals that refuse to run.
+	KindH1 Kind = iota + 1
+	// KindSection runs one section entry (walk, chain or arm).
+	KindSection
+)
+
+// Sys holds the sealed sys fields fixed when a VM is built.
+type Sys struct {
+	When         string // RFC 3339 UTC
+	Now          string // RFC 3339 UTC
+	ID           int
+	SectionName  string
+	Execution    string
+	SectionCount int
+	// Index is the 1-based position of a fanout arm; 0 elsewhere, where
+	// sys.index does not exist.
+	Index int
+}
+
+// Config describes one VM.
+type Config struct {
+	Kind   Kind
+	Host   Host
+	Store  *store.Store
+	Guard  *Guard
+	Args   string
+	Sys    Sys
+	Var    *Var    // nil: a fresh empty var
+	Reply  *string // incoming reply; nil when there is none
+	Limits Limits
+	// Item is the fanout member of an arm (HasItem true).
+	Item    any
+	HasItem bool
+}
+
+// VM is one sandboxed Lua state and the host globals bound into it. It is
+// not safe for concurrent use: one section runs on one goroutine.
+type VM struct {
+	L      *lua.LState
+	cfg    Config
+	limits Limits
+	host   Host
+
+	ctx    context.Context // the run's context
+	luaCtx context.Context // ctx, also cancelled when the time budget runs out
+	cancel context.CancelCauseFunc
+	budget budget
+
+	sys sysState
+
+	varRoot  *Var
+	varUD    *lua.LUserData
+	proxies  map[*Table]*lua.LUserData
+	logCount int
+	logBytes int
+
+	phase  phase
+	jumpTo any
+	jumped bool
+	fatal  error
+	locals map[string]*lua.LFunction
+	jumpFn lua.LValue
+	nextFn *lua.LFunction
+}
+
+type phase uint8
+
+const (
+	phaseBlocks phase = iota
+	phaseShared
+	phaseLocalTool
+)
+
+// Var is a walk's JSON clipboard. Sections of one walk share it; execute
+// chains and fanout arms get a Clone.
+type Var struct {
+	root *Table
+}
+
+// NewVar returns an empty var.
+func NewVar() *Var { return &Var{root: &Table{}} }
+
+// Clone deep-copies v.
+func (v *Var) Clone() *Var { return &Var{root: CloneData(v.root).(*Table)} }
+
+// JSON renders v as compact JSON (for diagnostics and tests).
+func (v *Var) JSON() string {
+	s, err := RenderData(v.root)
+	if err != nil {
+		return "{}"
+	}
+	return s
+}
+
+// Lookup returns the value at the dotted key path, and whether it exists.
+func (v *Var) Lookup(keys ...string) (any, bool) {
+	var cur any = v.root
+	for _, k := range keys {
+		t, ok := cur.(*Table)
+		if !ok || t.Hash == nil {
+			return nil, false
+		}
+		cur, ok = t.Hash[k]
+		if !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// New builds a VM: the sandbox, then the host values, log, store and the
+// control globals, in the order prompts may rely on (the shared library
+// replay and alias globals come after, from RunShared and InstallAliases).
+func New(ctx context.Context, cfg Config) *VM {
+	lim := cfg.Limits.WithDefaults()
+	L := lua.NewState(lua.Options{
+		SkipOpenLibs:        true,
+		CallStackSize:       lim.CallStackSize,
+		RegistrySize:        registryInitial,
+		RegistryMaxSize:     lim.RegistryMaxSize,
+		RegistryGrowStep:    registryGrowStep,
+		MinimizeStackMemory: true,
+	})
+	vm := &VM{L: L, cfg: cfg, limits: lim, host: cfg.Host, ctx: ctx}
+	vm.luaCtx, vm.cancel = context.WithCancelCause(ctx)
+	vm.budget = budget{left: lim.LuaTime, cancel: vm.cancel}
+	L.SetContext(&vmContext{Context: vm.luaCtx, vm: vm})
+	sh := shared()
+	vm.openSandbox(sh)
+
+	vm.sys = sysState{Sys: cfg.Sys}
+	vm.varRoot = cfg.Var
+	if vm.varRoot == nil {
+		vm.varRoot = NewVar()
+	}
+	g := L.G.Global
+	g.RawSetString("args", lua.LString(cfg.Args))
+	g.RawSetString("sys", vm.newSys())
+	vm.varUD = vm.proxy(vm.varRoot.root, "var")
+	g.RawSetString("var", vm.varUD)
+	if cfg.Reply != nil {
+		g.RawSetString("reply", lua.LString(*cfg.Reply))
+	}
+	g.RawSetString("store", proxyTable(L, sh.storeProxy, 0))
+	if cfg.HasItem {
+		g.RawSetString("item", vm.FromData(cfg.Item))
+	}
+	switch cfg.Kind {
+	case KindH1:
+		vm.InstallH1Tables()
+		vm.installControl(sh.h1Control)
+	default:
+		vm.installSectionTables(sh)
+		vm.installControl(sh.control)
+	}
+	return vm
+}
+
+// Close releases the VM. It is safe to call twice.
+func (vm *VM) Close() {
+	vm.budget.stop()
+	vm.cancel(nil)
+	if !vm.L.IsClosed() {
+		vm.L.Close()
+	}
+}
+
+// Args is the args string the VM was built with.
+func (vm *VM) Args() string { return vm.cfg.Args }
+
+// Outcome is how a chunk ended.
+type Outcome struct {
+	// Returned is set when the chunk returned a scalar; Value is its text.
+	Returned bool
+	Value    string
+	// Jumped is set when the chunk called jump; Target is the host's token.
+	Jumped bool
+	Target any
+}
+
+// RunChunk runs one compiled block. Only the first top-level return value
+// matters: nil continues, a scalar ends the section, anything else fails.
+func (vm *VM) RunChunk(c *prompt.Chunk) (Outcome, error) {
+	vm.phase = phaseBlocks
+	return vm.runProto(c)
+}
+
+// RunShared replays the shared library (c may be nil: nothing to replay).
+// Its scalar return is discarded; jump is a hard error.
+func (vm *VM) RunShared(c *prompt.Chunk) error {
+	if c == nil {
+		return nil
+	}
+	vm.phase = phaseShared
+	defer func() { vm.phase = phaseBlocks }()
+	_, err := vm.runProto(c)
+	return err
+}
+
+func (vm *VM) runProto(c *prompt.Chunk) (Outcome, error) {
+	L := vm.L
+	vm.jumped, vm.jumpTo, vm.fatal = false, nil, nil
+	fn := L.NewFunctionFromProto(c.Proto)
+	L.Push(fn)
+	prev := vm.budget.set(true)
+	err := L.PCall(0, 1, nil)
+	vm.budget.set(prev)
+	if err != nil {
+		if cerr := vm.interrupted(); cerr != nil {
+			return Outcome{}, cerr
+		}
+		if vm.fatal != nil {
+			return Outcome{}, vm.fatal
+		}
+		if vm.jumped {
+			return Outcome{Jumped: true, Target: vm.jumpTo}, nil
+		}
+		return Outcome{}, vm.translate(err)
+	}
+	ret := L.Get(-1)
+	L.Pop(1)
+	if cerr := vm.interrupted(); cerr != nil {
+		return Outcome{}, cerr
+	}
+	if vm.fatal != nil {
+		return Outcome{}, vm.fatal
+	}
+	if vm.jumped {
+		return Outcome{Jumped: true, Target: vm.jumpTo}, nil
+	}
+	s, ok, err := scalarResult(ret)
+	if err != nil {
+		return Outcome{}, &LuaError{Msg: c.Name + ": " + err.Error()}
+	}
+	if !ok {
+		return Outcome{}, nil
+	}
+	return Outcome{Returned: true, Value: s}, nil
+}
+
+// scalarResult converts a returned value: nil → not returned; scalars →
+// text; anything else is an error.
+func scalarResult(v lua.LValue) (string, bool, error) {
+	switch x := v.(type) {
+	case *lua.LNilType:
+		return "", false, nil
+	case lua.LString:
+		return string(x), true, nil
+	case lua.LNumber:
+		return FormatNumber(float64(x)), true, nil
+	case lua.LBool:
+		if x {
+			return "true", true, nil
+		}
+		return "false", true, nil
+	}
+	return "", false, fmt.Errorf("cannot return a %s as a result", luaTypeName(v))
+}
+
+func luaTypeName(v lua.LValue) string {
+	if ud, ok := v.(*lua.LUserData); ok {
+		if _, ok := ud.Value.(*varRef); ok {
+			return "table"
+		}
+	}
+	return v.Type().String()
+}
+
+// interrupted reports cancellation of the run or exhaustion of the time
+// budget, which win over whatever error Lua saw while unwinding.
+func (vm *VM) interrupted() error {
+	if vm.ctx.Err() != nil {
+		return &CancelledError{Cause: context.Cause(vm.ctx)}
+	}
+	if vm.luaCtx.Err() != nil && errors.Is(context.Cause(vm.luaCtx), errBudget) {
+		return &QuotaError{Msg: fmt.Sprintf(
+			"lua time quota exceeded: Lua ran for more than %s in one section (gopher-lua has no instruction counter, so the instruction quota is a time budget); make the Lua finish sooner or raise Limits.LuaTime",
+			vm.limits.LuaTime)}
+	}
+	return nil
+}
+
+// translate turns a PCall error into the error the run reports.
+func (vm *VM) translate(err error) error {
+	var api *lua.ApiError
+	if !errors.As(err, &api) {
+		return &LuaError{Msg: err.Error()}
+	}
+	switch obj := api.Object.(type) {
+	case *lua.LUserData:
+		switch v := obj.Value.(type) {
+		case *hostError:
+			return v.err
+		case *jumpSignal:
+			return &LuaError{Msg: "jump was raised outside a chunk"}
+		}
+	case lua.LString:
+		return &LuaError{Msg: string(obj)}
+	case *lua.LNilType:
+		return &LuaError{Msg: "lua error (error object is nil)"}
+	}
+	if api.Object != nil {
+		if s, ok := api.Object.(lua.LString); ok {
+			return &LuaError{Msg: string(s)}
+		}
+		return &LuaError{Msg: fmt.Sprintf("lua error (error object is a %s value)", api.Object.Type())}
+	}
+	return &LuaError{Msg: api.Error()}
+}
+
+// raise raises err in Lua: a ScriptError as a positioned Lua error, any
+// other error as an error object carrying it.
+func (vm *VM) raise(err error) {
+	var se *ScriptError
+	if errors.As(err, &se) {
+		vm.L.RaiseError("%s", se.Msg)
+		return
+	}
+	ud := vm.L.NewUserData()
+	ud.Value = &hostError{err: err}
+	ud.Metatable = shared().errorMeta
+	vm.L.Error(ud, 0)
+}
+
+// wait runs a host call that may block, with the Lua time budget paused.
+func (vm *VM) wait(fn func()) {
+	prev := vm.budget.set(false)
+	defer vm.budget.set(prev)
+	fn()
+}
+
+// Reply reads the reply global back: a string or nil.
+func (vm *VM) Reply() (*string, error) {
+	switch v := vm.L.G.Global.RawGetString("reply").(type) {
+	case *lua.LNilType:
+		return nil, nil
+	case lua.LString:
+		s := string(v)
+		return &s, nil
+	default:
+		return nil, &LuaError{Msg: fmt.Sprintf("`reply` must be a string or nil, got %s", luaTypeName(v))}
+	}
+}
+
+// SetReply sets the reply global.
+func (vm *VM) SetReply(r *string) {
+	if r == nil {
+		vm.L.G.Global.RawSetString("reply", lua.LNil)
+		return
+	}
+	vm.L.G.Global.RawSetString("reply", lua.LString(*r))
+}
+
+// Var reads the var global back; it fails when the script replaced it.
+func (vm *VM) Var() (*Var, error) {
+	if vm.L.G.Global.RawGetString("var") != vm.varUD {
+		return nil, &LuaError{Msg: "the `var` global was reassigned; write `var.<field>` instead"}
+	}
+	return vm.varRoot, nil
+}
+
+// budget is the Lua time budget of one VM. It counts only while Lua runs:
+// host calls that wait pause it.
+type budget struct {
+	left    time.Duration
+	started time.Time
+	on      bool
+	timer   *time.Timer
+	cancel  context.CancelCauseFunc
+}
+
+// set turns counting on or off and returns the previous state.
+func (b *budget) set(on bool) bool {
+	prev := b.on
+	switch {
+	case on && !b.on:
+		b.on = true
+		b.started = time.Now()
+		if b.left <= 0 {
+			b.cancel(errBudget)
+			return prev
+		}
+		if b.timer == nil {
+			cancel := b.cancel
+			b.timer = time.AfterFunc(b.left, func() { cancel(errBudget) })
+		} else {
+			b.timer.Reset(b.left)
+		}
+	case !on && b.on:
+		b.on = false
+		if b.timer != nil {
+			b.timer.Stop()
+		}
+		b.left -= time.Since(b.started)
+	}
+	return prev
+}
+
+func (b *budget) stop() {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	b.on = false
+}
