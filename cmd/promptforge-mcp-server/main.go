@@ -1,0 +1,72 @@
+// Command promptforge-mcp-server serves a catalog of PromptForge prompts to
+// MCP clients and runs single prompts from the terminal.
+//
+// This file only parses the command line, wires packages together and maps
+// outcomes to exit codes; the behaviour lives in internal/.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes (DESIGN §2).
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+const usageText = `usage:
+  promptforge-mcp-server serve [--stdio] [--log-level L] <prompts.toml>
+  promptforge-mcp-server run [--config prompts.toml] [--input F] [--output F] <prompt.md | name> [args]
+  promptforge-mcp-server check <prompts.toml>
+  promptforge-mcp-server version | --help
+
+run executes one prompt once: a file path (ending in .md) or, with --config,
+a catalog name. The value goes to stdout; progress and logs go to stderr.
+Without --config the gateway comes from PROMPTFORGE_GATEWAY_URL and
+PROMPTFORGE_GATEWAY_API_KEY; a prompt that never calls a model needs neither.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := realMain(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.LookupEnv)
+	stop()
+	os.Exit(code)
+}
+
+// env looks a variable up; tests pass their own instead of touching the
+// process environment.
+type env func(string) (string, bool)
+
+// realMain runs one command line and returns the process exit code.
+func realMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, lookup env) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageText)
+		return exitUsage
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(ctx, args[1:], stdout, stderr, lookup)
+	case "version", "--version":
+		fmt.Fprintf(stdout, "promptforge-mcp-server %s\n", version)
+		return exitOK
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usageText)
+		return exitOK
+	case "serve", "check":
+		fmt.Fprintf(stderr, "error: %q is not available in this build yet: the MCP server and catalog checks are still being built; use \"run\" to execute a prompt file\n", args[0])
+		return exitFailure
+	default:
+		fmt.Fprintf(stderr, "error: unknown command %q\n\n%s", args[0], usageText)
+		return exitUsage
+	}
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/promptforge-go/promptforge/internal/engine"
+	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/prompt"
+	"github.com/promptforge-go/promptforge/internal/store"
+)
+
+// runFlags is the parsed command line of "run".
+type runFlags struct {
+	config, input, output, logLevel string
+	target                          string // prompt file or catalog name
+	args                            string
+}
+
+// usageError is a command line that cannot be run; it maps to exit 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// parseRunFlags accepts flags anywhere before "--" so that
+// `run p.md --input x` and `run --input x p.md` both work; an argument that
+// starts with "-" after "--" is positional.
+func parseRunFlags(args []string) (runFlags, error) {
+	var f runFlags
+	var pos []string
+	takes := map[string]*string{"--config": &f.config, "--input": &f.input, "--output": &f.output, "--log-level": &f.logLevel}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			pos = append(pos, a)
+			continue
+		}
+		name, val, hasVal := strings.Cut(a, "=")
+		dst, ok := takes[name]
+		if !ok {
+			return f, usageError{fmt.Sprintf("unknown flag %q for run (to pass an argument that starts with '-', put it after --)", a)}
+		}
+		if !hasVal {
+			if i+1 >= len(args) {
+				return f, usageError{fmt.Sprintf("flag %s needs a value", name)}
+			}
+			i++
+			val = args[i]
+		}
+		*dst = val
+	}
+	switch len(pos) {
+	case 0:
+		return f, usageError{"run needs a prompt file (ending in .md) or, with --config, a prompt name"}
+	case 1:
+		f.target = pos[0]
+	case 2:
+		f.target, f.args = pos[0], pos[1]
+	default:
+		return f, usageError{fmt.Sprintf("run takes one prompt and at most one args string, got %d extra arguments (quote the args)", len(pos)-2)}
+	}
+	return f, nil
+}
+
+func cmdRun(ctx context.Context, argv []string, stdout, stderr io.Writer, lookup env) int {
+	f, err := parseRunFlags(argv)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n\n%s", err, usageText)
+		return exitUsage
+	}
+	logger, err := newLogger(stderr, f.logLevel, lookup)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return exitUsage
+	}
+	value, err := runOnce(ctx, f, logger, lookup, stderr)
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "error: %v\n\n%s", err, usageText)
+			return exitUsage
+		}
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return exitFailure
+	}
+	io.WriteString(stdout, value)
+	if !strings.HasSuffix(value, "\n") {
+		io.WriteString(stdout, "\n")
+	}
+	return exitOK
+}
+
+// runOnce executes the prompt named by f and returns the value to print.
+func runOnce(ctx context.Context, f runFlags, logger *slog.Logger, lookup env, stderr io.Writer) (string, error) {
+	if f.config != "" {
+		return "", errors.New("--config is not available in this build yet (catalog runs arrive with the MCP server); run a prompt file without it, with the gateway taken from PROMPTFORGE_GATEWAY_URL and PROMPTFORGE_GATEWAY_API_KEY")
+	}
+	if !strings.HasSuffix(f.target, ".md") {
+		return "", usageError{fmt.Sprintf("%q is not a prompt file (it does not end in .md); naming a catalog prompt needs --config", f.target)}
+	}
+	src, err := os.ReadFile(f.target)
+	if err != nil {
+		return "", fmt.Errorf("read the prompt: %w", err)
+	}
+	if _, ok := prompt.Version(src); !ok {
+		return "", fmt.Errorf("%s is not a promptforge prompt: its frontmatter declares no `promptforge:` version (add `promptforge: 1`)", f.target)
+	}
+	p, err := prompt.Parse(src)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", locate(f.target, err), err)
+	}
+
+	st := store.New()
+	if f.input != "" {
+		if err := seedInput(st, p, f.input); err != nil {
+			return "", err
+		}
+	}
+
+	cfg := engine.Config{Observer: progressObserver{logger}}
+	client, models, err := gatewayFromEnv(ctx, lookup)
+	if err != nil {
+		return "", err
+	}
+	cfg.Client, cfg.Models = client, models
+
+	res, err := engine.Run(ctx, p, f.args, st, cfg)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", locate(f.target, err), err)
+	}
+	logger.Info("run finished", "turns", res.Turns)
+	return extractOutput(st, p, res.Value, f.output, stderr)
+}
+
+// locate prefixes an error with file:line when a parse error knows the line.
+func locate(path string, err error) string {
+	var pe *prompt.ParseError
+	if errors.As(err, &pe) && pe.Line > 0 {
+		return fmt.Sprintf("%s:%d", path, pe.Line)
+	}
+	return path
+}
+
+// seedInput puts the --input file at the prompt's declared input path.
+func seedInput(st *store.Store, p *prompt.Prompt, path string) error {
+	decl := p.Frontmatter.Input
+	if decl == nil {
+		return errors.New("--input was given but the prompt declares no input; drop --input or declare `input: {path, description}` in the frontmatter")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read --input: %w", err)
+	}
+	if !utf8.Valid(data) {
+		return fmt.Errorf("--input %s is not UTF-8 text", path)
+	}
+	if err := st.Write(decl.Path, string(data)); err != nil {
+		return fmt.Errorf("seed the declared input %q: %w", decl.Path, err)
+	}
+	return nil
+}
+
+// extractOutput applies the declared-output rules: the store file replaces
+// the value, or goes to --output; a missing output is reported on stderr.
+func extractOutput(st *store.Store, p *prompt.Prompt, value, outPath string, stderr io.Writer) (string, error) {
+	decl := p.Frontmatter.Output
+	if decl == nil {
+		if outPath != "" {
+			fmt.Fprintf(stderr, "warning: --output %s ignored: the prompt declares no output\n", outPath)
+		}
+		return value, nil
+	}
+	ok, err := st.Exists(decl.Path)
+	if err != nil || !ok {
+		fmt.Fprintf(stderr, "warning: the prompt declares output %q but did not produce it\n", decl.Path)
+		return value, nil
+	}
+	content, err := st.Read(decl.Path, store.Range{})
+	if err != nil {
+		return "", fmt.Errorf("read the declared output %q: %w", decl.Path, err)
+	}
+	if outPath == "" {
+		return content, nil
+	}
+	if err := os.WriteFile(outPath, []byte(content), 0o644); err != nil {
+		return "", fmt.Errorf("write --output: %w", err)
+	}
+	return value, nil
+}
+
+// gatewayFromEnv builds the gateway client from PROMPTFORGE_GATEWAY_URL and
+// PROMPTFORGE_GATEWAY_API_KEY. Neither set means no gateway: a Lua-only
+// prompt runs, and a model call fails saying what to set.
+func gatewayFromEnv(ctx context.Context, lookup env) (*gateway.Client, []gateway.Model, error) {
+	url, hasURL := lookupNonBlank(lookup, "PROMPTFORGE_GATEWAY_URL")
+	key, hasKey := lookupNonBlank(lookup, "PROMPTFORGE_GATEWAY_API_KEY")
+	switch {
+	case !hasURL && !hasKey:
+		return nil, nil, nil
+	case !hasURL:
+		return nil, nil, errors.New("PROMPTFORGE_GATEWAY_API_KEY is set but PROMPTFORGE_GATEWAY_URL is not: set both to use a gateway, or neither for Lua-only prompts")
+	case !hasKey:
+		return nil, nil, errors.New("PROMPTFORGE_GATEWAY_URL is set but PROMPTFORGE_GATEWAY_API_KEY is not: set both to use a gateway (any non-empty key for servers that need none)")
+	}
+	client, err := gateway.New(gateway.Config{BaseURL: url, APIKey: key})
+	if err != nil {
+		return nil, nil, fmt.Errorf("PROMPTFORGE_GATEWAY_URL: %w", err)
+	}
+	cat, err := client.Models(ctx, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fetch the gateway's model catalog: %w", err)
+	}
+	return client, cat.Models, nil
+}
+
+func lookupNonBlank(lookup env, name string) (string, bool) {
+	v, ok := lookup(name)
+	if !ok || strings.TrimSpace(v) == "" {
+		return "", false
+	}
+	return v, true
+}
+
+// newLogger builds the stderr logger at --log-level, else PROMPTFORGE_LOG,
+// else info.
+func newLogger(w io.Writer, flagLevel string, lookup env) (*slog.Logger, error) {
+	level := flagLevel
+	if level == "" {
+		level, _ = lookup("PROMPTFORGE_LOG")
+	}
+	var l slog.Level
+	if level != "" {
+		if err := l.UnmarshalText([]byte(level)); err != nil {
+			return nil, fmt.Errorf("log level %q: use debug, info, warn or error", level)
+		}
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// progressObserver reports a run's progress on the logger: the run and each
+// section starting, each model turn, and Lua log() lines.
+type progressObserver struct{ logger *slog.Logger }
+
+func (o progressObserver) Observe(ev engine.Event) {
+	switch ev.Detail {
+	case engine.RunStarted, engine.SectionStarted, engine.ModelTurnCompleted, engine.ToolCallSucceeded:
+		o.logger.Info(ev.Detail.String(), "section", ev.Section)
+	case engine.ModelTurnFailed, engine.ToolCallFailed, engine.RunFailed:
+		o.logger.Warn(ev.Detail.String(), "section", ev.Section)
+	default:
+		if ev.Message != "" {
+			o.logger.Info(ev.Message, "section", ev.Section)
+			return
+		}
+		o.logger.Debug(ev.Detail.String(), "section", ev.Section)
+	}
+}
