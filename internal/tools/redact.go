@@ -1,0 +1,76 @@
+package tools
+
+import (
+	"net/url"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// redactURL renders u as scheme://host[:port]/path for messages and logs:
+// userinfo, query and fragment can carry tokens, so they never leave.
+func redactURL(u *url.URL) string {
+	if u == nil {
+		return "(no url)"
+	}
+	r := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	return r.String()
+}
+
+// redactRawURL is redactURL for text that may not parse (a Location
+// header we refused). It cuts at the first '?' or '#', drops anything up
+// to an '@' in the authority, and escapes control characters.
+func redactRawURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
+		return redactURL(u)
+	}
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i]
+	}
+	if i := strings.Index(raw, "//"); i >= 0 {
+		rest := raw[i+2:]
+		end := strings.IndexAny(rest, "/\\")
+		if end < 0 {
+			end = len(rest)
+		}
+		if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+			raw = raw[:i+2] + rest[at+1:]
+		}
+	}
+	return sanitizeText(raw, 200)
+}
+
+// sanitizeText makes remote-controlled text safe to embed in a message:
+// invalid UTF-8 and control characters become spaces, whitespace runs
+// collapse, and the result is capped at limit characters (an ellipsis
+// marks a cut).
+func sanitizeText(s string, limit int) string {
+	var b strings.Builder
+	pendingSpace := false
+	n := 0
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size <= 1 {
+				r = ' '
+			}
+		}
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			pendingSpace = b.Len() > 0
+			continue
+		}
+		need := 1
+		if pendingSpace {
+			need = 2
+		}
+		if n+need > limit {
+			return b.String() + "…"
+		}
+		if pendingSpace {
+			b.WriteByte(' ')
+			pendingSpace = false
+		}
+		b.WriteRune(r)
+		n += need
+	}
+	return b.String()
+}
