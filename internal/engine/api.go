@@ -21,7 +21,8 @@ type Config struct {
 	Client *gateway.Client
 	// Models is the catalog models.need binds against.
 	Models []gateway.Model
-	// Tools are the live tools tools.need binds against.
+	// Tools are the live tools tools.need binds against. Fanout arms may
+	// call them concurrently.
 	Tools []tools.Tool
 	// Ranker ranks needs against tools and models; nil uses the lexical
 	// ranker with match.LexicalPolicy (tools) and
@@ -34,11 +35,12 @@ type Config struct {
 	// Observer receives the run's observations; nil discards them.
 	Observer Observer
 	// Debug, when set, receives every completed model turn's request and
-	// response bodies.
+	// response bodies, fanout arms' turns included. Calls never overlap.
 	Debug func(DebugTurn)
 	// Limits bound the run; zero fields take the defaults.
 	Limits Limits
-	// Now is the clock for sys.when and sys.now; nil is time.Now.
+	// Now is the clock for sys.when and sys.now; nil is time.Now. Fanout
+	// arms call it concurrently.
 	Now func() time.Time
 }
 
@@ -86,7 +88,8 @@ type Result struct {
 type DebugTurn struct {
 	Execution string
 	Section   string
-	// Turn is the 1-based index of the turn in the run.
+	// Turn is the 1-based index of the turn in the run, in completion
+	// order (concurrent fanout arms interleave).
 	Turn         int
 	Request      []byte
 	Response     []byte

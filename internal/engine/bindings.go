@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -367,5 +366,3 @@ func indexOf(list []string, s string) int {
 	}
 	return -1
 }
-
-var errNoFanout = errors.New("fanout is not available in this version of PromptForge for Go; run the worker per item with execute(heading, input) instead")

@@ -313,8 +313,3 @@ func TestControl_H1ControlGlobalsFail(t *testing.T) {
 		runP(t, p, "", Config{}).fails(t, Lua, name+" is only available in sections (## headings); H1 runs before sections exist")
 	}
 }
-
-func TestControl_FanoutNotAvailable(t *testing.T) {
-	p := parse(t, "# T\n\n## A\n\n"+lua(`fanout("## W", {"x"})`)+"\n## W\n\n---\n\n"+lua(`return item`))
-	runP(t, p, "", Config{}).fails(t, Lua, "fanout is not available in this version of PromptForge for Go")
-}

@@ -15,6 +15,21 @@
 // cancelled run fails with Kind Cancelled and the context's cause. Run
 // starts no goroutine that outlives it.
 //
-// Not in this version: fanout. Calling it raises a Lua error; the depth,
-// sys.index, item and var-clone plumbing it needs is in place.
+// Fanout: each arm is a fresh VM for the worker section on its own
+// goroutine, at most Limits.FanoutConcurrency at once, started in
+// collection order as slots free up. Arms share the run's store (writes
+// are race-tracked per fanout, see store.Writer) and each gets its own
+// clone of the caller's var. The first arm failure cancels the other arms
+// through a context derived from the caller's, and fanout returns only once
+// every arm it started has ended, so no arm goroutine outlives the call; a
+// tool loop that runs out in an arm is a soft result instead. The caller's
+// Lua time budget is paused while it waits.
+//
+// Observations from arms: each arm reports Fanout arm started and exactly
+// one terminal event under the worker's name; its model turns, tool calls
+// and log lines are reported as usual, but its section lifecycle (section,
+// chunk, teardown, scope and store events) is not, since the arm events
+// already stand for it. The Observer and Config.Debug are called from arm
+// goroutines; Debug calls are serialised by the run, Observer must be safe
+// for concurrent use.
 package engine

@@ -36,6 +36,10 @@ type run struct {
 	ids    atomic.Int64
 	walkAt string // sys.when of the sections: when the walk started
 
+	// debugMu serialises Config.Debug calls: fanout arms complete turns
+	// concurrently, and hosts should not have to care.
+	debugMu sync.Mutex
+
 	clientMu  sync.Mutex
 	client    *gateway.Client
 	clientErr error
@@ -57,6 +61,25 @@ func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cf
 	if v := p.Frontmatter.Version; v != 1 {
 		return Result{}, &Error{Kind: Version, Err: fmt.Errorf("unsupported promptforge version: %d (this build supports major 1)", v)}
 	}
+	r, err := newRun(ctx, p, args, st, cfg)
+	if err != nil {
+		return Result{}, err
+	}
+
+	r.observe(p.Title, RunStarted)
+	value, err := r.execute()
+	if err != nil {
+		err = r.finalError(err)
+		r.observe(p.Title, RunFailed)
+		return Result{Turns: int(r.turns.Load())}, err
+	}
+	r.observe(p.Title, RunSucceeded)
+	return Result{Value: value, Turns: int(r.turns.Load())}, nil
+}
+
+// newRun prepares the state of one run: defaults, limits, the guard nonce
+// and the checked tool registry.
+func newRun(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cfg Config) (*run, error) {
 	r := &run{ctx: ctx, p: p, args: args, st: st, cfg: cfg, exec: cfg.Execution, now: cfg.Now}
 	if r.st == nil {
 		r.st = store.New()
@@ -83,23 +106,15 @@ func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cf
 
 	guard, err := luavm.NewGuard()
 	if err != nil {
-		return Result{}, &Error{Kind: Internal, Err: err}
+		return nil, &Error{Kind: Internal, Err: err}
 	}
 	r.guard = guard
 	if err := validateTools(cfg.Tools); err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	r.bind.init(r)
 
-	r.observe(p.Title, RunStarted)
-	value, err := r.execute()
-	if err != nil {
-		err = r.finalError(err)
-		r.observe(p.Title, RunFailed)
-		return Result{Turns: int(r.turns.Load())}, err
-	}
-	r.observe(p.Title, RunSucceeded)
-	return Result{Value: value, Turns: int(r.turns.Load())}, nil
+	return r, nil
 }
 
 func mintExecution() string {
@@ -141,6 +156,12 @@ func (r *run) observeLog(section, msg string) {
 	}
 }
 
+func (r *run) debug(t DebugTurn) {
+	r.debugMu.Lock()
+	defer r.debugMu.Unlock()
+	r.cfg.Debug(t)
+}
+
 func (r *run) timestamp() string { return r.now().UTC().Format(time.RFC3339) }
 
 // execute is the H1 pass then the top-level walk (§3.1 steps 4–6).
@@ -148,7 +169,8 @@ func (r *run) execute() (string, error) {
 	if err := r.ctx.Err(); err != nil {
 		return "", r.cancelled()
 	}
-	h1 := r.newUnit(nil, nil, 0, 0, r.args)
+	top := frame{ctx: r.ctx, args: r.args}
+	h1 := r.newUnit(top, place{})
 	returned, value, reply, v, err := h1.runH1()
 	if err != nil {
 		return "", err
@@ -166,7 +188,7 @@ func (r *run) execute() (string, error) {
 		return "", err
 	}
 	r.walkAt = r.timestamp()
-	end, err := r.walk(r.p.Sections, nil, 0, nil, false, 0, v, r.args)
+	end, err := r.walk(top, r.p.Sections, nil, 0, nil, false, v)
 	if err != nil {
 		return "", err
 	}

@@ -94,7 +94,7 @@ func (u *unit) loop(mb *modelBinding, sc *scope, text string, singleShot bool) (
 	}
 	dispatched := 0
 	for range rounds {
-		comp, err := u.complete(r.ctx, mb, u.conv, sc.specs)
+		comp, err := u.complete(u.fr.ctx, mb, u.conv, sc.specs)
 		if err != nil {
 			var ge *gateway.Error
 			if errors.As(err, &ge) && ge.Kind == gateway.KindEmptyReply && ge.FinishReason == "stop" && dispatched > 0 {
@@ -128,8 +128,16 @@ func (u *unit) loop(mb *modelBinding, sc *scope, text string, singleShot bool) (
 			return roundResult{finish: comp.FinishReason}, nil
 		}
 	}
-	return roundResult{}, &Error{Kind: Tool, Err: fmt.Errorf(
-		"tool-call loop did not converge: the model was still calling tools after %d rounds; raise max_tool_iterations or make the prose ask for a final answer", rounds)}
+	return roundResult{}, &Error{Kind: Tool, Err: &loopExhaustedError{rounds: rounds}}
+}
+
+// loopExhaustedError is a tool loop that ran out of rounds. It is a typed
+// error because fanout treats it as a soft arm result rather than a
+// failure (§7).
+type loopExhaustedError struct{ rounds int }
+
+func (e *loopExhaustedError) Error() string {
+	return fmt.Sprintf("tool-call loop did not converge: the model was still calling tools after %d rounds; raise max_tool_iterations or make the prose ask for a final answer", e.rounds)
 }
 
 // dispatch runs one tool call the model asked for.
@@ -152,8 +160,8 @@ func (u *unit) dispatch(sc *scope, call gateway.ToolCall) (string, error) {
 		out, err := u.vm.CallLocalTool(alias, call.Arguments)
 		if err != nil {
 			u.observe(ToolCallFailed)
-			if r.ctx.Err() != nil {
-				return "", r.cancelled()
+			if u.fr.ctx.Err() != nil {
+				return "", u.cancelled()
 			}
 			var q *luavm.QuotaError
 			if errors.As(err, &q) {
@@ -164,11 +172,11 @@ func (u *unit) dispatch(sc *scope, call gateway.ToolCall) (string, error) {
 		u.observe(ToolCallSucceeded)
 		return out, nil
 	}
-	res, err := tb.tool.Call(r.ctx, call.Arguments)
+	res, err := tb.tool.Call(u.fr.ctx, call.Arguments)
 	if err != nil {
 		u.observe(ToolCallFailed)
-		if r.ctx.Err() != nil {
-			return "", r.cancelled()
+		if u.fr.ctx.Err() != nil {
+			return "", u.cancelled()
 		}
 		return "", &Error{Kind: Tool, Err: fmt.Errorf("tool call failure: %w", err)}
 	}
@@ -200,7 +208,7 @@ func (u *unit) complete(ctx context.Context, mb *modelBinding, msgs []gateway.Me
 func (u *unit) turnCompleted(req, resp []byte, finish, reasoning string) {
 	n := u.r.turns.Add(1)
 	if u.r.cfg.Debug != nil {
-		u.r.cfg.Debug(DebugTurn{Execution: u.r.exec, Section: u.name, Turn: int(n),
+		u.r.debug(DebugTurn{Execution: u.r.exec, Section: u.name, Turn: int(n),
 			Request: req, Response: resp, FinishReason: finish, Reasoning: reasoning})
 	}
 	u.observe(ModelTurnCompleted)
@@ -209,8 +217,8 @@ func (u *unit) turnCompleted(req, resp []byte, finish, reasoning string) {
 // turnFailed reports a failed model round; a cancelled one is not a model
 // failure and is not reported as one.
 func (u *unit) turnFailed(err error) error {
-	if u.r.ctx.Err() != nil {
-		return u.r.cancelled()
+	if u.fr.ctx.Err() != nil {
+		return u.cancelled()
 	}
 	var e *Error
 	if errors.As(err, &e) {

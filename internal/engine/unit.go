@@ -8,20 +8,32 @@ import (
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/luavm"
 	"github.com/promptforge-go/promptforge/internal/prompt"
+	"github.com/promptforge-go/promptforge/internal/store"
 )
 
-// unit is one execution unit: the H1 pass or one section entry. It owns a
-// VM and is that VM's luavm.Host.
+// unit is one execution unit: the H1 pass, one section entry, or one
+// fanout arm. It owns a VM and is that VM's luavm.Host.
 type unit struct {
-	r      *run
-	sec    *prompt.Section // nil for the H1
-	name   string
-	slice  []*prompt.Section
-	parent *prompt.Section
-	idx    int
-	depth  int
-	args   string
-	vm     *luavm.VM
+	r    *run
+	fr   frame
+	sec  *prompt.Section // nil for the H1
+	at   place           // where sec sits (zero for the H1)
+	name string
+	vm   *luavm.VM
+
+	// vis overrides the visible set computed from at (fanout arms see
+	// their caller's set, see armVisible).
+	vis []place
+	// incoming is the reply the unit was entered with; fanout arms
+	// receive their caller's.
+	incoming *string
+
+	// Arms only: the member, its 1-based position, and the tag of the
+	// arm's store writes.
+	item    any
+	hasItem bool
+	index   int
+	writer  store.Writer
 
 	conv []gateway.Message
 
@@ -39,17 +51,48 @@ type localTool struct {
 	schema             json.RawMessage
 }
 
-func (r *run) newUnit(sec *prompt.Section, slice []*prompt.Section, idx, depth int, args string) *unit {
-	u := &unit{r: r, sec: sec, slice: slice, idx: idx, depth: depth, args: args}
-	if sec == nil {
-		u.name = r.p.Title
-	} else {
-		u.name = sec.Name
+// newUnit prepares the unit for the section at p; the zero place is the
+// H1.
+func (r *run) newUnit(fr frame, p place) *unit {
+	u := &unit{r: r, fr: fr, at: p, name: r.p.Title}
+	if p.slice != nil {
+		u.sec = p.section()
+		u.name = u.sec.Name
 	}
 	return u
 }
 
-func (u *unit) observe(d Detail) { u.r.observe(u.name, d) }
+func (u *unit) visible() []place {
+	if u.vis != nil {
+		return u.vis
+	}
+	return visibleFrom(u.at)
+}
+
+// armForwarded are the observations a fanout arm reports. An arm's own
+// lifecycle (section, chunk, teardown, scope and store events) stays
+// inside it: callers follow arms through the Fanout arm events, while
+// turns, tool calls and log lines still reach the run's observer, so turn
+// counts and progress include arms.
+var armForwarded = map[Detail]bool{
+	ModelTurnCompleted: true, ModelTurnFailed: true, ModelTurnTruncated: true,
+	ToolCallSucceeded: true, ToolCallFailed: true,
+	FanoutArmStarted: true, FanoutArmSucceeded: true, FanoutArmExhausted: true,
+	FanoutArmFailed: true, FanoutArmCancelled: true,
+}
+
+func (u *unit) observe(d Detail) {
+	if u.fr.inArm && !armForwarded[d] {
+		return
+	}
+	u.r.observe(u.name, d)
+}
+
+// cancelled is the error of a unit whose context ended: the run's
+// cancellation, or the abort of a fanout whose sibling arm failed.
+func (u *unit) cancelled() *Error {
+	return &Error{Kind: Cancelled, Err: &luavm.CancelledError{Cause: context.Cause(u.fr.ctx)}}
+}
 
 func (u *unit) vmConfig(kind luavm.Kind, id int, when string, reply *string, v *luavm.Var) luavm.Config {
 	return luavm.Config{
@@ -57,14 +100,17 @@ func (u *unit) vmConfig(kind luavm.Kind, id int, when string, reply *string, v *
 		Host:  u,
 		Store: u.r.st,
 		Guard: u.r.guard,
-		Args:  u.args,
+		Args:  u.fr.args,
 		Sys: luavm.Sys{
 			When: when, Now: u.r.timestamp(), ID: id, SectionName: u.name,
-			Execution: u.r.exec, SectionCount: len(u.r.p.Sections),
+			Execution: u.r.exec, SectionCount: len(u.r.p.Sections), Index: u.index,
 		},
-		Var:    v,
-		Reply:  reply,
-		Limits: u.r.vmLim,
+		Var:     v,
+		Reply:   reply,
+		Limits:  u.r.vmLim,
+		Item:    u.item,
+		HasItem: u.hasItem,
+		Writer:  u.writer,
 	}
 }
 
@@ -87,7 +133,7 @@ func (u *unit) runH1() (returned bool, value string, reply *string, v *luavm.Var
 		return false, "", nil, luavm.NewVar(), nil
 	}
 	when := r.timestamp()
-	u.vm = luavm.New(r.ctx, u.vmConfig(luavm.KindH1, 0, when, nil, nil))
+	u.vm = luavm.New(u.fr.ctx, u.vmConfig(luavm.KindH1, 0, when, nil, nil))
 	for _, b := range r.p.H1 {
 		if b.Kind == prompt.BlockLua {
 			u.vm.InstallH1Tables()
@@ -127,8 +173,9 @@ func (u *unit) runH1() (returned bool, value string, reply *string, v *luavm.Var
 func (u *unit) runSection(reply *string, v *luavm.Var) (flow, error) {
 	r := u.r
 	id := int(r.ids.Add(1))
+	u.incoming = reply
 	u.observe(SectionStarted)
-	u.vm = luavm.New(r.ctx, u.vmConfig(luavm.KindSection, id, r.walkAt, reply, v))
+	u.vm = luavm.New(u.fr.ctx, u.vmConfig(luavm.KindSection, id, r.walkAt, reply, v))
 	f, err := u.blocks(reply)
 	u.teardown()
 	if err != nil {
@@ -171,7 +218,7 @@ func (u *unit) blocks(reply *string) (flow, error) {
 				if _, err := u.vm.Var(); err != nil {
 					return flow{}, err
 				}
-				t := out.Target.(jumpTarget)
+				t := out.Target.(place)
 				return flow{reply: rolling, jump: &t}, nil
 			}
 			continue
@@ -436,7 +483,7 @@ func (u *unit) Infer(ctx context.Context, h *luavm.ModelHandle, p string) (strin
 }
 
 func (u *unit) Jump(target string) (any, error) {
-	t, _, err := resolveTarget(u.slice, u.idx, target)
+	t, err := resolveTarget(u.visible(), target)
 	if err != nil {
 		return nil, err
 	}
@@ -452,5 +499,5 @@ func (u *unit) ListFromSection(target string) ([]string, error) {
 }
 
 func (u *unit) Fanout(ctx context.Context, worker string, members []any) ([]luavm.FanoutResult, error) {
-	return nil, &Error{Kind: Lua, Err: errNoFanout}
+	return u.fanout(worker, members)
 }

@@ -1,12 +1,26 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/promptforge-go/promptforge/internal/luavm"
 	"github.com/promptforge-go/promptforge/internal/prompt"
 )
+
+// frame is what the units of one walk share: the context they run under
+// (the run's, or a fanout's that is also cancelled when a sibling arm
+// fails), their nesting depth, the args they see, and whether they run
+// inside a fanout arm.
+type frame struct {
+	ctx   context.Context
+	depth int
+	args  string
+	// inArm marks units of a fanout arm (and of chains started inside
+	// one); their lifecycle observations are not reported (see observe).
+	inArm bool
+}
 
 // walkEnd is how a walk ended: a scalar return (value), or the slice ran
 // out with the rolling reply.
@@ -16,27 +30,79 @@ type walkEnd struct {
 	reply    *string
 }
 
+// text is what a chain produces for its caller: its return value, else its
+// final reply, else "".
+func (e walkEnd) text() string {
+	switch {
+	case e.returned:
+		return e.value
+	case e.reply != nil:
+		return *e.reply
+	}
+	return ""
+}
+
 // flow is how one section entry ended.
 type flow struct {
 	returned bool
 	value    string
 	reply    *string
-	jump     *jumpTarget
+	jump     *place
 }
 
-// jumpTarget is a resolved heading within a section's visible set: a
-// sibling (index into the section's slice) or a child (index into its
-// children).
-type jumpTarget struct {
-	child bool
-	index int
+// place is where a section sits: the sibling slice that holds it (itself
+// included), the slice's owner (nil for the top level) and its index.
+// Walks, chains and arms all start at a place.
+type place struct {
+	slice  []*prompt.Section
+	parent *prompt.Section
+	index  int
+}
+
+func (p place) section() *prompt.Section { return p.slice[p.index] }
+
+func (p place) heading() string {
+	s := p.section()
+	return strings.Repeat("#", s.Level) + " " + s.Name
+}
+
+// visibleFrom is the visible set of the section at p (§2.10): its siblings
+// without itself, then its own children.
+func visibleFrom(p place) []place {
+	self := p.section()
+	out := make([]place, 0, len(p.slice)-1+len(self.Children))
+	for j := range p.slice {
+		if j != p.index {
+			out = append(out, place{slice: p.slice, parent: p.parent, index: j})
+		}
+	}
+	for k := range self.Children {
+		out = append(out, place{slice: self.Children, parent: self, index: k})
+	}
+	return out
+}
+
+// armVisible is a fanout arm's visible set (§7): the caller's visible set
+// without the worker, then the worker's children.
+func armVisible(caller []place, worker place) []place {
+	w := worker.section()
+	out := make([]place, 0, len(caller)-1+len(w.Children))
+	for _, p := range caller {
+		if p.section() != w {
+			out = append(out, p)
+		}
+	}
+	for k := range w.Children {
+		out = append(out, place{slice: w.Children, parent: w, index: k})
+	}
+	return out
 }
 
 // walk runs slice from start (§3.3). parent owns slice (nil at the top).
 // addressed makes the first section run even when it is off-walk. Sections
 // of one walk share v; a jump to a child starts a child walk that shares it
 // too.
-func (r *run) walk(slice []*prompt.Section, parent *prompt.Section, start int, reply *string, addressed bool, depth int, v *luavm.Var, args string) (walkEnd, error) {
+func (r *run) walk(fr frame, slice []*prompt.Section, parent *prompt.Section, start int, reply *string, addressed bool, v *luavm.Var) (walkEnd, error) {
 	for i := start; i < len(slice); {
 		s := slice[i]
 		if !addressed && s.OffWalk {
@@ -44,20 +110,21 @@ func (r *run) walk(slice []*prompt.Section, parent *prompt.Section, start int, r
 			continue
 		}
 		addressed = false
-		u := r.newUnit(s, slice, i, depth, args)
+		u := r.newUnit(fr, place{slice: slice, parent: parent, index: i})
 		f, err := u.runSection(reply, v)
 		if err != nil {
 			return walkEnd{}, err
 		}
+		reply = f.reply
 		switch {
 		case f.returned:
 			return walkEnd{returned: true, value: f.value}, nil
 		case f.jump == nil:
-			reply = f.reply
 			i++
-		case f.jump.child:
-			reply = f.reply
-			end, err := r.walk(s.Children, s, f.jump.index, reply, true, depth, v, args)
+		case f.jump.parent == s:
+			// A child: walk the jumper's children from the target, then
+			// resume this walk after the jumper with the child walk's reply.
+			end, err := r.walk(fr, f.jump.slice, s, f.jump.index, reply, true, v)
 			if err != nil {
 				return walkEnd{}, err
 			}
@@ -67,7 +134,6 @@ func (r *run) walk(slice []*prompt.Section, parent *prompt.Section, start int, r
 			reply = end.reply
 			i++
 		default:
-			reply = f.reply
 			i = f.jump.index
 			addressed = true
 		}
@@ -95,46 +161,30 @@ func parseHeading(target string) (int, string, error) {
 	return level, strings.TrimSpace(rest), nil
 }
 
-// resolve finds target in the visible set of slice[idx]: its siblings
-// (without itself) and its own children.
-func resolveTarget(slice []*prompt.Section, idx int, target string) (jumpTarget, *prompt.Section, error) {
+// resolveTarget finds a heading in a visible set.
+func resolveTarget(visible []place, target string) (place, error) {
 	level, name, err := parseHeading(target)
 	if err != nil {
-		return jumpTarget{}, nil, err
+		return place{}, err
 	}
-	self := slice[idx]
-	var found []jumpTarget
-	for j, s := range slice {
-		if j != idx && s.Level == level && s.Name == name {
-			found = append(found, jumpTarget{index: j})
-		}
-	}
-	for k, c := range self.Children {
-		if c.Level == level && c.Name == name {
-			found = append(found, jumpTarget{child: true, index: k})
+	var found []place
+	for _, p := range visible {
+		if s := p.section(); s.Level == level && s.Name == name {
+			found = append(found, p)
 		}
 	}
 	heading := strings.Repeat("#", level) + " " + name
 	switch len(found) {
 	case 1:
-		t := found[0]
-		if t.child {
-			return t, self.Children[t.index], nil
-		}
-		return t, slice[t.index], nil
+		return found[0], nil
 	case 0:
-		var avail []string
-		for j, s := range slice {
-			if j != idx {
-				avail = append(avail, strings.Repeat("#", s.Level)+" "+s.Name)
-			}
+		avail := make([]string, len(visible))
+		for i, p := range visible {
+			avail[i] = p.heading()
 		}
-		for _, c := range self.Children {
-			avail = append(avail, strings.Repeat("#", c.Level)+" "+c.Name)
-		}
-		return jumpTarget{}, nil, luavm.Scriptf("section heading `%s` not found; available sections: %s", heading, strings.Join(avail, ", "))
+		return place{}, luavm.Scriptf("section heading `%s` not found; available sections: %s", heading, strings.Join(avail, ", "))
 	}
-	return jumpTarget{}, nil, luavm.Scriptf("section heading `%s` is ambiguous: %d visible sections match it", heading, len(found))
+	return place{}, luavm.Scriptf("section heading `%s` is ambiguous: %d visible sections match it", heading, len(found))
 }
 
 // execute runs a contained chain from target (§2.10): the outer walk does
@@ -143,46 +193,38 @@ func (u *unit) execute(target string, input *string) (string, error) {
 	if u.sec == nil {
 		return "", luavm.Scriptf("execute is only available in sections (## headings); H1 runs before sections exist")
 	}
-	t, _, err := resolveTarget(u.slice, u.idx, target)
+	t, err := resolveTarget(u.visible(), target)
 	if err != nil {
 		return "", err
 	}
-	if u.depth+1 > MaxDepth {
+	if u.fr.depth+1 > MaxDepth {
 		return "", &Error{Kind: Lua, Err: fmt.Errorf("execute recursion exceeded cap of %d", MaxDepth)}
 	}
 	v, err := u.vm.Var()
 	if err != nil {
 		return "", err
 	}
-	args := u.args
+	fr := u.fr
+	fr.depth++
 	if input != nil {
-		args = *input
+		fr.args = *input
 	}
-	slice, parent := u.slice, u.parent
-	if t.child {
-		slice, parent = u.sec.Children, u.sec
-	}
-	end, err := u.r.walk(slice, parent, t.index, nil, true, u.depth+1, v.Clone(), args)
+	end, err := u.r.walk(fr, t.slice, t.parent, t.index, nil, true, v.Clone())
 	if err != nil {
 		return "", err
 	}
-	if end.returned {
-		return end.value, nil
-	}
-	if end.reply != nil {
-		return *end.reply, nil
-	}
-	return "", nil
+	return end.text(), nil
 }
 
 func (u *unit) listFromSection(target string) ([]string, error) {
 	if u.sec == nil {
 		return nil, luavm.Scriptf("list_from_section is only available in sections (## headings); H1 runs before sections exist")
 	}
-	_, s, err := resolveTarget(u.slice, u.idx, target)
+	t, err := resolveTarget(u.visible(), target)
 	if err != nil {
 		return nil, err
 	}
+	s := t.section()
 	if len(s.Items) == 0 {
 		return nil, luavm.Scriptf("section `%s` has no pre-parsed items", s.Name)
 	}

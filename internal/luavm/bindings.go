@@ -413,6 +413,7 @@ func (vm *VM) CallLocalTool(alias string, args json.RawMessage) (string, error) 
 	}()
 	L.Push(fn)
 	L.Push(vm.FromData(decoded))
+	vm.fatal = nil
 	prev := vm.budget.set(true)
 	err := L.PCall(1, 1, nil)
 	vm.budget.set(prev)
@@ -421,6 +422,12 @@ func (vm *VM) CallLocalTool(alias string, args json.RawMessage) (string, error) 
 			L.Pop(1)
 		}
 		return "", cerr
+	}
+	if vm.fatal != nil {
+		if err == nil {
+			L.Pop(1)
+		}
+		return "", vm.fatal
 	}
 	if err != nil {
 		return "", vm.translate(err)

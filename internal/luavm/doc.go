@@ -5,6 +5,12 @@
 // models and control flow belong to the engine, reached through the Host
 // interface this package defines; luavm never imports the engine.
 //
+// A VM is not safe for concurrent use, but VMs are independent: fanout
+// arms run one VM per goroutine over one shared store. An arm's VM tags
+// its store.write calls (Config.Writer) so the store can refuse two arms
+// of one fanout writing one path; that refusal ends the chunk even under
+// pcall, because one of the two results would be silently lost.
+//
 // # Sandbox
 //
 // Each VM is a fresh gopher-lua state with only the base, string, table and

@@ -3,6 +3,7 @@ package luavm
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -154,14 +155,30 @@ func (vm *VM) write(L *lua.LState, appendMode bool) int {
 	if appendMode {
 		err = st.Append(path, content)
 	} else {
-		err = st.Write(path, content)
+		err = st.WriteAs(vm.cfg.Writer, path, content)
 	}
 	if err != nil {
 		vm.note(fail, "")
+		if errors.Is(err, &store.Error{Kind: store.WriteRace}) {
+			// Two arms producing one file means one result is silently
+			// lost: the race ends the arm even when the script catches it.
+			vm.fatal = &LuaError{Msg: strings.TrimLeft(luaWhere(L)+" "+err.Error(), " ")}
+		}
 		L.RaiseError("%s", err.Error())
 	}
 	vm.note(ok, "")
 	return 0
+}
+
+// luaWhere is the position of the Lua code that called the running Go
+// function, skipping Go frames (pcall) the way RaiseError does.
+func luaWhere(L *lua.LState) string {
+	for level := 1; ; level++ {
+		w := L.Where(level)
+		if w != "[G]:" {
+			return w
+		}
+	}
 }
 
 func (vm *VM) storeReplace(L *lua.LState) int {

@@ -50,6 +50,9 @@ type Config struct {
 	// Item is the fanout member of an arm (HasItem true).
 	Item    any
 	HasItem bool
+	// Writer tags store.write calls for the store's fanout write-race
+	// check. It is set for fanout arms only; the zero Writer is untracked.
+	Writer store.Writer
 }
 
 // VM is one sandboxed Lua state and the host globals bound into it. It is

@@ -591,3 +591,35 @@ func TestLibrariesArePerVM(t *testing.T) {
 	mustReturn(t, b, `setmetatable(_G, {__index = function(_, k) error("undefined global " .. k) end}); return string.upper("ok")`, "OK")
 	mustFail(t, b, `return undefined_thing`, "undefined global undefined_thing")
 }
+
+func TestArmWritesAreRaceTracked(t *testing.T) {
+	st := store.New()
+	token := st.NewFanout()
+	if err := st.WriteAs(store.Writer{Fanout: token, Arm: 1}, "taken", "arm 1"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := New(context.Background(), Config{Kind: KindSection, Host: &fakeHost{}, Store: st, Guard: g,
+		Sys: Sys{SectionName: "W", Index: 2}, Item: "x", HasItem: true, Writer: store.Writer{Fanout: token, Arm: 2}})
+	defer vm.Close()
+	e := &env{vm: vm, st: st}
+	// Appends and the arm's own paths are fine; another arm's path is a
+	// race, and the race ends the chunk even when pcall catches it.
+	mustReturn(t, e, `store.append("taken", "+"); store.write("mine", "1"); store.write("mine", "2"); return store.read("mine")`, "2")
+	err = mustFail(t, e, `local ok = pcall(store.write, "taken", "arm 2"); return "caught"`,
+		"write-write race on taken: another arm of the same fanout already wrote it")
+	var le *LuaError
+	if !errors.As(err, &le) || !strings.HasPrefix(le.Msg, "section `Run` prologue:10: ") {
+		t.Fatalf("race error %T %v is not a positioned Lua error", err, err)
+	}
+	if got, _ := st.Read("taken", store.Range{}); got != "arm 1+" {
+		t.Fatalf("taken = %q", got)
+	}
+	// An untracked VM (a walked section) may write it.
+	plain := newEnv(t, Config{})
+	plain.vm.cfg.Store = st
+	mustReturn(t, plain, `store.write("taken", "walk"); return store.read("taken")`, "walk")
+}
