@@ -62,9 +62,10 @@ func realMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usageText)
 		return exitOK
-	case "serve", "check":
-		fmt.Fprintf(stderr, "error: %q is not available in this build yet: the MCP server and catalog checks are still being built; use \"run\" to execute a prompt file\n", args[0])
-		return exitFailure
+	case "serve":
+		return cmdServe(ctx, args[1:], stdin, stdout, stderr, lookup)
+	case "check":
+		return cmdCheck(ctx, args[1:], stdout, stderr, lookup)
 	default:
 		fmt.Fprintf(stderr, "error: unknown command %q\n\n%s", args[0], usageText)
 		return exitUsage

@@ -10,9 +10,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/promptforge-go/promptforge/internal/catalog"
+	"github.com/promptforge-go/promptforge/internal/config"
 	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/prompt"
+	"github.com/promptforge-go/promptforge/internal/server"
 	"github.com/promptforge-go/promptforge/internal/store"
 )
 
@@ -102,22 +105,28 @@ func cmdRun(ctx context.Context, argv []string, stdout, stderr io.Writer, lookup
 
 // runOnce executes the prompt named by f and returns the value to print.
 func runOnce(ctx context.Context, f runFlags, logger *slog.Logger, lookup env, stderr io.Writer) (string, error) {
-	if f.config != "" {
-		return "", errors.New("--config is not available in this build yet (catalog runs arrive with the MCP server); run a prompt file without it, with the gateway taken from PROMPTFORGE_GATEWAY_URL and PROMPTFORGE_GATEWAY_API_KEY")
-	}
-	if !strings.HasSuffix(f.target, ".md") {
+	if f.config == "" && !strings.HasSuffix(f.target, ".md") {
 		return "", usageError{fmt.Sprintf("%q is not a prompt file (it does not end in .md); naming a catalog prompt needs --config", f.target)}
 	}
-	src, err := os.ReadFile(f.target)
-	if err != nil {
-		return "", fmt.Errorf("read the prompt: %w", err)
-	}
-	if _, ok := prompt.Version(src); !ok {
-		return "", fmt.Errorf("%s is not a promptforge prompt: its frontmatter declares no `promptforge:` version (add `promptforge: 1`)", f.target)
-	}
-	p, err := prompt.Parse(src)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", locate(f.target, err), err)
+	var (
+		p   *prompt.Prompt
+		cfg = engine.Config{Observer: progressObserver{logger}}
+		err error
+	)
+	if f.config != "" {
+		var closeEnv func()
+		p, closeEnv, err = fromConfig(ctx, f, logger, lookup, &cfg)
+		if err != nil {
+			return "", err
+		}
+		defer closeEnv()
+	} else {
+		if p, err = loadPromptFile(f.target); err != nil {
+			return "", err
+		}
+		if cfg.Client, cfg.Models, err = gatewayFromEnv(ctx, lookup); err != nil {
+			return "", err
+		}
 	}
 
 	st := store.New()
@@ -126,20 +135,66 @@ func runOnce(ctx context.Context, f runFlags, logger *slog.Logger, lookup env, s
 			return "", err
 		}
 	}
-
-	cfg := engine.Config{Observer: progressObserver{logger}}
-	client, models, err := gatewayFromEnv(ctx, lookup)
-	if err != nil {
-		return "", err
-	}
-	cfg.Client, cfg.Models = client, models
-
 	res, err := engine.Run(ctx, p, f.args, st, cfg)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", locate(f.target, err), err)
 	}
 	logger.Info("run finished", "turns", res.Turns)
 	return extractOutput(st, p, res.Value, f.output, stderr)
+}
+
+// loadPromptFile reads and parses a prompt file given by path.
+func loadPromptFile(path string) (*prompt.Prompt, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the prompt: %w", err)
+	}
+	if _, ok := prompt.Version(src); !ok {
+		return nil, fmt.Errorf("%s is not a promptforge prompt: its frontmatter declares no `promptforge:` version (add `promptforge: 1`)", path)
+	}
+	p, err := prompt.Parse(src)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", locate(path, err), err)
+	}
+	return p, nil
+}
+
+// fromConfig resolves f.target through prompts.toml: a .md path is read
+// as is, anything else is a catalog name (matched as run_prompt matches
+// it). The gateway, its model catalog and the live tools come from the
+// configuration, as they do for serve; PROMPTFORGE_GATEWAY_* are not read.
+func fromConfig(ctx context.Context, f runFlags, logger *slog.Logger, lookup env, cfg *engine.Config) (*prompt.Prompt, func(), error) {
+	conf, err := config.Loader{LookupEnv: config.LookupFunc(lookup), Logger: logger}.Load(f.config)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load the configuration: %w", err)
+	}
+	var p *prompt.Prompt
+	if strings.HasSuffix(f.target, ".md") {
+		if p, err = loadPromptFile(f.target); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		// Retain: one broken prompt elsewhere in the catalog must not stop
+		// this one from running; a broken target reports its problem.
+		cat, err := catalog.Resolve(ctx, server.SettingsOf(conf), catalog.Retain)
+		if err != nil {
+			return nil, nil, fmt.Errorf("resolve the prompt catalog: %w", err)
+		}
+		entry, err := cat.Lookup(f.target)
+		if err != nil {
+			return nil, nil, err
+		}
+		if entry.Broken() {
+			return nil, nil, fmt.Errorf("prompt %s (%s) cannot run: %s", entry.Name(), entry.Path(), entry.Problem())
+		}
+		p = entry.Prompt()
+	}
+	envr, err := server.PrepareEnvironment(ctx, conf, nil, logger)
+	if err != nil {
+		return nil, nil, fmt.Errorf("prepare the tool environment: %w", err)
+	}
+	cfg.Client, cfg.Models, cfg.Tools = envr.Client, envr.Models, envr.Tools
+	return p, envr.Close, nil
 }
 
 // locate prefixes an error with file:line when a parse error knows the line.

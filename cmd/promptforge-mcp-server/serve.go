@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/promptforge-go/promptforge/internal/config"
+	"github.com/promptforge-go/promptforge/internal/server"
+)
+
+// serveFlags is the parsed command line of "serve".
+type serveFlags struct {
+	stdio      bool
+	logLevel   string
+	configPath string
+}
+
+// parseServeFlags accepts `[--stdio] [--log-level L] <prompts.toml>`. Flags
+// come before the path; "--" ends them, so a config may be named "-x". A
+// flag after the path is refused like any extra argument, as the reference
+// refuses `serve prompts.toml --stdio`.
+func parseServeFlags(args []string) (serveFlags, error) {
+	var f serveFlags
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			break
+		}
+		name, val, hasVal := strings.Cut(a, "=")
+		switch name {
+		case "--stdio":
+			if hasVal {
+				return f, usageError{"--stdio takes no value"}
+			}
+			f.stdio = true
+		case "--log-level":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return f, usageError{"flag --log-level needs a value"}
+				}
+				i++
+				val = args[i]
+			}
+			f.logLevel = val
+		default:
+			return f, usageError{fmt.Sprintf("unknown flag %q for serve", a)}
+		}
+	}
+	rest := args[i:]
+	switch len(rest) {
+	case 0:
+		return f, usageError{"serve needs the path of prompts.toml"}
+	case 1:
+		f.configPath = rest[0]
+		return f, nil
+	default:
+		return f, usageError{fmt.Sprintf("serve takes one prompts.toml and nothing after it, got %q (flags go before the path)", rest[1:])}
+	}
+}
+
+// cmdServe boots the MCP server. Logs go to stderr on both transports, so
+// stdout is the JSON-RPC wire on stdio and stays clean on HTTP.
+func cmdServe(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer, lookup env) int {
+	f, err := parseServeFlags(argv)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n\n%s", err, usageText)
+		return exitUsage
+	}
+	logger, err := newLogger(stderr, f.logLevel, lookup)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return exitUsage
+	}
+	opts := server.BootOptions{
+		ConfigPath: f.configPath,
+		Transport:  server.HTTP,
+		Logger:     logger,
+		LookupEnv:  config.LookupFunc(lookup),
+		Stdin:      stdin,
+		Stdout:     stdout,
+		Version:    version,
+	}
+	if f.stdio {
+		opts.Transport = server.Stdio
+	}
+	if err := server.Boot(ctx, opts); err != nil {
+		server.WriteReport(stderr, err)
+		return exitFailure
+	}
+	return exitOK
+}

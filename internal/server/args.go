@@ -1,0 +1,108 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// invalidParams is a -32602 protocol error: the caller's request is wrong
+// in a way a model cannot fix by reading a tool result, so it is answered
+// as a protocol error (spec §4.9).
+func invalidParams(format string, a ...any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, a...)}
+}
+
+// internalError is a -32603 protocol error: the server failed, not the
+// caller. The SDK sends a plain Go error with code 0, so the code is set
+// here.
+func internalError(format string, a ...any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(format, a...)}
+}
+
+// arguments is a tools/call arguments object whose keys were checked
+// against the tool's schema.
+type arguments map[string]json.RawMessage
+
+// parseArguments decodes raw (which may be absent or null: no arguments)
+// and refuses keys the tool does not take, naming the first one in byte
+// order so the message is the same on every call.
+func parseArguments(tool string, raw json.RawMessage, keys []string) (arguments, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return arguments{}, nil
+	}
+	if raw[0] != '{' {
+		return nil, invalidParams("the arguments of %s must be a JSON object", tool)
+	}
+	var args arguments
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil, invalidParams("the arguments of %s are not a valid JSON object: %v", tool, err)
+	}
+	var unknown []string
+	for k := range args {
+		if !slices.Contains(keys, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return nil, invalidParams("%s takes no argument %s; its arguments are %s", tool, strconv.Quote(unknown[0]), strings.Join(keys, ", "))
+	}
+	return args, nil
+}
+
+// required returns a string argument that must be present.
+func (a arguments) required(key string) (string, error) {
+	raw, ok := a[key]
+	if !ok {
+		return "", invalidParams("%s is required", key)
+	}
+	return stringValue(key, raw)
+}
+
+// optional returns a string argument, "" when absent. An explicit null is
+// not absent: it is a value of the wrong type.
+func (a arguments) optional(key string) (string, error) {
+	raw, ok := a[key]
+	if !ok {
+		return "", nil
+	}
+	return stringValue(key, raw)
+}
+
+func stringValue(key string, raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", invalidParams("%s must be a string", key)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", invalidParams("%s must be a string", key)
+	}
+	return s, nil
+}
+
+// parseCursor reads a list_prompts or tools/list cursor: "" is the first
+// page, anything else a decimal offset.
+func parseCursor(c string) (int, error) {
+	if c == "" {
+		return 0, nil
+	}
+	bad := invalidParams("cursor %s is not a valid pagination cursor", strconv.Quote(c))
+	for i := 0; i < len(c); i++ {
+		if c[i] < '0' || c[i] > '9' {
+			return 0, bad
+		}
+	}
+	n, err := strconv.ParseUint(c, 10, 31)
+	if err != nil {
+		return 0, bad
+	}
+	return int(n), nil
+}

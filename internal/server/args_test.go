@@ -1,0 +1,98 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+func TestOptionalString(t *testing.T) {
+	for _, tc := range []struct {
+		raw     string
+		want    string
+		wantErr bool
+	}{
+		{`{"args":"x"}`, "x", false},
+		{`{}`, "", false},
+		{``, "", false},
+		{`null`, "", false},
+		{`{"args":null}`, "", true},
+		{`{"args":1}`, "", true},
+		{`{"args":{"a":1}}`, "", true},
+	} {
+		a, err := parseArguments("t", json.RawMessage(tc.raw), []string{"args"})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.raw, err)
+		}
+		got, err := a.optional("args")
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("%s: got %q, %v", tc.raw, got, err)
+		}
+		if err != nil {
+			if we, ok := err.(*jsonrpc.Error); !ok || we.Code != jsonrpc.CodeInvalidParams || we.Message != "args must be a string" {
+				t.Errorf("%s: error %v", tc.raw, err)
+			}
+		}
+	}
+}
+
+func TestCursor(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    int
+		wantErr bool
+	}{
+		{"", 0, false}, {"100", 100, false}, {"0", 0, false},
+		{"garbage", 0, true}, {"-1", 0, true}, {"+1", 0, true}, {" 1", 0, true}, {"1e3", 0, true},
+		{"99999999999999999999", 0, true},
+	} {
+		got, err := parseCursor(tc.in)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("%q: %d, %v", tc.in, got, err)
+		}
+	}
+}
+
+func TestTerminalLogCarriesTheRecordNotTheValue(t *testing.T) {
+	log := &levelLog{}
+	h := newHarness(t, fixture{opts: func(o *Options) { o.Logger = slogOf(log) }})
+	res := h.ok(ToolRunPrompt, map[string]any{"prompt": "echo", "args": "the-secret-value"})
+	id := structuredOf(t, res)["run_id"].(string)
+	var terminal []string
+	for _, line := range log.lines() {
+		if strings.Contains(line, "the-secret-value") {
+			t.Errorf("a log line carries the value: %q", line)
+		}
+		if strings.Contains(line, "run reached its terminal state") {
+			terminal = append(terminal, line)
+		}
+	}
+	if len(terminal) != 1 {
+		t.Fatalf("terminal lines %q", terminal)
+	}
+	for _, want := range []string{"INFO ", "run_id=" + id, "prompt=echo", "status=completed", "turns=0", "elapsed_ms="} {
+		if !strings.Contains(terminal[0], want) {
+			t.Errorf("terminal line %q lacks %q", terminal[0], want)
+		}
+	}
+}
+
+func TestRefusalNamesTheWaitInPromptsTomlSpelling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, fixture{limits: Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: time.Minute, RetainCompleted: time.Hour}})
+		slot, err := h.srv.Registry().Admit(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer slot.Release()
+		text := textOf(t, h.ok(ToolRunPrompt, map[string]any{"prompt": "echo"}))
+		if !strings.Contains(text, "within 30s") {
+			t.Fatalf("refusal %q", text)
+		}
+	})
+}

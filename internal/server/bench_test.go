@@ -1,0 +1,246 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/promptforge-go/promptforge/internal/gateway"
+)
+
+// The benchmarks compare run_prompt on a Lua-only prompt with a trivial
+// SDK tool that returns a constant, behind the same transport stack (the
+// floor). Run them together:
+//
+//	go test ./internal/server -run '^$' -bench . -benchmem
+
+// constServer is a bare SDK server with one tool returning a constant.
+func constServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "floor", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
+	s.AddTool(&mcp.Tool{Name: "const", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello"}}}, nil
+		})
+	return s
+}
+
+// The SDK client writes per-request metadata into the params it is given
+// (on sessions that negotiated the 2026-07-28 protocol), so every session
+// gets params of its own.
+func echoCall() *mcp.CallToolParams {
+	return &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": "hello"}}
+}
+
+func constCall() *mcp.CallToolParams {
+	return &mcp.CallToolParams{Name: "const", Arguments: map[string]any{}}
+}
+
+func benchLimits() Limits {
+	return Limits{MaxConcurrentRuns: 64, AdmissionTimeout: time.Minute, ReplyDeadline: time.Minute, RetainCompleted: time.Minute}
+}
+
+// serveHTTPFor serves mcpServer over a real loopback listener behind the
+// transport stack and returns its /mcp URL.
+func serveHTTPFor(b *testing.B, h *harness, mcpServer *mcp.Server) string {
+	b.Helper()
+	handler, err := h.srv.httpHandler(mcpServer, HTTPOptions{APIKey: testToken, AllowedHosts: []string{"127.0.0.1"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: handler}
+	go srv.Serve(ln)
+	b.Cleanup(func() {
+		for ss := range mcpServer.Sessions() {
+			ss.Close()
+		}
+		srv.Close()
+	})
+	return "http://" + ln.Addr().String() + "/mcp"
+}
+
+func httpSession(b *testing.B, url string) *mcp.ClientSession {
+	b.Helper()
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	b.Cleanup(tr.CloseIdleConnections)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: authTransport{testToken, tr}}, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// stdioSession serves mcpServer over in-process io.Pipe pairs through the
+// stdio line handling and connects a client to it.
+func stdioSession(b *testing.B, h *harness, mcpServer *mcp.Server) *mcp.ClientSession {
+	b.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.srv.serveStdio(context.Background(), mcpServer, inR, outW, time.Second)
+		outW.Close()
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		cs.Close()
+		<-done
+	})
+	return cs
+}
+
+func callLoop(b *testing.B, cs *mcp.ClientSession, params *mcp.CallToolParams) {
+	b.Helper()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := cs.CallTool(context.Background(), params)
+		if err != nil || res.IsError {
+			b.Fatalf("call: %v %+v", err, res)
+		}
+	}
+}
+
+func BenchmarkRunPromptHTTP(b *testing.B) {
+	h := newHarness(b, fixture{limits: benchLimits()})
+	callLoop(b, httpSession(b, serveHTTPFor(b, h, h.srv.MCP())), echoCall())
+}
+
+func BenchmarkConstToolHTTP(b *testing.B) {
+	h := newHarness(b, fixture{limits: benchLimits()})
+	callLoop(b, httpSession(b, serveHTTPFor(b, h, constServer())), constCall())
+}
+
+func BenchmarkRunPromptStdio(b *testing.B) {
+	h := newHarness(b, fixture{limits: benchLimits()})
+	callLoop(b, stdioSession(b, h, h.srv.MCP()), echoCall())
+}
+
+func BenchmarkConstToolStdio(b *testing.B) {
+	h := newHarness(b, fixture{limits: benchLimits()})
+	callLoop(b, stdioSession(b, h, constServer()), constCall())
+}
+
+// parallelHTTP drives 16 client sessions at once and reports calls/s.
+func parallelHTTP(b *testing.B, mcpServer func(*harness) *mcp.Server, params func() *mcp.CallToolParams) {
+	const clients = 16
+	h := newHarness(b, fixture{limits: benchLimits()})
+	url := serveHTTPFor(b, h, mcpServer(h))
+	sessions := make([]*mcp.ClientSession, clients)
+	for i := range sessions {
+		sessions[i] = httpSession(b, url)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, cs := range sessions {
+		wg.Go(func() {
+			params := params()
+			for next.Add(1) <= int64(b.N) {
+				if res, err := cs.CallTool(context.Background(), params); err != nil || res.IsError {
+					b.Errorf("call: %v %+v", err, res)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+}
+
+func BenchmarkRunPromptHTTP16Clients(b *testing.B) {
+	parallelHTTP(b, func(h *harness) *mcp.Server { return h.srv.MCP() }, echoCall)
+}
+
+func BenchmarkConstToolHTTP16Clients(b *testing.B) {
+	parallelHTTP(b, func(*harness) *mcp.Server { return constServer() }, constCall)
+}
+
+// BenchmarkListPromptsPage serves one 100-entry page of a 10,000-prompt
+// catalog: through the handler alone, and as a whole in-memory MCP call.
+func BenchmarkListPromptsPage(b *testing.B) {
+	files := make(map[string]string, 10000)
+	for i := range 10000 {
+		name := fmt.Sprintf("prompt_%05d", i)
+		files[name+".md"] = luaPrompt(name, "Prompt number "+name+" of the large benchmark catalog.", "return args")
+	}
+	h := newHarness(b, fixture{prompts: files})
+	args := json.RawMessage(`{"cursor":"5000"}`)
+	b.Run("handler", func(b *testing.B) {
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolListPrompts, Arguments: args}}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := h.srv.listPrompts(context.Background(), req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("inmemory", func(b *testing.B) {
+		callLoop(b, h.session, &mcp.CallToolParams{Name: ToolListPrompts, Arguments: args})
+	})
+}
+
+// BenchmarkRunsInFlight holds 1,000 run_prompt calls in flight at a gated
+// gateway and reports what each costs in heap and stack: the call's
+// handler, its run, the engine's state and the gateway request. The gated
+// gateway runs in-process over net.Pipe, so its side of each request is
+// counted too, which makes the figure an upper bound.
+func BenchmarkRunsInFlight(b *testing.B) {
+	const runs = 1000
+	for b.Loop() {
+		g := newMemGateway(b)
+		h := newHarness(b, fixture{
+			prompts: map[string]string{"speak.md": speakPrompt("speak")},
+			limits:  Limits{MaxConcurrentRuns: runs, AdmissionTimeout: time.Minute, ReplyDeadline: time.Hour, RetainCompleted: time.Minute},
+			opts: func(o *Options) {
+				o.Client = g.client
+				o.Models = []gateway.Model{testModel}
+			},
+		})
+		call := &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "speak"}}
+		// Warm up connection pools and lazily built state.
+		go h.session.CallTool(context.Background(), call)
+		<-g.arrived
+		before := memInUse()
+
+		var wg sync.WaitGroup
+		for range runs - 1 {
+			wg.Go(func() { h.session.CallTool(context.Background(), call) })
+		}
+		for range runs - 1 {
+			<-g.arrived
+		}
+		after := memInUse()
+		b.ReportMetric(float64(after-before)/float64(runs-1), "B/run")
+		g.Release()
+		wg.Wait()
+	}
+}
+
+func memInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse + m.StackInuse
+}

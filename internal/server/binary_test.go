@@ -1,0 +1,181 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds cmd/promptforge-mcp-server once per test process; TestMain
+// removes the directory.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binDir, err = os.MkdirTemp("", "promptforge-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(binDir, "promptforge-mcp-server")
+		out, err := exec.Command(goTool, "build", "-o", binPath, "../../cmd/promptforge-mcp-server").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build the binary: %v", buildErr)
+	}
+	return binPath
+}
+
+// proc is the binary serving stdio.
+type proc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+	stderr *bytes.Buffer
+}
+
+func startStdio(t *testing.T, config string) *proc {
+	t.Helper()
+	cmd := exec.Command(binary(t), "serve", "--stdio", config)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{t: t, cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 1<<20), stderr: &stderr}
+	t.Cleanup(func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() {
+			cmd.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	return p
+}
+
+func (p *proc) send(line string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.stdin, line+"\n"); err != nil {
+		p.t.Fatalf("write to the server: %v (stderr:\n%s)", err, p.stderr)
+	}
+}
+
+// recv reads one line of stdout, which must be one JSON-RPC message.
+func (p *proc) recv() map[string]any {
+	p.t.Helper()
+	line, err := p.stdout.ReadString('\n')
+	if err != nil {
+		p.t.Fatalf("read from the server: %v (stderr:\n%s)", err, p.stderr)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil || m["jsonrpc"] != "2.0" {
+		p.t.Fatalf("stdout carried a line that is not JSON-RPC: %q", line)
+	}
+	return m
+}
+
+func TestBinaryOverStdio(t *testing.T) {
+	path := bootDir(t, "watch = false", nil, basePrompts)
+	p := startStdio(t, path)
+
+	p.send(initializeBody)
+	init := p.recv()["result"].(map[string]any)
+	if name := init["serverInfo"].(map[string]any)["name"]; name != ServerName {
+		t.Fatalf("serverInfo.name %v", name)
+	}
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	var names []string
+	for _, tool := range p.recv()["result"].(map[string]any)["tools"].([]any) {
+		names = append(names, tool.(map[string]any)["name"].(string))
+	}
+	if got := strings.Join(names, ","); got != "list_prompts,run_prompt,need_prompt,check_run" {
+		t.Fatalf("tools %s", got)
+	}
+
+	// An over-long line is dropped; the request after it is answered.
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"pad":"` + strings.Repeat("y", MaxLineBytes+1) + `"}}`)
+	p.send(`not json at all`)
+	p.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"echo","args":"from the binary"}}}`)
+	reply := p.recv()
+	if reply["id"] != float64(4) {
+		t.Fatalf("reply %v", reply)
+	}
+	text := reply["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"]
+	if text != "from the binary" {
+		t.Fatalf("run_prompt text %v", text)
+	}
+
+	// The peer hangs up: the server exits 0.
+	p.stdin.Close()
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v (stderr:\n%s)", err, p.stderr)
+	}
+	if rest, _ := io.ReadAll(p.stdout); len(bytes.TrimSpace(rest)) != 0 {
+		t.Fatalf("stdout after the session: %q", rest)
+	}
+	if !strings.Contains(p.stderr.String(), "serving on stdio") {
+		t.Fatalf("stderr lacks the startup line:\n%s", p.stderr)
+	}
+}
+
+func TestBinaryRefusesABrokenCatalog(t *testing.T) {
+	path := bootDir(t, `api_key = "k"`, nil, map[string]string{
+		"upper.md": luaPrompt("Shouty", "Shout.", "return 1"),
+		"echo.md":  basePrompts["echo.md"],
+	})
+	for _, args := range [][]string{{"serve", path}, {"check", path}} {
+		var stderr bytes.Buffer
+		cmd := exec.Command(binary(t), args...)
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Fatalf("%v: %v, want exit 1", args, err)
+		}
+		for _, want := range []string{"catalog has 1 fault", "upper.md", "Shouty"} {
+			if !strings.Contains(stderr.String(), want) {
+				t.Errorf("%v: stderr lacks %q:\n%s", args, want, stderr.String())
+			}
+		}
+	}
+}

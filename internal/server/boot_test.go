@@ -1,0 +1,348 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/promptforge-go/promptforge/internal/config"
+	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+)
+
+// bootDir writes prompts.toml (with the given [server] lines and gateway)
+// and a prompts directory holding files.
+func bootDir(t *testing.T, serverLines string, g *gatewaytest.Server, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	prompts := filepath.Join(dir, "prompts")
+	if err := os.MkdirAll(prompts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, prompts, files)
+	// Nothing listens on port 1: a transient failure, so boot goes on
+	// with no models.
+	url, key := "http://127.0.0.1:1/v1", "gw-key"
+	if g != nil {
+		url, key = g.URL(), g.APIKey()
+	}
+	toml := fmt.Sprintf("[server]\n%s\n\n[paths]\nprompts = %q\nfiles = [%q]\n\n[gateway]\nurl = %q\napi_key = %q\ntimeout = \"2s\"\n\n[catalog]\ninclude = [\"**/*.md\"]\n",
+		serverLines, prompts, dir, url, key)
+	path := filepath.Join(dir, "prompts.toml")
+	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// signalLog is a slog handler that records messages and reports the first
+// one starting with a prefix.
+type signalLog struct {
+	mu      sync.Mutex
+	lines   []string
+	waiters map[string]chan struct{}
+}
+
+func newSignalLog() *signalLog { return &signalLog{waiters: map[string]chan struct{}{}} }
+
+func (s *signalLog) on(prefix string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := make(chan struct{})
+	s.waiters[prefix] = ch
+	return ch
+}
+
+func (s *signalLog) Enabled(context.Context, slog.Level) bool { return true }
+func (s *signalLog) Handle(_ context.Context, r slog.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	line := r.Level.String() + " " + r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		line += " " + a.String()
+		return true
+	})
+	s.lines = append(s.lines, line)
+	for prefix, ch := range s.waiters {
+		if strings.HasPrefix(r.Message, prefix) {
+			close(ch)
+			delete(s.waiters, prefix)
+		}
+	}
+	return nil
+}
+func (s *signalLog) WithAttrs([]slog.Attr) slog.Handler { return s }
+func (s *signalLog) WithGroup(string) slog.Handler      { return s }
+func (s *signalLog) text() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.lines, "\n")
+}
+
+func report(err error) string {
+	var b bytes.Buffer
+	WriteReport(&b, err)
+	return b.String()
+}
+
+func TestBootFailureReports(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope", "prompts.toml")
+	err := Boot(context.Background(), BootOptions{ConfigPath: missing, Transport: HTTP})
+	got := report(err)
+	want := "error: load the configuration\n  caused by: read config " + missing + "\n  caused by: "
+	if !strings.HasPrefix(got, want) || strings.HasSuffix(got, "caused by: \n") {
+		t.Fatalf("report:\n%s\nwant it to start with:\n%s<a cause>", got, want)
+	}
+
+	path := bootDir(t, `api_key = "k"`, nil, map[string]string{
+		"upper.md": luaPrompt("Shouty", "Shout.", "return 1"),
+	})
+	got = report(Boot(context.Background(), BootOptions{ConfigPath: path, Transport: HTTP}))
+	for _, want := range []string{"error: resolve the prompt catalog\n  caused by: catalog has 1 fault\n  ", "upper.md", "Shouty"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("catalog report lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestHTTPRefusalsComeBeforeAnythingSlow(t *testing.T) {
+	// No prompts directory at all: the token check must fail first.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "prompts.toml")
+	os.WriteFile(path, []byte("[server]\n[paths]\nprompts = \"/nonexistent\"\n[gateway]\nurl = \"http://127.0.0.1:1/v1\"\napi_key = \"k\"\n"), 0o644)
+	err := Boot(context.Background(), BootOptions{ConfigPath: path, Transport: HTTP})
+	var se *StepError
+	if !errors.As(err, &se) || se.Step != StepServe || !errors.Is(err, ErrMissingToken) {
+		t.Fatalf("got %v", err)
+	}
+	if !strings.Contains(report(err), "[server].api_key") {
+		t.Fatalf("report %q", report(err))
+	}
+
+	os.WriteFile(path, []byte("[server]\nbind = \"0.0.0.0:9310\"\napi_key = \"k\"\n[paths]\nprompts = \"/nonexistent\"\n[gateway]\nurl = \"http://127.0.0.1:1/v1\"\napi_key = \"k\"\n"), 0o644)
+	err = Boot(context.Background(), BootOptions{ConfigPath: path, Transport: HTTP})
+	if !errors.As(err, &se) || se.Step != StepServe || !strings.Contains(err.Error(), "allowed_hosts") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestBootReportsABindFailure(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	path := bootDir(t, fmt.Sprintf("api_key = \"k\"\nbind = %q\nwatch = false", held.Addr()), nil, basePrompts)
+	got := report(Boot(context.Background(), BootOptions{ConfigPath: path, Transport: HTTP}))
+	if !strings.HasPrefix(got, "error: serve the transport\n  caused by: bind "+held.Addr().String()+"\n") {
+		t.Fatalf("report:\n%s", got)
+	}
+}
+
+func TestFetchModelsClassifiesFailures(t *testing.T) {
+	g := gatewaytest.New(t)
+	client := func(timeout time.Duration) *gateway.Client {
+		c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: g.APIKey(), ModelsTimeout: timeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.CloseIdleConnections)
+		return c
+	}
+	log := discard()
+
+	models, err := FetchModels(context.Background(), client(0), nil, log)
+	if err != nil || len(models) != 1 {
+		t.Fatalf("one served model: %v %v", models, err)
+	}
+
+	g.SetModelsReply(gatewaytest.Status(503, `{"error":"warming up"}`))
+	if models, err = FetchModels(context.Background(), client(0), nil, log); err != nil || len(models) != 0 {
+		t.Fatalf("503 is transient: %v %v", models, err)
+	}
+
+	g.SetModelsReply(gatewaytest.Status(401, `{"error":"bad key"}`))
+	_, err = FetchModels(context.Background(), client(0), nil, log)
+	var ge *gateway.Error
+	if !errors.As(err, &ge) || ge.Status != 401 {
+		t.Fatalf("401 is fatal with the gateway error as cause: %v", err)
+	}
+
+	g.SetModelsReply(gatewaytest.Malformed(`{"data": 7}`))
+	if _, err = FetchModels(context.Background(), client(0), nil, log); err == nil {
+		t.Fatal("a malformed catalog is fatal")
+	}
+
+	// A gateway that accepts and never answers cannot hang boot: the
+	// timeout is transient.
+	g.SetModelsReply(gatewaytest.Hang())
+	if models, err = FetchModels(context.Background(), client(50*time.Millisecond), nil, log); err != nil || len(models) != 0 {
+		t.Fatalf("a silent gateway: %v %v", models, err)
+	}
+}
+
+// bootHTTP boots serve over HTTP from path and returns the address and a
+// stop function that waits for Boot to return.
+func bootHTTP(t *testing.T, path string, log slog.Handler) (string, func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Boot(ctx, BootOptions{ConfigPath: path, Transport: HTTP, Logger: slog.New(log), Version: "t",
+			Listening: func(a net.Addr) { addr <- a }, DrainTimeout: time.Second})
+	}()
+	select {
+	case a := <-addr:
+		stopped := false
+		stop := func() error {
+			if stopped {
+				return nil
+			}
+			stopped = true
+			cancel()
+			return <-done
+		}
+		t.Cleanup(func() { stop() })
+		return "http://" + a.String(), stop
+	case err := <-done:
+		cancel()
+		t.Fatalf("boot failed:\n%s", report(err))
+	}
+	return "", nil
+}
+
+func TestBootServesHTTPAndPicksUpNewPrompts(t *testing.T) {
+	g := gatewaytest.New(t)
+	path := bootDir(t, "api_key = \"k\"\nbind = \"127.0.0.1:0\"\nwatch_debounce = \"50ms\"", g, basePrompts)
+	log := newSignalLog()
+	url, stop := bootHTTP(t, path, log)
+
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "boot", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: &http.Client{Transport: authTransport{"k", tr}}, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if caps := cs.InitializeResult().Capabilities; caps.Tools == nil || caps.Tools.ListChanged {
+		t.Fatalf("capabilities %+v", caps.Tools)
+	}
+
+	reloaded := log.on("reloaded ")
+	writeTree(t, filepath.Join(filepath.Dir(path), "prompts"), map[string]string{"late.md": luaPrompt("late", "Arrive after boot.", "return 'late value'")})
+	select {
+	case <-reloaded:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no reload within 10s; log:\n%s", log.text())
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "late"}})
+	if err != nil || textOf(t, res) != "late value" {
+		t.Fatalf("the new prompt: %v %+v", err, res)
+	}
+	cs.Close()
+	if err := stop(); err != nil {
+		t.Fatalf("Boot returned %v after the shutdown signal", err)
+	}
+	for _, want := range []string{"serving on http://127.0.0.1:", "watching ", "shutdown signal received; draining"} {
+		if !strings.Contains(log.text(), want) {
+			t.Errorf("log lacks %q:\n%s", want, log.text())
+		}
+	}
+}
+
+func TestBootServesStdioWithoutTouchingTheBind(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	// No api_key, a bind already taken, allowed_hosts that HTTP would
+	// refuse: stdio uses none of them.
+	path := bootDir(t, fmt.Sprintf("bind = %q\nwatch = false", held.Addr()), nil, basePrompts)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	log := newSignalLog()
+	done := make(chan error, 1)
+	go func() {
+		done <- Boot(context.Background(), BootOptions{ConfigPath: path, Transport: Stdio, Logger: slog.New(log), Stdin: inR, Stdout: outW, Version: "t"})
+		outW.Close()
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name := cs.InitializeResult().ServerInfo.Name; name != ServerName {
+		t.Fatalf("serverInfo.name %q", name)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": "over stdio"}})
+	if err != nil || textOf(t, res) != "over stdio" {
+		t.Fatalf("run_prompt: %v %+v", err, res)
+	}
+	cs.Close() // closes stdin: the peer hung up
+	if err := <-done; err != nil {
+		t.Fatalf("Boot: %v", err)
+	}
+	if !strings.Contains(log.text(), "are not used on this transport") || !strings.Contains(log.text(), "[server].watch is false") {
+		t.Fatalf("log:\n%s", log.text())
+	}
+}
+
+func TestPrepareEnvironmentBuildsTheLiveTools(t *testing.T) {
+	g := gatewaytest.New(t)
+	path := bootDir(t, "", g, basePrompts)
+	os.WriteFile(path, append(mustRead(t, path), []byte("\n[tools]\nweb_fetch = true\nweb_search = true\n")...), 0o644)
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := PrepareEnvironment(context.Background(), cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	var ids []string
+	for _, tool := range env.Tools {
+		ids = append(ids, tool.Descriptor().ID.String())
+	}
+	if strings.Join(ids, ",") != "promptforge/web_fetch,promptforge/web_search" {
+		t.Fatalf("live tools %v", ids)
+	}
+	if len(env.Models) != 1 || len(env.FileRoots) != 1 {
+		t.Fatalf("models %v, roots %v", env.Models, env.FileRoots)
+	}
+
+	// The execution binding reaches the real web_fetch by its description.
+	h := newHarness(t, fixture{
+		prompts: map[string]string{"fetcher.md": promptFile("fetcher", "Bind a tool.", "",
+			"# Bind\n\n```lua\ntools.need(\"fetch\", \"Fetch a web page and return its main content as markdown.\")\n```\n\n## Run\n\n```lua\nreturn \"bound\"\n```\n")},
+		opts: func(o *Options) { o.Tools = env.Tools },
+	})
+	if got := textOf(t, h.ok(ToolRunPrompt, map[string]any{"prompt": "fetcher"})); got != "bound" {
+		t.Fatalf("fetcher: %q", got)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,45 @@
+// Package server is the MCP face of PromptForge: it publishes the four
+// built-in tools (list_prompts, run_prompt, need_prompt, check_run) over the
+// live catalog, runs prompts through the run registry and the engine,
+// forwards progress, renders results, and serves it all over stdio or
+// streamable HTTP. Boot wires the whole process from prompts.toml.
+//
+// Why it is one package: the tool surface, the transports and the boot
+// sequence share one Server value (catalog handle, run registry, gateway
+// client and model catalog, live tools, file roots, metrics), and the wire
+// contract they implement together (spec mcp-server.md §4, §6, §9, §10) is
+// easier to keep exact in one place.
+//
+// Decisions that differ from the reference server (DESIGN.md §3 wins):
+//
+//   - A call that is cancelled (notifications/cancelled, or an HTTP client
+//     that disconnects before its reply) cancels its run: the slot comes
+//     back and the record says the caller cancelled. On streamable HTTP a
+//     dropped POST is turned into a notifications/cancelled for the calls
+//     it carried, because the SDK's stateful transport does not end the
+//     handler on its own.
+//   - input_file and output_file must resolve, symlinks evaluated, inside
+//     one of [paths].files; the file is then opened through os.Root so a
+//     symlink swapped in after the check cannot escape either.
+//   - Unknown argument keys are refused with -32602, as the schemas'
+//     additionalProperties:false advertises; a tools/call for a name we do
+//     not publish gets the SDK's -32602.
+//   - Tools carry an outputSchema for their structuredContent.
+//   - The running reply does not wait out the progress grace period: the
+//     progress queue is closed as soon as the call has its answer.
+//   - HTTP-only settings ([server].api_key, allowed_hosts) are checked
+//     right after the configuration loads, not after the catalog, the
+//     gateway and the watcher have been prepared.
+//   - Lines on stdio that are not JSON-RPC are dropped (as the reference
+//     does) and counted in the log at debug level; the session continues.
+//
+// Runs reuse the prompt the catalog parsed: a generation is immutable, so a
+// file saved half-written while a run is going cannot reach that run; the
+// next call sees the reloaded (possibly broken) entry.
+//
+// Goroutines: each run is the registry's; each call with a progress token
+// owns one pump goroutine that it stops before replying; the HTTP transport
+// owns one keep-alive goroutine per open SSE response and stops it when the
+// response ends. Boot owns the watcher and the transport and stops both on
+// shutdown.
+package server

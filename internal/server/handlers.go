@@ -1,0 +1,198 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/promptforge-go/promptforge/internal/catalog"
+	"github.com/promptforge-go/promptforge/internal/config"
+	"github.com/promptforge-go/promptforge/internal/prompt"
+	"github.com/promptforge-go/promptforge/internal/runs"
+)
+
+// listPageSize is list_prompts' page size (spec §4.5).
+const listPageSize = 100
+
+// maxCapabilityBytes bounds a need_prompt capability: one short phrase is
+// what ranks well, and a bound keeps a ranking cheap.
+const maxCapabilityBytes = 4096
+
+// shortlistSize is how many prompts need_prompt offers at most.
+const shortlistSize = 3
+
+// Argument keys per tool, in schema order.
+var (
+	listPromptsKeys = []string{"cursor"}
+	runPromptKeys   = []string{"prompt", "args", "input_file", "input_text", "output_file"}
+	needPromptKeys  = []string{"capability"}
+	checkRunKeys    = []string{"run_id"}
+)
+
+// textResult is a model-correctable failure: isError with one text block
+// and no structuredContent (spec §4.9).
+func textResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// structured is a result whose structuredContent is body and whose one
+// text block is text.
+func structured(body json.RawMessage, text string, isError bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: body,
+		IsError:           isError,
+	}
+}
+
+// marshal encodes v compactly without HTML escaping: prompt names,
+// descriptions and values are prose and code, and escaping <, > and &
+// would only make them harder to read.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// runResult renders a run record: structuredContent is the seven-key wire
+// object, the text is Result.Text, and only a failed run is an error.
+func runResult(res runs.Result) (*mcp.CallToolResult, error) {
+	body, err := marshal(res)
+	if err != nil {
+		return nil, internalError("render the run result: %v", err)
+	}
+	return structured(body, res.Text(), res.IsError()), nil
+}
+
+// listingEntry is one list_prompts entry. Fields are in alphabetical order
+// of their keys, the order the reference writes them in.
+type listingEntry struct {
+	Description string    `json:"description"`
+	Input       *fileDecl `json:"input,omitempty"`
+	Name        string    `json:"name"`
+	Output      *fileDecl `json:"output,omitempty"`
+	Problem     *string   `json:"problem"`
+}
+
+// fileDecl is a declared input or output file as list_prompts shows it.
+type fileDecl struct {
+	Description string `json:"description"`
+	Path        string `json:"path"`
+}
+
+func declOf(d *prompt.FileDecl) *fileDecl {
+	if d == nil {
+		return nil
+	}
+	return &fileDecl{Description: d.Description, Path: d.Path}
+}
+
+type listing struct {
+	NextCursor string         `json:"next_cursor,omitempty"`
+	Prompts    []listingEntry `json:"prompts"`
+}
+
+func (s *Server) listPrompts(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	args, err := parseArguments(ToolListPrompts, req.Params.Arguments, listPromptsKeys)
+	if err != nil {
+		return nil, err
+	}
+	cursor, err := args.optional("cursor")
+	if err != nil {
+		return nil, err
+	}
+	offset, err := parseCursor(cursor)
+	if err != nil {
+		return nil, err
+	}
+	cat := s.catalog.Current().Catalog()
+	out := listing{Prompts: make([]listingEntry, 0, min(listPageSize, max(0, cat.Len()-offset)))}
+	for _, e := range cat.Page(offset, listPageSize) {
+		le := listingEntry{Name: e.Name(), Description: e.Description()}
+		if e.Broken() {
+			problem := e.Problem()
+			le.Problem = &problem
+		} else if p := e.Prompt(); p != nil {
+			le.Input, le.Output = declOf(p.Frontmatter.Input), declOf(p.Frontmatter.Output)
+		}
+		out.Prompts = append(out.Prompts, le)
+	}
+	if end := offset + listPageSize; end < cat.Len() {
+		out.NextCursor = strconv.Itoa(end)
+	}
+	body, err := marshal(out)
+	if err != nil {
+		return nil, internalError("render the prompt listing: %v", err)
+	}
+	return structured(body, string(body), false), nil
+}
+
+type candidate struct {
+	Description string `json:"description"`
+	Name        string `json:"name"`
+}
+
+type shortlist struct {
+	Prompts []candidate `json:"prompts"`
+}
+
+func (s *Server) needPromptCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	args, err := parseArguments(ToolNeedPrompt, req.Params.Arguments, needPromptKeys)
+	if err != nil {
+		return nil, err
+	}
+	capability, err := args.required("capability")
+	if err != nil {
+		return nil, err
+	}
+	if n := len(capability); n > maxCapabilityBytes {
+		return textResult(fmt.Sprintf("the capability is %d bytes, over the %d-byte limit; state it as one short imperative phrase", n, maxCapabilityBytes)), nil
+	}
+	entries, err := s.catalog.Current().Shortlist(ctx, capability, shortlistSize)
+	switch {
+	case errors.Is(err, catalog.ErrRetrievalUnavailable):
+		return textResult("need_prompt cannot answer because its retrieval index is not loaded; call list_prompts and choose a prompt from the catalog instead"), nil
+	case err != nil:
+		// Shortlist's message already says which step failed.
+		return nil, internalError("%v", err)
+	}
+	out := shortlist{Prompts: make([]candidate, 0, len(entries))}
+	for _, e := range entries {
+		out.Prompts = append(out.Prompts, candidate{Name: e.Name(), Description: e.Description()})
+	}
+	body, err := marshal(out)
+	if err != nil {
+		return nil, internalError("render the candidates: %v", err)
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, body, "", "  "); err != nil {
+		return nil, internalError("render the candidates: %v", err)
+	}
+	return structured(body, pretty.String(), false), nil
+}
+
+func (s *Server) checkRun(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	args, err := parseArguments(ToolCheckRun, req.Params.Arguments, checkRunKeys)
+	if err != nil {
+		return nil, err
+	}
+	id, err := args.required("run_id")
+	if err != nil {
+		return nil, err
+	}
+	res, ok := s.runs.Check(id)
+	if !ok {
+		return textResult(fmt.Sprintf("there is no run %s: a run can be collected while it is going and for %s after it finishes, and older runs have been evicted; start it again with run_prompt",
+			strconv.Quote(id), config.FormatDuration(s.runs.RetainCompleted()))), nil
+	}
+	return runResult(res)
+}

@@ -1,0 +1,477 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const (
+	// DefaultKeepAlive is how often an idle SSE stream gets a comment
+	// line, so proxies and clients do not take a long run for a dead
+	// connection.
+	DefaultKeepAlive = 15 * time.Second
+	// DefaultDrainTimeout bounds how long a shutdown waits for calls in
+	// flight to be answered before their runs are cancelled.
+	DefaultDrainTimeout = 10 * time.Second
+	// maxBodyBytes caps an MCP request body (413 beyond).
+	maxBodyBytes = 4 << 20
+	// finalCloseTimeout bounds the last phase of a shutdown: cancelling
+	// the runs still going and closing every session.
+	finalCloseTimeout = 5 * time.Second
+
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "Mcp-Protocol-Version"
+)
+
+// ErrMissingToken is the HTTP transport refusing to start without
+// [server].api_key: an MCP endpoint on the network must authenticate.
+var ErrMissingToken = errors.New("[server].api_key is required to serve over http")
+
+// HTTPOptions configure the streamable HTTP transport.
+type HTTPOptions struct {
+	// APIKey is the bearer token every request to /mcp and /metrics must
+	// present (required). Surrounding whitespace is ignored, on the
+	// configured token as on the presented one.
+	APIKey string
+	// AllowedHosts are the Host authorities requests may name (required;
+	// see ResolveAllowedHosts). An entry without a port matches any port.
+	AllowedHosts []string
+	// KeepAlive is the SSE comment interval; 0 means DefaultKeepAlive.
+	KeepAlive time.Duration
+	// DrainTimeout bounds a graceful shutdown's wait for calls in flight;
+	// 0 means DefaultDrainTimeout.
+	DrainTimeout time.Duration
+}
+
+// ResolveAllowedHosts applies spec §9.3: a configured list is used as
+// given; an empty list is the loopback names on a loopback bind, and a
+// refusal on any other bind, since a server reachable from the network
+// must know the names it is reached by.
+func ResolveAllowedHosts(bind netip.AddrPort, configured []string) ([]string, error) {
+	if len(configured) > 0 {
+		return append([]string(nil), configured...), nil
+	}
+	if bind.Addr().IsLoopback() {
+		return []string{"localhost", "127.0.0.1", "::1"}, nil
+	}
+	return nil, fmt.Errorf("[server].bind %s is not loopback, so [server].allowed_hosts must enumerate the authorities clients reach it by", bind)
+}
+
+// HTTPHandler routes /mcp (streamable HTTP, stateful sessions, behind the
+// bearer and Host checks), /metrics (the same checks) and /healthz (open).
+func (s *Server) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
+	return s.httpHandler(s.mcp, opts)
+}
+
+// httpHandler serves mcpServer behind the transport's checks; benchmarks
+// use it to put a bare SDK server behind exactly the same stack.
+func (s *Server) httpHandler(mcpServer *mcp.Server, opts HTTPOptions) (http.Handler, error) {
+	token := strings.TrimSpace(opts.APIKey)
+	if token == "" {
+		return nil, ErrMissingToken
+	}
+	hosts, err := parseAllowedHosts(opts.AllowedHosts)
+	if err != nil {
+		return nil, err
+	}
+	keepAlive := opts.KeepAlive
+	if keepAlive <= 0 {
+		keepAlive = DefaultKeepAlive
+	}
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, &mcp.StreamableHTTPOptions{
+		Logger:              s.log.With("component", "mcp-http"),
+		MaxRequestBodyBytes: maxBodyBytes,
+		// Our Host check below replaces the SDK's loopback-only rule, which
+		// would refuse an operator's allowed_hosts on a loopback bind.
+		DisableLocalhostProtection: true,
+	})
+	guard := func(h http.Handler) http.Handler {
+		return bearer([]byte(token), hostCheck(hosts, h))
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", guard(s.cancelOnDisconnect(keepAliveSSE(keepAlive, sdk))))
+	mux.Handle("/metrics", guard(s.metrics.Handler()))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"status":"serving"}`)
+	})
+	mux.HandleFunc("/", http.NotFound)
+	return mux, nil
+}
+
+// bearer refuses a request whose Authorization is not "Bearer <token>"
+// (scheme case-insensitive, one space, credential trimmed), comparing in
+// constant time. Every request is checked, including those on an
+// established session.
+func bearer(token []byte, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !presents(r.Header.Get("Authorization"), token) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func presents(header string, token []byte) bool {
+	for i := 0; i < len(header); i++ {
+		if c := header[i]; c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	scheme, credential, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	credential = strings.TrimSpace(credential)
+	if credential == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(credential), token) == 1
+}
+
+// authority is a Host value split into a lowercase host (IPv6 without
+// brackets) and its port, "" when none.
+type authority struct{ host, port string }
+
+func parseAuthority(a string) (authority, bool) {
+	a = strings.ToLower(strings.TrimSpace(a))
+	if a == "" {
+		return authority{}, false
+	}
+	var host, port string
+	switch {
+	case strings.HasPrefix(a, "["):
+		end := strings.IndexByte(a, ']')
+		if end < 0 {
+			return authority{}, false
+		}
+		host = a[1:end]
+		rest := a[end+1:]
+		if rest != "" {
+			if rest[0] != ':' {
+				return authority{}, false
+			}
+			port = rest[1:]
+			if port == "" {
+				return authority{}, false
+			}
+		}
+	case strings.Count(a, ":") == 1:
+		host, port, _ = strings.Cut(a, ":")
+		if port == "" {
+			return authority{}, false
+		}
+	default:
+		// A bare IPv6 address (an allowed_hosts entry such as "::1") or a
+		// name without a port.
+		host = a
+	}
+	if host == "" || strings.ContainsAny(host, "/@ ") {
+		return authority{}, false
+	}
+	for i := 0; i < len(port); i++ {
+		if port[i] < '0' || port[i] > '9' {
+			return authority{}, false
+		}
+	}
+	return authority{host, port}, true
+}
+
+func parseAllowedHosts(entries []string) ([]authority, error) {
+	if len(entries) == 0 {
+		return nil, errors.New("no allowed Host authorities: set [server].allowed_hosts, or bind to a loopback address")
+	}
+	out := make([]authority, 0, len(entries))
+	for _, e := range entries {
+		a, ok := parseAuthority(e)
+		if !ok {
+			return nil, fmt.Errorf("[server].allowed_hosts entry %q is not a host or host:port", e)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// hostCheck is the DNS-rebinding defence: a browser page that rebinds its
+// own name to this server still sends its own name as Host.
+func hostCheck(allowed []authority, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := parseAuthority(r.Host)
+		if !ok {
+			http.Error(w, "Bad Request: missing or malformed Host header", http.StatusBadRequest)
+			return
+		}
+		for _, a := range allowed {
+			if a.host == got.host && (a.port == "" || a.port == got.port) {
+				next.ServeHTTP(w, r)
+				return
+			}
+		}
+		http.Error(w, "Forbidden: Host header is not allowed", http.StatusForbidden)
+	})
+}
+
+// cancelOnDisconnect makes a client that drops its POST cancel the calls
+// it carried. The SDK's stateful transport keeps a call's handler running
+// when its POST goes away (the response could be resumed), so a
+// disconnect would otherwise leave the run holding its slot until the
+// reply deadline. After the SDK returns from a POST whose request context
+// ended, each tools/call it carried gets a notifications/cancelled on the
+// same session, which the SDK routes to the handler's context like a
+// client's own cancellation.
+func (s *Server) cancelOnDisconnect(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+		if err != nil {
+			http.Error(w, "failed to read body", http.StatusBadRequest)
+			return
+		}
+		if len(body) > maxBodyBytes {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes), http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+		session := r.Header.Get(headerSessionID)
+		if r.Context().Err() == nil || session == "" {
+			return
+		}
+		for _, id := range callIDs(body) {
+			s.injectCancel(next, r, session, id)
+		}
+	})
+}
+
+// callIDs returns the ids of the tools/call requests in an MCP POST body
+// (one message or a batch).
+func callIDs(body []byte) []json.RawMessage {
+	type msg struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+	}
+	var batch []msg
+	if err := json.Unmarshal(body, &batch); err != nil {
+		var one msg
+		if json.Unmarshal(body, &one) != nil {
+			return nil
+		}
+		batch = []msg{one}
+	}
+	var ids []json.RawMessage
+	for _, m := range batch {
+		if m.Method == "tools/call" && len(m.ID) > 0 && string(m.ID) != "null" {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
+}
+
+func (s *Server) injectCancel(next http.Handler, orig *http.Request, session string, id json.RawMessage) {
+	note, err := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"method":  "notifications/cancelled",
+		"params":  map[string]any{"requestId": id, "reason": "the client disconnected before the reply"},
+	})
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(orig.Context()), finalCloseTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, orig.URL.String(), bytes.NewReader(note))
+	if err != nil {
+		return
+	}
+	req.Host = orig.Host
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerSessionID, session)
+	if v := orig.Header.Get(headerProtocolVersion); v != "" {
+		req.Header.Set(headerProtocolVersion, v)
+	}
+	next.ServeHTTP(discardResponse{header: http.Header{}}, req)
+	s.log.Debug("cancelled a call whose client disconnected", "session", session)
+}
+
+// discardResponse absorbs the SDK's answer to an injected notification.
+type discardResponse struct{ header http.Header }
+
+func (d discardResponse) Header() http.Header         { return d.header }
+func (d discardResponse) Write(p []byte) (int, error) { return len(p), nil }
+func (d discardResponse) WriteHeader(int)             {}
+
+// keepAliveSSE sends an SSE comment on any event stream that has been
+// quiet for interval. The SDK writes each event with one Write followed by
+// a Flush; the lock keeps a comment from landing inside one.
+func keepAliveSSE(interval time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		kw := &keepAliveWriter{ResponseWriter: w, interval: interval}
+		defer kw.stopPinging()
+		next.ServeHTTP(kw, r)
+	})
+}
+
+type keepAliveWriter struct {
+	http.ResponseWriter
+	interval time.Duration
+
+	mu          sync.Mutex
+	wroteHeader bool
+	last        time.Time
+	failed      bool
+	stop        chan struct{}
+	done        chan struct{}
+}
+
+func (k *keepAliveWriter) WriteHeader(code int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.writeHeaderLocked(code)
+}
+
+func (k *keepAliveWriter) writeHeaderLocked(code int) {
+	if k.wroteHeader {
+		return
+	}
+	k.wroteHeader = true
+	k.ResponseWriter.WriteHeader(code)
+	if code == http.StatusOK && strings.HasPrefix(k.Header().Get("Content-Type"), "text/event-stream") {
+		k.last = time.Now()
+		k.stop, k.done = make(chan struct{}), make(chan struct{})
+		go k.ping()
+	}
+}
+
+func (k *keepAliveWriter) Write(p []byte) (int, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.writeHeaderLocked(http.StatusOK)
+	k.last = time.Now()
+	return k.ResponseWriter.Write(p)
+}
+
+func (k *keepAliveWriter) Flush() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.writeHeaderLocked(http.StatusOK)
+	http.NewResponseController(k.ResponseWriter).Flush()
+}
+
+func (k *keepAliveWriter) Unwrap() http.ResponseWriter { return k.ResponseWriter }
+
+// ping runs while the event stream is open.
+func (k *keepAliveWriter) ping() {
+	defer close(k.done)
+	timer := time.NewTimer(k.interval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-k.stop:
+			return
+		case <-timer.C:
+		}
+		k.mu.Lock()
+		if idle := time.Since(k.last); idle >= k.interval && !k.failed {
+			if _, err := io.WriteString(k.ResponseWriter, ": keep-alive\n\n"); err != nil {
+				k.failed = true
+			} else {
+				http.NewResponseController(k.ResponseWriter).Flush()
+			}
+			k.last = time.Now()
+		}
+		next := k.interval - time.Since(k.last)
+		k.mu.Unlock()
+		timer.Reset(max(next, time.Millisecond))
+	}
+}
+
+// stopPinging ends the ping goroutine before the handler returns: the
+// ResponseWriter must not be written after that.
+func (k *keepAliveWriter) stopPinging() {
+	k.mu.Lock()
+	stop, done := k.stop, k.done
+	k.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+}
+
+// Serve serves HTTP on ln until ctx ends, then shuts down gracefully: it
+// stops accepting, lets the calls in flight answer (up to DrainTimeout),
+// cancels the runs that are still going, closes every session (which ends
+// the open SSE streams) and waits for the connections to finish.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) error {
+	h, err := s.HTTPHandler(opts)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve http on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	s.log.Info("shutdown signal received; draining")
+	drain := opts.DrainTimeout
+	if drain <= 0 {
+		drain = DefaultDrainTimeout
+	}
+	shutCtx, cancelShut := context.WithTimeout(context.Background(), drain+finalCloseTimeout)
+	defer cancelShut()
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(shutCtx) }()
+	s.stopSessions(drain)
+	if err := <-shut; err != nil {
+		srv.Close()
+	}
+	<-served
+	return nil
+}
+
+// stopSessions waits up to drain for tools/call handlers to answer, then
+// cancels the runs still going (so their calls answer at once) and closes
+// every session.
+func (s *Server) stopSessions(drain time.Duration) {
+	drainCtx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	if err := s.waitCalls(drainCtx); err != nil {
+		s.log.Warn("calls still in flight after the drain timeout; cancelling their runs", "error", err)
+	}
+	closeCtx, cancelClose := context.WithTimeout(context.Background(), finalCloseTimeout)
+	defer cancelClose()
+	if err := s.Close(closeCtx); err != nil {
+		s.log.Warn("runs did not stop in time", "error", err)
+	}
+	if err := s.waitCalls(closeCtx); err != nil {
+		s.log.Warn("calls did not answer in time", "error", err)
+	}
+	for ss := range s.mcp.Sessions() {
+		ss.Close()
+	}
+}

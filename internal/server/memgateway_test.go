@@ -1,0 +1,129 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/promptforge-go/promptforge/internal/gateway"
+)
+
+// memGateway is a gated chat-completions endpoint served over an in-memory
+// network, for tests on testing/synctest's fake clock. gatewaytest listens
+// on real TCP, and a goroutine waiting on a socket is not durably blocked,
+// so a bubble could never advance its clock while a run waits at that
+// gateway. Here every wait is on a channel or a net.Pipe, and the client
+// is still the real gateway.Client speaking real HTTP.
+//
+// Every chat request reports its arrival on arrived and is answered
+// "eventually" once release is closed; a request whose client gives up is
+// dropped.
+type memGateway struct {
+	ln      *pipeListener
+	srv     *http.Server
+	tr      *http.Transport
+	client  *gateway.Client
+	arrived chan struct{} // one token per arrival
+	release chan struct{}
+	once    sync.Once
+	served  chan struct{}
+}
+
+func newMemGateway(t testing.TB) *memGateway {
+	t.Helper()
+	g := &memGateway{
+		ln:      newPipeListener(),
+		arrived: make(chan struct{}, 1024),
+		release: make(chan struct{}),
+		served:  make(chan struct{}),
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", g.chat)
+	g.srv = &http.Server{Handler: mux}
+	go func() {
+		defer close(g.served)
+		g.srv.Serve(g.ln)
+	}()
+	g.tr = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return g.ln.dial(ctx) }}
+	var err error
+	g.client, err = gateway.New(gateway.Config{BaseURL: "http://gateway.test/v1", APIKey: "mem-key", HTTPClient: &http.Client{Transport: g.tr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.close)
+	return g
+}
+
+// Release answers every held request and every later one.
+func (g *memGateway) Release() { g.once.Do(func() { close(g.release) }) }
+
+func (g *memGateway) close() {
+	g.Release()
+	g.tr.CloseIdleConnections()
+	g.srv.Close()
+	<-g.served
+}
+
+func (g *memGateway) chat(w http.ResponseWriter, r *http.Request) {
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	g.arrived <- struct{}{}
+	select {
+	case <-g.release:
+	case <-r.Context().Done():
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write([]byte(`{"id":"x","object":"chat.completion","created":0,"model":"test-model","choices":[{"index":0,"message":{"role":"assistant","content":"eventually"},"finish_reason":"stop"}]}`))
+}
+
+// pipeListener hands the server ends of net.Pipe pairs to Accept.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+func (l *pipeListener) dial(ctx context.Context) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.closed:
+		return nil, errors.New("the in-memory gateway is closed")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "gateway.test:80" }

@@ -1,0 +1,198 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/promptforge-go/promptforge/internal/runs"
+)
+
+// Metrics are the process's Prometheus series (DESIGN §3.9), on a registry
+// of their own so nothing depends on client_golang's global one. One
+// Metrics serves one Server.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	runsFinished    *prometheus.CounterVec
+	runDuration     *prometheus.HistogramVec
+	gatewayDuration *prometheus.HistogramVec
+	progressDropped *prometheus.CounterVec
+
+	bindOnce sync.Once
+	bindErr  error
+}
+
+// NewMetrics builds the series that do not depend on a Server, plus the Go
+// runtime and process collectors.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		runsFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promptforge_runs_finished_total",
+			Help: "Runs that reached a terminal record, by status (completed or failed).",
+		}, []string{"status"}),
+		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "promptforge_run_duration_seconds",
+			Help:    "Time from a run's registration to its terminal record, by status.",
+			Buckets: []float64{0.01, 0.05, 0.25, 1, 5, 15, 30, 60, 120, 240, 600, 1800},
+		}, []string{"status"}),
+		gatewayDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "promptforge_gateway_request_duration_seconds",
+			Help:    "Gateway HTTP calls from request to the end of the reply body, by endpoint and status code (0: no reply).",
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120},
+		}, []string{"endpoint", "code"}),
+		progressDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promptforge_progress_frames_dropped_total",
+			Help: "Progress notifications not delivered: queue full, or the call already answered (disconnected).",
+		}, []string{"reason"}),
+	}
+	m.reg.MustRegister(m.runsFinished, m.runDuration, m.gatewayDuration, m.progressDropped,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Both statuses exist from the start, so a dashboard's rate() has a
+	// series to read before the first failure.
+	for _, s := range []string{string(runs.StatusCompleted), string(runs.StatusFailed)} {
+		m.runsFinished.WithLabelValues(s)
+	}
+	for _, r := range []string{dropFull, dropDisconnected} {
+		m.progressDropped.WithLabelValues(r)
+	}
+	return m
+}
+
+// Reasons a progress frame is dropped.
+const (
+	dropFull         = "full"
+	dropDisconnected = "disconnected"
+)
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// bindRegistry adds the series read from the run registry's counters. A
+// Metrics can back one registry only: a second one would report the same
+// series twice.
+func (m *Metrics) bindRegistry(r *runs.Registry) error {
+	bound := false
+	m.bindOnce.Do(func() {
+		bound = true
+		stats := func(f func(runs.Stats) float64) func() float64 {
+			return func() float64 { return f(r.Stats()) }
+		}
+		m.bindErr = errors.Join(
+			m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "promptforge_runs_started_total",
+				Help: "Runs launched.",
+			}, stats(func(s runs.Stats) float64 { return float64(s.Started) }))),
+			m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "promptforge_admissions_refused_total",
+				Help: "Calls refused because no run slot came free within admission_timeout.",
+			}, stats(func(s runs.Stats) float64 { return float64(s.Refused) }))),
+			m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "promptforge_runs_in_flight",
+				Help: "Runs launched that have not ended.",
+			}, stats(func(s runs.Stats) float64 { return float64(s.InFlight) }))),
+			m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "promptforge_run_slots_free",
+				Help: "Run slots nobody holds.",
+			}, stats(func(s runs.Stats) float64 { return float64(s.FreeSlots) }))),
+			m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "promptforge_admissions_waiting",
+				Help: "Calls queued for a run slot.",
+			}, stats(func(s runs.Stats) float64 { return float64(s.Waiting) }))),
+		)
+	})
+	if !bound {
+		return errors.New("these metrics already serve another server; give each server its own NewMetrics")
+	}
+	if m.bindErr != nil {
+		return fmt.Errorf("register the run registry's metrics: %w", m.bindErr)
+	}
+	return nil
+}
+
+// runEnded records a terminal run record.
+func (m *Metrics) runEnded(res runs.Result) {
+	status := string(res.Status)
+	m.runsFinished.WithLabelValues(status).Inc()
+	m.runDuration.WithLabelValues(status).Observe(float64(res.ElapsedMS) / 1000)
+}
+
+func (m *Metrics) framesDropped(reason string, n uint64) {
+	if n > 0 {
+		m.progressDropped.WithLabelValues(reason).Add(float64(n))
+	}
+}
+
+// GatewayTransport wraps base (nil: a clone of http.DefaultTransport) so
+// every gateway call's duration lands in
+// promptforge_gateway_request_duration_seconds. The duration ends when the
+// reply body is closed, so it covers the whole exchange.
+func (m *Metrics) GatewayTransport(base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	return &timedTransport{base: base, hist: m.gatewayDuration}
+}
+
+type timedTransport struct {
+	base http.RoundTripper
+	hist *prometheus.HistogramVec
+}
+
+func (t *timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	start := time.Now()
+	endpoint := endpointOf(req.URL.Path)
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		t.hist.WithLabelValues(endpoint, "0").Observe(time.Since(start).Seconds())
+		return nil, err
+	}
+	resp.Body = &timedBody{ReadCloser: resp.Body, done: func() {
+		t.hist.WithLabelValues(endpoint, strconv.Itoa(resp.StatusCode)).Observe(time.Since(start).Seconds())
+	}}
+	return resp, nil
+}
+
+// CloseIdleConnections lets the gateway client release the wrapped
+// transport's idle connections.
+func (t *timedTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// endpointOf keeps the label set small: the last path segment(s) the
+// gateway contract defines, never a raw path a misconfigured URL could make
+// unbounded.
+func endpointOf(path string) string {
+	for _, e := range []string{"/chat/completions", "/models", "/tools/web_search", "/embeddings"} {
+		if strings.HasSuffix(path, e) {
+			return e
+		}
+	}
+	return "other"
+}
+
+type timedBody struct {
+	io.ReadCloser
+	once sync.Once
+	done func()
+}
+
+func (b *timedBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.done)
+	return err
+}

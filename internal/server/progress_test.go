@@ -1,0 +1,213 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/promptforge-go/promptforge/internal/engine"
+)
+
+const trioPrompt = "---\nname: trio\ndescription: Three sections in a row.\npromptforge: 1\n---\n" +
+	"# Trio\n\n## First\n\n```lua\nvar.n = 1\n```\n\n## Second\n\n```lua\nvar.n = var.n + 1\n```\n\n## Third\n\n```lua\nreturn \"trio done\"\n```\n"
+
+func TestProgressFramesOverARealSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, fixture{prompts: map[string]string{"trio.md": trioPrompt}})
+		var mu sync.Mutex
+		var got []*mcp.ProgressNotificationParams
+		cs := h.connect(&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			got = append(got, req.Params)
+			mu.Unlock()
+		}})
+		params := &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "trio"}}
+		params.SetProgressToken("trio-token")
+		res, err := cs.CallTool(context.Background(), params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if textOf(t, res) != "trio done" {
+			t.Fatalf("result %q", textOf(t, res))
+		}
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		want := []struct {
+			progress float64
+			message  string
+		}{{0, "Trio"}, {1, "First"}, {2, "Second"}, {3, "Third"}}
+		if len(got) != len(want) {
+			t.Fatalf("got %d frames, want 4: %+v", len(got), got)
+		}
+		for i, w := range want {
+			f := got[i]
+			if f.Progress != w.progress || f.Message != w.message || f.ProgressToken != "trio-token" || f.Total != 0 {
+				t.Errorf("frame %d = %+v, want (%v, %q) with the call's token and no total", i, f, w.progress, w.message)
+			}
+		}
+	})
+}
+
+// recorded is a notify function that records what it sends.
+type recorded struct {
+	mu     sync.Mutex
+	frames []frame
+}
+
+func (r *recorded) notify(_ context.Context, p *mcp.ProgressNotificationParams) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.frames = append(r.frames, frame{progress: p.Progress, message: p.Message})
+	return nil
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func TestProgressMapsObservationsToFrames(t *testing.T) {
+	rec := &recorded{}
+	p := newProgress(context.Background(), discard(), "tok", rec.notify)
+	for _, ev := range []engine.Event{
+		{Section: "Trio", Detail: engine.RunStarted},
+		{Section: "First", Detail: engine.SectionStarted},
+		{Section: "First", Detail: engine.ModelTurnCompleted},
+		{Section: "First", Detail: engine.SectionFinished},
+		{Section: "Second", Detail: engine.SectionStarted},
+		{Section: "Second", Detail: engine.StoreWriteSucceeded},
+		{Section: "Second", Detail: engine.ToolScopeValidationFailed},
+		{Section: "Second", Detail: engine.DetailLua, Message: "Lua: hello"},
+		{Section: "Third", Detail: engine.SectionStarted},
+		{Section: "Trio", Detail: engine.RunSucceeded},
+	} {
+		p.Observe(ev)
+	}
+	dropped, disconnected := p.finish()
+	want := []frame{{0, "Trio"}, {1, "First"}, {2, "Second"}, {3, "Third"}}
+	if !slices.Equal(rec.frames, want) {
+		t.Fatalf("frames %v, want %v", rec.frames, want)
+	}
+	if p.turns.Load() != 1 || dropped != 0 || disconnected != 0 {
+		t.Fatalf("turns %d dropped %d disconnected %d", p.turns.Load(), dropped, disconnected)
+	}
+}
+
+func TestASilentObserverCountsTurnsAndDropsNothing(t *testing.T) {
+	p := newProgress(context.Background(), discard(), nil, nil)
+	for range 3 {
+		p.Observe(engine.Event{Detail: engine.SectionStarted})
+		p.Observe(engine.Event{Detail: engine.ModelTurnCompleted})
+	}
+	dropped, disconnected := p.finish()
+	if p.turns.Load() != 3 || dropped != 0 || disconnected != 0 {
+		t.Fatalf("turns %d dropped %d disconnected %d", p.turns.Load(), dropped, disconnected)
+	}
+}
+
+// blocked is a client that never reads: every send waits until the pump is
+// stopped.
+func blocked(ctx context.Context, _ *mcp.ProgressNotificationParams) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestANeverDrainedQueueDropsFramesAndNeverBlocksTheRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newProgress(context.Background(), discard(), 7, blocked)
+		p.Observe(engine.Event{Detail: engine.RunStarted})
+		for range 80 {
+			p.Observe(engine.Event{Detail: engine.SectionStarted})
+		}
+		// Reaching here is the run finishing: Observe never waited.
+		start := time.Now()
+		dropped, _ := p.finish()
+		if waited := time.Since(start); waited != progressGrace {
+			t.Errorf("finish waited %v, want exactly the %v grace", waited, progressGrace)
+		}
+		if dropped == 0 {
+			t.Fatal("a full queue dropped nothing")
+		}
+	})
+}
+
+func TestAPumpThatNeverCompletesIsAbandonedAfterTheGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newProgress(context.Background(), discard(), "tok", blocked)
+		p.Observe(engine.Event{Detail: engine.RunStarted, Section: "T"})
+		start := time.Now()
+		p.finish()
+		if waited := time.Since(start); waited != 250*time.Millisecond {
+			t.Fatalf("abandoned after %v, want 250ms", waited)
+		}
+	})
+}
+
+func TestAClosedQueueCountsADisconnectNotADrop(t *testing.T) {
+	rec := &recorded{}
+	p := newProgress(context.Background(), discard(), "tok", rec.notify)
+	p.Observe(engine.Event{Detail: engine.RunStarted})
+	p.finish()
+	// The run goes on after a running reply.
+	p.Observe(engine.Event{Detail: engine.SectionStarted})
+	p.Observe(engine.Event{Detail: engine.SectionStarted})
+	if p.dropped.Load() != 0 || p.disconnected.Load() != 2 {
+		t.Fatalf("dropped %d disconnected %d, want 0 and 2", p.dropped.Load(), p.disconnected.Load())
+	}
+}
+
+// levelLog captures records at every level.
+type levelLog struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (l *levelLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *levelLog) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.records = append(l.records, r)
+	return nil
+}
+func (l *levelLog) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *levelLog) WithGroup(string) slog.Handler      { return l }
+
+func (l *levelLog) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, r := range l.records {
+		line := r.Level.String() + " " + r.Message
+		r.Attrs(func(a slog.Attr) bool {
+			line += " " + a.String()
+			return true
+		})
+		out = append(out, line)
+	}
+	return out
+}
+
+func TestOnlyThreeObservationsReachTheLog(t *testing.T) {
+	log := &levelLog{}
+	p := newProgress(context.Background(), slog.New(log), nil, nil)
+	for d := engine.ParseStarted; d <= engine.DetailLua; d++ {
+		p.Observe(engine.Event{Execution: "run", Section: "Secret section", Detail: d, Message: "Lua: secret"})
+	}
+	got := log.lines()
+	want := []string{"INFO run started", "WARN model turn failed", "WARN tool call failed"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("log lines %q, want %q", got, want)
+	}
+	for _, line := range got {
+		if strings.Contains(line, "ecret") {
+			t.Fatalf("a log line carries author text: %q", line)
+		}
+	}
+}
+
+func slogOf(h slog.Handler) *slog.Logger { return slog.New(h) }

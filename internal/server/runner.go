@@ -1,0 +1,214 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/promptforge-go/promptforge/internal/catalog"
+	"github.com/promptforge-go/promptforge/internal/config"
+	"github.com/promptforge-go/promptforge/internal/engine"
+	"github.com/promptforge-go/promptforge/internal/prompt"
+	"github.com/promptforge-go/promptforge/internal/runs"
+	"github.com/promptforge-go/promptforge/internal/store"
+)
+
+// Failed-run messages the reference pins (spec appendix A).
+const (
+	msgInputUndeclared = "input_file or input_text was provided but the prompt declares no input"
+	msgDuplicateRun    = "the run id was already in use"
+)
+
+// runRequest is a checked run_prompt call.
+type runRequest struct {
+	name, args        string
+	inputText         string
+	input, output     *place // nil when not given
+	inputGiven        bool
+	outputFileGiven   bool
+	outputFileSpelled string
+}
+
+func (s *Server) parseRun(raw []byte) (runRequest, error) {
+	a, err := parseArguments(ToolRunPrompt, raw, runPromptKeys)
+	if err != nil {
+		return runRequest{}, err
+	}
+	var r runRequest
+	if r.name, err = a.required("prompt"); err != nil {
+		return r, err
+	}
+	var inFile, outFile string
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"args", &r.args}, {"input_file", &inFile}, {"input_text", &r.inputText}, {"output_file", &outFile}} {
+		if *f.dst, err = a.optional(f.key); err != nil {
+			return r, err
+		}
+	}
+	if inFile != "" && r.inputText != "" {
+		return r, invalidParams("input_file and input_text are mutually exclusive; specify one, not both")
+	}
+	r.inputGiven = inFile != "" || r.inputText != ""
+	if inFile != "" {
+		pl, err := s.roots.confine("input_file", inFile)
+		if err != nil {
+			return r, err
+		}
+		r.input = &pl
+	}
+	if outFile != "" {
+		pl, err := s.roots.confine("output_file", outFile)
+		if err != nil {
+			return r, err
+		}
+		r.output = &pl
+		r.outputFileGiven, r.outputFileSpelled = true, outFile
+	}
+	return r, nil
+}
+
+func (s *Server) runPrompt(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	r, err := s.parseRun(req.Params.Arguments)
+	var outside *outsideError
+	switch {
+	case errors.As(err, &outside):
+		return textResult(outside.Error()), nil
+	case err != nil:
+		return nil, err
+	}
+
+	// One generation for the whole call: the entry found here is the one
+	// that runs, whatever reloads happen meanwhile.
+	entry, err := s.catalog.Current().Catalog().Lookup(r.name)
+	if err != nil {
+		var le *catalog.LookupError
+		if errors.As(err, &le) && errors.Is(err, catalog.ErrNotFound) {
+			return textResult(le.Error()), nil
+		}
+		return nil, internalError("%v", err)
+	}
+	if entry.Broken() {
+		// Never registered: there is nothing to collect later.
+		return runResult(runs.Failed(runs.NewRunID(), entry.Name(), entry.Problem(), 0, 0))
+	}
+
+	var notify notifyFunc
+	if req.Session != nil {
+		notify = req.Session.NotifyProgress
+	}
+	obs := newProgress(ctx, s.log, req.Params.GetProgressToken(), notify)
+	res, refusal := s.launch(ctx, entry, r, obs)
+	dropped, disconnected := obs.finish()
+	s.metrics.framesDropped(dropFull, dropped)
+	s.metrics.framesDropped(dropDisconnected, disconnected)
+	if refusal != "" {
+		return textResult(refusal), nil
+	}
+	return runResult(res)
+}
+
+// launch admits, launches and settles one run. A non-empty refusal means no
+// run was started and is the text the caller gets.
+func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, obs *progress) (res runs.Result, refusal string) {
+	slot, err := s.runs.Admit(ctx)
+	var refused *runs.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return res, fmt.Sprintf("every run slot is busy and none came free within %s; retry in a moment", config.FormatDuration(refused.Wait))
+	case errors.Is(err, runs.ErrClosed):
+		return res, "the server is shutting down and starts no new runs; retry once it is back"
+	case err != nil:
+		return res, "the call ended before a run slot came free, so nothing was run"
+	}
+	id := runs.NewRunID()
+	h, err := s.runs.Launch(slot, id, entry.Name(), s.runFunc(id, entry.Prompt(), r, obs))
+	switch {
+	case errors.Is(err, runs.ErrDuplicateRun):
+		return runs.Failed(id, entry.Name(), msgDuplicateRun, 0, 0), ""
+	case errors.Is(err, runs.ErrClosed):
+		return res, "the server is shutting down and starts no new runs; retry once it is back"
+	case err != nil:
+		return runs.Failed(id, entry.Name(), err.Error(), 0, 0), ""
+	}
+	return s.runs.Settle(ctx, h), ""
+}
+
+// runFunc is the body of one run: seed the store, execute the prompt the
+// catalog parsed, and apply the declared-output rules to the value.
+func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progress) func(context.Context) runs.Outcome {
+	return func(ctx context.Context) runs.Outcome {
+		st := store.New()
+		if err := seedStore(st, p, r); err != nil {
+			return runs.Outcome{Err: err}
+		}
+		var observer engine.Observer = obs
+		if s.observe != nil {
+			observer = engine.ObserverFunc(func(ev engine.Event) {
+				s.observe(ev)
+				obs.Observe(ev)
+			})
+		}
+		res, err := engine.Run(ctx, p, r.args, st, engine.Config{
+			Execution: id,
+			Client:    s.client,
+			Models:    s.models,
+			Tools:     s.tools,
+			Observer:  observer,
+		})
+		turns := obs.turns.Load()
+		if err != nil {
+			return runs.Outcome{Err: err, Turns: turns}
+		}
+		return runs.Outcome{Value: extractOutput(st, p, res.Value, r), Turns: turns}
+	}
+}
+
+// seedStore places the caller's input at the prompt's declared input
+// path. A prompt that declares input but gets none runs with an empty
+// store, as the reference does: it fails only if it reads the file.
+func seedStore(st *store.Store, p *prompt.Prompt, r runRequest) error {
+	if !r.inputGiven {
+		return nil
+	}
+	decl := p.Frontmatter.Input
+	if decl == nil {
+		return errors.New(msgInputUndeclared)
+	}
+	content := r.inputText
+	if r.input != nil {
+		text, err := r.input.read()
+		if err != nil {
+			return fmt.Errorf("cannot read input_file %s: %w", strconv.Quote(r.input.caller), err)
+		}
+		content = text
+	}
+	if err := st.Write(decl.Path, content); err != nil {
+		return fmt.Errorf("cannot seed store with declared input: %w", err)
+	}
+	return nil
+}
+
+// extractOutput applies spec §5.1 step 5 to a completed run's value.
+func extractOutput(st *store.Store, p *prompt.Prompt, value string, r runRequest) string {
+	decl := p.Frontmatter.Output
+	if decl == nil {
+		// output_file without a declared output has nothing to write.
+		return value
+	}
+	content, err := st.Read(decl.Path, store.Range{})
+	if err != nil {
+		return value + "\n\n[note: the prompt declares output " + strconv.Quote(decl.Path) + " but it was not produced]"
+	}
+	if r.output == nil {
+		return content
+	}
+	if err := r.output.write(content); err != nil {
+		return value + "\n\n[note: could not write output to " + strconv.Quote(r.outputFileSpelled) + ": " + err.Error() + "]"
+	}
+	return value
+}

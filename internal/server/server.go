@@ -1,0 +1,261 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/promptforge-go/promptforge/internal/catalog"
+	"github.com/promptforge-go/promptforge/internal/engine"
+	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/runs"
+	"github.com/promptforge-go/promptforge/internal/tools"
+)
+
+// Limits are the [server] settings the run registry enforces.
+type Limits struct {
+	MaxConcurrentRuns int
+	AdmissionTimeout  time.Duration
+	ReplyDeadline     time.Duration
+	RetainCompleted   time.Duration
+}
+
+// Options is everything a Server is built from. Boot fills it from
+// prompts.toml; tests fill it directly.
+type Options struct {
+	// Catalog is the live catalog (required). The Server reads one
+	// generation per call and never closes the Handle.
+	Catalog *catalog.Handle
+	// NoRetrieval leaves need_prompt unpublished; it should match the
+	// catalog.Options the Handle was built with.
+	NoRetrieval bool
+	// Limits configure the run registry the Server creates and owns.
+	Limits Limits
+	// Client is the gateway every run's model calls go to; nil gives runs
+	// a disabled client, so Lua-only prompts run and model calls fail
+	// saying no gateway is configured.
+	Client *gateway.Client
+	// Models is the gateway's model catalog fetched at boot, with the
+	// [models] overrides applied.
+	Models []gateway.Model
+	// Tools are the live tools runs may bind with tools.need.
+	Tools []tools.Tool
+	// FileRoots are the absolute directories input_file and output_file
+	// must resolve inside; empty forbids both.
+	FileRoots []string
+	// Logger receives the server's lines; nil discards them.
+	Logger *slog.Logger
+	// Metrics receive the server's series; nil makes a fresh set.
+	Metrics *Metrics
+	// Version is the serverInfo version.
+	Version string
+}
+
+// Server is the MCP server over one catalog and one run registry, shared
+// by every session on every transport.
+type Server struct {
+	catalog    *catalog.Handle
+	runs       *runs.Registry
+	client     *gateway.Client
+	models     []gateway.Model
+	tools      []tools.Tool
+	roots      fileRoots
+	log        *slog.Logger
+	metrics    *Metrics
+	needPrompt bool
+	published  []*mcp.Tool
+	mcp        *mcp.Server
+
+	// calls tracks tools/call handlers in flight, so a shutdown can wait
+	// for them to answer before closing sessions.
+	callsMu sync.Mutex
+	calls   int
+	idle    chan struct{} // closed while calls == 0; replaced when one starts
+
+	// observe, when set (tests), sees every observation of every run.
+	observe func(engine.Event)
+}
+
+// New builds the server and its run registry, and registers the tools.
+func New(opts Options) (*Server, error) {
+	if opts.Catalog == nil {
+		return nil, errors.New("create the MCP server: no catalog was given")
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	metrics := opts.Metrics
+	if metrics == nil {
+		metrics = NewMetrics()
+	}
+	client := opts.Client
+	if client == nil {
+		client = gateway.NewDisabled("no gateway is configured for this server: set [gateway].url and [gateway].api_key in prompts.toml")
+	}
+	reg, err := runs.New(runs.Config{
+		MaxConcurrentRuns: opts.Limits.MaxConcurrentRuns,
+		AdmissionTimeout:  opts.Limits.AdmissionTimeout,
+		ReplyDeadline:     opts.Limits.ReplyDeadline,
+		RetainCompleted:   opts.Limits.RetainCompleted,
+		Logger:            logger,
+		OnTerminal:        metrics.runEnded,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create the MCP server: %w", err)
+	}
+	if err := metrics.bindRegistry(reg); err != nil {
+		return nil, fmt.Errorf("create the MCP server: %w", err)
+	}
+	version := opts.Version
+	if version == "" {
+		version = "0.0.0"
+	}
+	idle := make(chan struct{})
+	close(idle)
+	s := &Server{
+		catalog:    opts.Catalog,
+		runs:       reg,
+		client:     client,
+		models:     opts.Models,
+		tools:      opts.Tools,
+		roots:      fileRoots(opts.FileRoots),
+		log:        logger,
+		metrics:    metrics,
+		needPrompt: !opts.NoRetrieval,
+		idle:       idle,
+	}
+	s.published = builtinTools(s.needPrompt)
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		// Tools only, and no listChanged: the tool list never changes.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Logger:       logger.With("component", "mcp"),
+	})
+	handlers := map[string]mcp.ToolHandler{
+		ToolListPrompts: s.listPrompts,
+		ToolRunPrompt:   s.runPrompt,
+		ToolNeedPrompt:  s.needPromptCall,
+		ToolCheckRun:    s.checkRun,
+	}
+	for _, t := range s.published {
+		s.mcp.AddTool(t, s.tracked(handlers[t.Name]))
+	}
+	s.mcp.AddReceivingMiddleware(s.toolsListMiddleware)
+	return s, nil
+}
+
+// MCP is the SDK server every transport connects sessions to.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Registry is the run registry all sessions share.
+func (s *Server) Registry() *runs.Registry { return s.runs }
+
+// Metrics are the series /metrics serves.
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// Tools returns the published tools in tools/list order. The slice is
+// the caller's; the tools are shared and must not be modified.
+func (s *Server) Tools() []*mcp.Tool { return append([]*mcp.Tool(nil), s.published...) }
+
+// Close stops admitting runs, cancels the ones still going and waits for
+// them (bounded by ctx). Finished records stay readable.
+func (s *Server) Close(ctx context.Context) error {
+	if err := s.runs.Close(ctx); err != nil {
+		return fmt.Errorf("stop the runs: %w", err)
+	}
+	return nil
+}
+
+// tracked counts a handler as in flight while it runs.
+func (s *Server) tracked(h mcp.ToolHandler) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s.callsMu.Lock()
+		if s.calls == 0 {
+			s.idle = make(chan struct{})
+		}
+		s.calls++
+		s.callsMu.Unlock()
+		defer func() {
+			s.callsMu.Lock()
+			s.calls--
+			if s.calls == 0 {
+				close(s.idle)
+			}
+			s.callsMu.Unlock()
+		}()
+		return h(ctx, req)
+	}
+}
+
+// waitCalls waits until no tools/call handler is running, or ctx ends.
+func (s *Server) waitCalls(ctx context.Context) error {
+	for {
+		s.callsMu.Lock()
+		idle, n := s.idle, s.calls
+		s.callsMu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %d call(s) in flight: %w", n, context.Cause(ctx))
+		}
+	}
+}
+
+// toolsListMiddleware answers tools/list itself: in the published order
+// (the SDK sorts by name) and with the decimal offset cursors of spec §4.2.
+func (s *Server) toolsListMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		lr, ok := req.(*mcp.ListToolsRequest)
+		if method != "tools/list" || !ok {
+			return next(ctx, method, req)
+		}
+		cursor := ""
+		if lr.Params != nil {
+			cursor = lr.Params.Cursor
+			// The SDK's own paging would read our cursor as its opaque
+			// token; it lists everything and we page.
+			lr.Params.Cursor = ""
+		}
+		offset, err := parseCursor(cursor)
+		if err != nil {
+			return nil, err
+		}
+		res, err := next(ctx, method, req)
+		if err != nil {
+			return nil, err
+		}
+		list, ok := res.(*mcp.ListToolsResult)
+		if !ok {
+			return res, nil
+		}
+		list.Tools, list.NextCursor = page(s.published, offset, toolsPageSize)
+		return list, nil
+	}
+}
+
+// toolsPageSize is tools/list's page size; with four tools there is only
+// ever one page, but a cursor still works as specified.
+const toolsPageSize = 100
+
+// page returns items[offset:offset+size] (empty past the end) and the
+// cursor of the next page, "" when none remain.
+func page[T any](items []T, offset, size int) ([]T, string) {
+	if offset >= len(items) {
+		return []T{}, ""
+	}
+	end := min(len(items), offset+size)
+	next := ""
+	if end < len(items) {
+		next = fmt.Sprint(end)
+	}
+	return items[offset:end], next
+}

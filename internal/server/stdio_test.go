@@ -1,0 +1,253 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+)
+
+func readAll(t *testing.T, r io.Reader) string {
+	t.Helper()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestLineFilter(t *testing.T) {
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"a normal line is delivered", ping + "\n", ping + "\n"},
+		{"the last line needs no newline", ping, ping + "\n"},
+		{"CRLF and a BOM are tolerated", "\xef\xbb\xbf" + ping + "\r\n", ping + "\n"},
+		{"blank lines are skipped", "\n  \n" + ping + "\n", ping + "\n"},
+		{"malformed JSON is dropped", "{not json\n" + ping + "\n", ping + "\n"},
+		{"JSON that is not JSON-RPC is dropped", "[1,2]\n\"hello\"\n{\"id\":1}\n" + ping + "\n", ping + "\n"},
+		{"two values on one line are dropped", ping + ping + "\n" + ping + "\n", ping + "\n"},
+		{"an over-cap line is dropped and the next arrives", `{"jsonrpc":"2.0","method":"x","params":"` + strings.Repeat("a", 200) + "\"}\n" + ping + "\n", ping + "\n"},
+		{"EOF ends the stream", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newLineFilter(strings.NewReader(tc.in), 100, discard())
+			if got := readAll(t, f); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// An over-cap line is skipped without being buffered: the line buffer
+// never grows past the cap plus one read chunk.
+func TestLineFilterMemoryIsBounded(t *testing.T) {
+	const capBytes = 64 << 10
+	huge := strings.Repeat("x", 10<<20)
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	f := newLineFilter(strings.NewReader(huge+"\n"+ping+"\n"), capBytes, discard())
+	buf := make([]byte, 4096)
+	var out strings.Builder
+	for {
+		n, err := f.Read(buf)
+		out.Write(buf[:n])
+		if c := cap(f.line); c > capBytes+readChunk+readChunk {
+			t.Fatalf("the line buffer grew to %d bytes", c)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out.String() != ping+"\n" {
+		t.Fatalf("got %q", out.String())
+	}
+}
+
+// stdioPeer drives ServeStdio over in-process pipes with raw JSON-RPC.
+type stdioPeer struct {
+	t      *testing.T
+	w      *io.PipeWriter
+	r      *bufio.Reader
+	served chan error
+	cancel context.CancelFunc
+}
+
+func newStdioPeer(t *testing.T, h *harness) *stdioPeer {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &stdioPeer{t: t, w: inW, r: bufio.NewReader(outR), served: make(chan error, 1), cancel: cancel}
+	go func() {
+		err := h.srv.ServeStdio(ctx, inR, outW, time.Second)
+		outW.Close()
+		p.served <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		inW.Close()
+		go io.Copy(io.Discard, outR)
+		if err := <-p.served; err != nil {
+			t.Errorf("ServeStdio: %v", err)
+		}
+	})
+	return p
+}
+
+func (p *stdioPeer) send(line string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.w, line+"\n"); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// recv reads the next message and decodes it.
+func (p *stdioPeer) recv() map[string]any {
+	p.t.Helper()
+	line, err := p.r.ReadString('\n')
+	if err != nil {
+		p.t.Fatalf("read a reply: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		p.t.Fatalf("reply %q: %v", line, err)
+	}
+	return m
+}
+
+func (p *stdioPeer) initialize() {
+	p.send(initializeBody)
+	if m := p.recv(); m["id"] != float64(1) || m["result"] == nil {
+		p.t.Fatalf("initialize: %v", m)
+	}
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+func TestStdioSurvivesAHostilePeer(t *testing.T) {
+	h := newHarness(t, fixture{})
+	p := newStdioPeer(t, h)
+	p.initialize()
+
+	// An over-long line, malformed JSON and a wrong argument type: each is
+	// dropped or answered, and the session goes on.
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"echo","args":"` + strings.Repeat("x", MaxLineBytes) + `"}}}`)
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call",`)
+	p.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":["echo"]}}}`)
+	m := p.recv()
+	if m["id"] != float64(4) || m["error"].(map[string]any)["code"] != float64(-32602) {
+		t.Fatalf("wrong type: %v", m)
+	}
+	p.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"echo","args":"still here"}}}`)
+	m = p.recv()
+	content := m["result"].(map[string]any)["content"].([]any)[0].(map[string]any)
+	if m["id"] != float64(5) || content["text"] != "still here" {
+		t.Fatalf("after the hostile lines: %v", m)
+	}
+}
+
+func TestStdioEndsAtEOF(t *testing.T) {
+	h := newHarness(t, fixture{})
+	p := newStdioPeer(t, h)
+	p.initialize()
+	p.w.Close()
+	select {
+	case err := <-p.served:
+		p.served <- err
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeStdio did not return after EOF")
+	}
+}
+
+// A shutdown before the peer ever initialized returns promptly.
+func TestStdioShutdownBeforeTheHandshake(t *testing.T) {
+	h := newHarness(t, fixture{})
+	p := newStdioPeer(t, h)
+	p.cancel()
+	select {
+	case err := <-p.served:
+		p.served <- err
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeStdio did not return after the shutdown signal")
+	}
+}
+
+// stdioClient connects a go-sdk client to ServeStdio over in-process
+// pipes (which negotiates the newest protocol the SDK speaks on stdio).
+func stdioClient(t *testing.T, h *harness, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- h.srv.ServeStdio(context.Background(), inR, outW, time.Second)
+		outW.Close()
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio", Version: "1"}, opts).Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		if err := <-done; err != nil {
+			t.Errorf("ServeStdio: %v", err)
+		}
+	})
+	return cs
+}
+
+func TestStdioProgressAndCancellation(t *testing.T) {
+	g, c := tcpGateway(t)
+	gate := gatewaytest.NewGate()
+	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("too late")))
+	defer gate.Release()
+	prompts := map[string]string{"trio.md": trioPrompt}
+	for k, v := range basePrompts {
+		prompts[k] = v
+	}
+	h := newHarness(t, fixture{prompts: prompts, opts: withGateway(c),
+		limits: Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: time.Minute, RetainCompleted: time.Hour}})
+	frames := make(chan float64, 16)
+	cs := stdioClient(t, h, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		frames <- r.Params.Progress
+	}})
+	t.Logf("negotiated protocol %s", cs.InitializeResult().ProtocolVersion)
+
+	params := &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "trio"}}
+	params.SetProgressToken("p")
+	if res, err := cs.CallTool(context.Background(), params); err != nil || textOf(t, res) != "trio done" {
+		t.Fatalf("trio: %v %+v", err, res)
+	}
+	var got []float64
+	for len(got) < 4 {
+		select {
+		case f := <-frames:
+			got = append(got, f)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("frames %v: the rest never arrived", got)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
+		errc <- err
+	}()
+	<-gate.Arrived()
+	cancel()
+	<-errc
+	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": "next"}}); err != nil || textOf(t, res) != "next" {
+		t.Fatalf("after the cancelled call: %v %+v", err, res)
+	}
+}

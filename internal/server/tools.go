@@ -1,0 +1,177 @@
+package server
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The built-in tool names. No prompt is ever published as a tool: a catalog
+// can change under a session, and a fixed surface keeps clients' tool lists
+// stable and small.
+const (
+	ToolListPrompts = "list_prompts"
+	ToolRunPrompt   = "run_prompt"
+	ToolNeedPrompt  = "need_prompt"
+	ToolCheckRun    = "check_run"
+)
+
+// ServerName is the serverInfo name the reference publishes; clients that
+// key configuration on it keep working.
+const ServerName = "promptforge-mcp-server"
+
+// valueSentence is the one sentence every surface that hands back a
+// prompt's value carries: a model tends to paraphrase tool output, and a
+// prompt's value is usually the thing the user asked for.
+const valueSentence = "A prompt's value is a finished artifact meant for the user: pass it on as it is instead of restating or summarising it."
+
+// capabilityRegister tells the caller how to phrase a need_prompt query:
+// the lexical ranker (and any embedding model) matches an author-style
+// description far better than a conversational request.
+const capabilityRegister = `Phrase the capability the way a tool author documents a tool: one imperative phrase that names the operation and what it acts on, without entity names, task specifics or conversational framing. Good: "Build a stakeholder position report for one entity." Bad: "I need to know where Herb Sutter stands on ABI stability."`
+
+// instructions is the initialize result's instructions: what the server is
+// and the one rule that matters (it runs only what the caller names).
+const instructions = "This server executes PromptForge prompts. It runs a prompt only when the caller names one: list_prompts reports the names it can run, and run_prompt takes one of those names. " + valueSentence
+
+// bannedPhrases are trigger phrases spec §4.3 keeps out of every
+// description, schema text and the instructions: they read as standing
+// orders to a model instead of documentation.
+var bannedPhrases = []string{
+	"use this when", "use when", "whenever you", "if you need", "you should",
+	"helpful", "useful", "anytime", "proactively",
+}
+
+// property is one string parameter of a tool's input schema.
+type property struct {
+	name, description string
+}
+
+// inputSchema renders {"type":"object","properties":{...},
+// "additionalProperties":false,"required":[...]} with properties in the
+// given order, so the published bytes (and the golden file) are stable.
+func inputSchema(props []property, required ...string) json.RawMessage {
+	var b strings.Builder
+	b.WriteString(`{"type":"object","properties":{`)
+	for i, p := range props {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(quote(p.name))
+		b.WriteString(`:{"type":"string","description":`)
+		b.WriteString(quote(p.description))
+		b.WriteByte('}')
+	}
+	b.WriteString(`},"additionalProperties":false`)
+	if len(required) > 0 {
+		b.WriteString(`,"required":[`)
+		for i, r := range required {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(quote(r))
+		}
+		b.WriteByte(']')
+	}
+	b.WriteByte('}')
+	return json.RawMessage(b.String())
+}
+
+func quote(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		// A Go string always marshals.
+		panic(err)
+	}
+	return string(b)
+}
+
+// Output schemas describe each tool's structuredContent (DESIGN §3.10).
+// Failure results that carry only text have no structuredContent and are
+// marked isError, which the MCP specification exempts from the schema.
+const (
+	fileDeclSchema = `{"type":"object","properties":{"path":{"type":"string"},"description":{"type":"string"}},"required":["path","description"],"additionalProperties":false}`
+
+	listPromptsOutput = `{"type":"object","properties":{` +
+		`"prompts":{"type":"array","items":{"type":"object","properties":{` +
+		`"name":{"type":"string"},` +
+		`"description":{"type":"string"},` +
+		`"problem":{"type":["string","null"]},` +
+		`"input":` + fileDeclSchema + `,` +
+		`"output":` + fileDeclSchema +
+		`},"required":["name","description","problem"],"additionalProperties":false}},` +
+		`"next_cursor":{"type":"string"}` +
+		`},"required":["prompts"],"additionalProperties":false}`
+
+	runRecordOutput = `{"type":"object","properties":{` +
+		`"run_id":{"type":"string"},` +
+		`"prompt":{"type":"string"},` +
+		`"status":{"type":"string","enum":["running","completed","failed"]},` +
+		`"value":{"type":["string","null"]},` +
+		`"turns":{"type":"integer","minimum":0},` +
+		`"elapsed_ms":{"type":"integer","minimum":0},` +
+		`"error":{"type":["string","null"]}` +
+		`},"required":["run_id","prompt","status","value","turns","elapsed_ms","error"],"additionalProperties":false}`
+
+	needPromptOutput = `{"type":"object","properties":{` +
+		`"prompts":{"type":"array","maxItems":3,"items":{"type":"object","properties":{` +
+		`"name":{"type":"string"},` +
+		`"description":{"type":"string"}` +
+		`},"required":["name","description"],"additionalProperties":false}}` +
+		`},"required":["prompts"],"additionalProperties":false}`
+)
+
+// builtinTools returns the published tools in the order tools/list reports
+// them: list_prompts, run_prompt, need_prompt (when retrieval is on),
+// check_run. The list never depends on the catalog.
+func builtinTools(needPrompt bool) []*mcp.Tool {
+	out := []*mcp.Tool{
+		{
+			Name: ToolListPrompts,
+			Description: "Lists the prompts this server can run. Each entry has the prompt's name, its description, " +
+				"and the problem that stops it from running (null when it runs). The listing is read fresh on every " +
+				"call, so prompts written since the last call appear. run_prompt takes a name from this list.",
+			InputSchema: inputSchema([]property{
+				{"cursor", "The next_cursor of a previous listing, to read the page after it. Omit it for the first page."},
+			}),
+			OutputSchema: json.RawMessage(listPromptsOutput),
+		},
+		{
+			Name: ToolRunPrompt,
+			Description: "Runs the named prompt and returns the value it produced. The server executes the prompts " +
+				"a caller names; prompt is the name exactly as list_prompts reports it. A run that outlasts the " +
+				"reply deadline comes back as running with a run_id for check_run. " + valueSentence,
+			InputSchema: inputSchema([]property{
+				{"prompt", "The name of the prompt to run, as list_prompts reports it."},
+				{"args", "The prompt's arguments as one raw string. Omitted means the empty string."},
+				{"input_file", "Path of a text file on the server's filesystem to place in the run's store as the prompt's declared input. Not together with input_text."},
+				{"input_text", "Text to place in the run's store as the prompt's declared input. Not together with input_file."},
+				{"output_file", "Path on the server's filesystem to write the prompt's declared output file to. Omit it to receive the output in the reply."},
+			}, "prompt"),
+			OutputSchema: json.RawMessage(runRecordOutput),
+		},
+	}
+	if needPrompt {
+		out = append(out, &mcp.Tool{
+			Name: ToolNeedPrompt,
+			Description: "Finds the prompts that best match a described capability and returns up to three names, " +
+				"best first, with their descriptions. It runs nothing; pass the chosen name to run_prompt. It serves " +
+				"callers that were given a prompt by what it does rather than by name. " + capabilityRegister,
+			InputSchema: inputSchema([]property{
+				{"capability", capabilityRegister},
+			}, "capability"),
+			OutputSchema: json.RawMessage(needPromptOutput),
+		})
+	}
+	out = append(out, &mcp.Tool{
+		Name: ToolCheckRun,
+		Description: "Collects a run that outlived the call that started it. Takes the run_id of a running result " +
+			"and reports the run's status now, with its value once it has finished. " + valueSentence,
+		InputSchema: inputSchema([]property{
+			{"run_id", "The run_id of an earlier running result."},
+		}, "run_id"),
+		OutputSchema: json.RawMessage(runRecordOutput),
+	})
+	return out
+}
