@@ -20,6 +20,7 @@ type Generation struct {
 	retrieval *retrieval
 	ticket    uint64
 	slots     chan struct{} // the Handle's ranking slots
+	policy    match.Policy  // the Handle's retrieval policy
 }
 
 // Catalog is the generation's catalog.
@@ -38,6 +39,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Ranker builds retrieval indexes; nil means match.NewLexical().
 	Ranker match.Ranker
+	// RetrievalPolicy decides which prompts need_prompt lists; nil means
+	// match.LexicalRetrievalPolicy() for the default ranker and
+	// match.RetrievalPolicy() for any other.
+	RetrievalPolicy *match.Policy
 	// NoRetrieval leaves every generation without an index, for builds
 	// that do not publish need_prompt.
 	NoRetrieval bool
@@ -52,6 +57,7 @@ type Handle struct {
 	root       string
 	log        *slog.Logger
 	ranker     match.Ranker // nil when retrieval is off
+	policy     match.Policy // need_prompt's decision thresholds
 	configPath string
 	slots      chan struct{}
 
@@ -84,9 +90,12 @@ func New(ctx context.Context, s Settings, opts Options) (*Handle, error) {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	if !opts.NoRetrieval {
-		h.ranker = opts.Ranker
+		h.ranker, h.policy = opts.Ranker, match.RetrievalPolicy()
 		if h.ranker == nil {
-			h.ranker = match.NewLexical()
+			h.ranker, h.policy = match.NewLexical(), match.LexicalRetrievalPolicy()
+		}
+		if opts.RetrievalPolicy != nil {
+			h.policy = *opts.RetrievalPolicy
 		}
 	}
 	var r *retrieval
@@ -99,7 +108,7 @@ func New(ctx context.Context, s Settings, opts Options) (*Handle, error) {
 			h.log.Info(fmt.Sprintf("need_prompt ranks %d prompt(s)", len(r.names)))
 		}
 	}
-	h.current.Store(&Generation{catalog: c, retrieval: r, slots: h.slots})
+	h.current.Store(&Generation{catalog: c, retrieval: r, slots: h.slots, policy: h.policy})
 	return h, nil
 }
 
@@ -202,7 +211,7 @@ func (h *Handle) Reload(ctx context.Context, load LoadFunc) (ReloadOutcome, erro
 	}
 	h.log.Info(fmt.Sprintf("reloaded %d prompt(s), %d broken; ranking %s, retrieval %s", out.Prompts, out.Broken, ranking, fresh))
 
-	out.Published = h.publish(&Generation{catalog: cand, retrieval: r, ticket: out.Ticket, slots: h.slots})
+	out.Published = h.publish(&Generation{catalog: cand, retrieval: r, ticket: out.Ticket, slots: h.slots, policy: h.policy})
 	return out, nil
 }
 

@@ -98,7 +98,7 @@ func (g *Generation) Shortlist(ctx context.Context, capability string, k int) ([
 		return nil, fmt.Errorf("acquire a ranking slot: %w", ctx.Err())
 	}
 	defer func() { <-g.slots }()
-	ids, err := match.Shortlist(ctx, r.idx, match.RetrievalPolicy(), capability, k)
+	ids, err := match.Shortlist(ctx, r.idx, g.policy, capability, k)
 	if err != nil {
 		return nil, fmt.Errorf("rank prompts for the capability: %w", err)
 	}

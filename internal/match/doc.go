@@ -19,7 +19,9 @@
 //     the floor is lower and the margin wider than the reference's.
 //   - LexicalModelPolicy, for models.need: the same with solo 0.1, so a
 //     one-model catalog binds any need sharing a word with it.
-//   - RetrievalPolicy, for need_prompt: floor 0, top_k 3 (it only ranks).
+//   - LexicalRetrievalPolicy, for need_prompt: floors just above 0 (a
+//     score of 0 shares no term), top_k 3 (it only ranks); RetrievalPolicy
+//     is the reference's floor 0 for embedding rankers.
 //   - ReferencePolicy: the reference's 0.825 / 0.05 / 0.98 / 0.5 / 3,
 //     measured for bge-small-en-v1.5; for the embedding ranker only.
 //

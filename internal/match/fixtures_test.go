@@ -212,3 +212,27 @@ func TestRetrievalNeedsFloorZero(t *testing.T) {
 		t.Fatalf("retrieval shortlist = %q, %v; want 3 led by stakeholder_position", names(ids, sl), err)
 	}
 }
+
+// TestLexicalRetrievalWithholdsUnrelatedPrompts: under the lexical ranker a
+// score of 0 means no shared term, so need_prompt lists only prompts that
+// share one, and nothing for a capability unrelated to every prompt.
+func TestLexicalRetrievalWithholdsUnrelatedPrompts(t *testing.T) {
+	ctx := context.Background()
+	f := loadFixtures(t)["prompts"]
+	docs, ids := f.docs(t)
+	idx := lexIdx(t, docs...)
+	sl, err := Shortlist(ctx, idx, LexicalRetrievalPolicy(), "I need to know where Herb Sutter stands on ABI stability.", 3)
+	if err != nil || len(sl) != 1 || ids[sl[0]] != "stakeholder_position" {
+		t.Fatalf("shortlist = %q, %v; want only stakeholder_position", names(ids, sl), err)
+	}
+	sl, err = Shortlist(ctx, idx, LexicalRetrievalPolicy(), "write up the changes in this release for users", 3)
+	if err != nil || len(sl) != 2 || ids[sl[0]] != "release_notes" {
+		t.Fatalf("shortlist = %q, %v; want release_notes then the one other prompt sharing a term", names(ids, sl), err)
+	}
+	if sl, err := Shortlist(ctx, idx, LexicalRetrievalPolicy(), "Quantum chromodynamics on a lattice", 3); err != nil || len(sl) != 0 {
+		t.Fatalf("unrelated shortlist = %q, %v; want none", names(ids, sl), err)
+	}
+	if err := LexicalRetrievalPolicy().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

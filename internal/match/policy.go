@@ -25,8 +25,21 @@ func LexicalModelPolicy() Policy {
 	return p
 }
 
-// RetrievalPolicy is need_prompt's policy: it only ranks, so the floor is
-// 0 and it lists the best three prompts.
+// LexicalRetrievalPolicy is need_prompt's policy over the lexical ranker:
+// it only ranks, and lists the best three prompts. Its floors sit just above
+// 0 rather than at RetrievalPolicy's 0: a lexical score of exactly 0 means
+// the capability shares no term with a prompt, and listing such prompts
+// would hand the caller arbitrary names in catalog order.
+func LexicalRetrievalPolicy() Policy {
+	p := RetrievalPolicy()
+	p.SimilarityFloor = 1e-6
+	p.SoloFloor = 1e-6
+	return p
+}
+
+// RetrievalPolicy is need_prompt's policy for embedding rankers, as the
+// reference has it: it only ranks, so the floor is 0 (negative cosines are
+// withheld) and it lists the best three prompts.
 func RetrievalPolicy() Policy {
 	p := LexicalPolicy()
 	p.SimilarityFloor = 0
