@@ -451,6 +451,7 @@ func TestValidationErrors(t *testing.T) {
 		{"model context zero", minimal + "[models.m]\ncontext = 0\n", `[models.m].context`, 8},
 		{"model context too big", minimal + "[models.m]\ncontext = 4294967296\n", "positive number", 8},
 		{"model thinking", minimal + "[models.m]\nthinking = \"sometimes\"\n", "never, always, switchable", 8},
+		{"model tool_dialect", minimal + "[models.m]\ntool_dialect = \"anthropic\"\n", "must be \"openai\" or \"gemma3_tool_code\"", 8},
 		{"model blank description", minimal + "[models.m]\ndescription = \" \"\n", "description must not be empty", 8},
 		{"quoted model id", minimal + "[models.\"a.b\"]\n\ncontext = 0\n", `[models."a.b"].context`, 9},
 		{"model empty id", minimal + "[models.\"\"]\ncontext = 1\n", `[models.""]`, 7},
@@ -936,7 +937,7 @@ func TestFullReferenceConfig(t *testing.T) {
 		"drafty":          {Enabled: false},
 	}
 	want.Models = map[string]gateway.ModelOverride{
-		"llama3.1:8b": {Description: "General chat and summarisation; weak at code.", Context: 131072, Thinking: gateway.ThinkingNever},
+		"llama3.1:8b": {Description: "General chat and summarisation; weak at code.", Context: 131072, Thinking: gateway.ThinkingNever, Dialect: gateway.DialectOpenAI},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("full.toml =\n%+v\nwant\n%+v", cfg, want)

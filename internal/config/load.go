@@ -512,6 +512,14 @@ func (p *parser) buildModels(raw map[string]rawModel, dst map[string]gateway.Mod
 			}
 			o.Thinking = gateway.Thinking(*r.Thinking)
 		}
+		if r.ToolDialect != nil {
+			switch d := gateway.Dialect(*r.ToolDialect); d {
+			case gateway.DialectOpenAI, gateway.DialectGemma3:
+				o.Dialect = d
+			default:
+				return p.fail(append(at, "tool_dialect"), fmt.Sprintf("%s.tool_dialect must be %q or %q: %q", name, gateway.DialectOpenAI, gateway.DialectGemma3, *r.ToolDialect))
+			}
+		}
 		dst[id] = o
 	}
 	return nil

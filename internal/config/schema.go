@@ -65,6 +65,7 @@ type rawModel struct {
 	Description *string `toml:"description"`
 	Context     *int64  `toml:"context"`
 	Thinking    *string `toml:"thinking"`
+	ToolDialect *string `toml:"tool_dialect"`
 }
 
 // tableKeys lists the keys a table takes, for the "unknown key" message;
@@ -91,7 +92,7 @@ func tableKeys(table tomlPath) (keys []string, ok bool) {
 	case len(table) == 2 && table[0] == "prompts":
 		return []string{"enabled", "file"}, true
 	case len(table) == 2 && table[0] == "models":
-		return []string{"description", "context", "thinking"}, true
+		return []string{"description", "context", "thinking", "tool_dialect"}, true
 	}
 	return nil, false
 }
