@@ -6,16 +6,25 @@ GO ?= go
 build:
 	$(GO) build ./...
 
-# The whole test suite: formatting, vet, and every package under the race
-# detector (goroutine leaks are checked by goleak inside the packages).
+# The whole test suite: formatting, vet, every package under the race
+# detector (goroutine leaks are checked by goleak inside the packages), a
+# bounded fuzz of web_fetch's URL admission, and the end-to-end suites.
 test: fmt-check vet
 	$(GO) test -race -count=1 ./...
+	$(MAKE) fuzz-smoke
+	$(MAKE) e2e
+
+# A short fuzz run over web_fetch's URL forms: no input may reach a blocked
+# address. The corpus in internal/tools/testdata/fuzz keeps past findings.
+.PHONY: fuzz-smoke
+fuzz-smoke:
+	$(GO) test -run '^$$' -fuzz '^FuzzAdmitURL$$' -fuzztime 20s ./internal/tools/
 
 vet:
 	$(GO) vet ./...
 
 fmt-check:
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './test/e2e/node_modules/*')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 # Benchmarks quoted in docs/benchmarks.md.
@@ -25,3 +34,12 @@ bench:
 # Runs the Lua-only example; it needs no gateway.
 example:
 	$(GO) run ./cmd/promptforge-mcp-server run examples/prompts/text_stats.md "hello world"
+
+# The end-to-end suites in test/e2e: the official TypeScript MCP client
+# against the built binary over stdio and streamable HTTP (Node 20), then
+# the MCP conformance suite's server scenarios (Node 22 from npm). npm ci
+# runs when test/e2e has no node_modules yet.
+.PHONY: e2e
+e2e:
+	@test -d test/e2e/node_modules || (cd test/e2e && npm ci --no-audit --no-fund)
+	cd test/e2e && GO="$(GO)" npm test

