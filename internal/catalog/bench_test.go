@@ -75,14 +75,19 @@ func BenchmarkReloadOneSaved(b *testing.B) {
 		b.Fatal(err)
 	}
 	saved := filepath.Join(root, "group07", "p00007.md")
+	description := func(n int) string {
+		return fmt.Sprintf("---\nname: prompt_00007\ndescription: Edition %d of report seven.\npromptforge: 1\n---\n# P\n\n## Run\n\nSay hi.\n", n)
+	}
 	for _, tt := range []struct {
 		name string
 		edit func(n int) string
+		// rank: the first need_prompt after the reload is part of the
+		// measured work, wherever the index gets built.
+		rank bool
 	}{
-		{"body", func(n int) string { return benchPrompt(7, fmt.Sprintf("v%d", n)) }},
-		{"description", func(n int) string {
-			return fmt.Sprintf("---\nname: prompt_00007\ndescription: Edition %d of report seven.\npromptforge: 1\n---\n# P\n\n## Run\n\nSay hi.\n", n)
-		}},
+		{"body", func(n int) string { return benchPrompt(7, fmt.Sprintf("v%d", n)) }, false},
+		{"description", description, false},
+		{"description+need_prompt", description, true},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			n := 0
@@ -100,6 +105,12 @@ func BenchmarkReloadOneSaved(b *testing.B) {
 				out, err := h.Reload(ctx, fixed(s))
 				if err != nil || !out.Published {
 					b.Fatalf("reload: %+v, %v", out, err)
+				}
+				if tt.rank {
+					es, err := h.Current().Shortlist(ctx, fmt.Sprintf("Edition %d of report seven", n), 3)
+					if err != nil || len(es) == 0 || es[0].Name() != "prompt_00007" {
+						b.Fatalf("shortlist after reload: %v, %v", es, err)
+					}
 				}
 			}
 			reportCPU(b, start+writing)

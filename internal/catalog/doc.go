@@ -28,10 +28,56 @@
 //   - Symlinked directories are followed (as the reference does) but never
 //     into one of their own ancestors, so a symlink loop cannot stall a
 //     resolution.
+//   - A reload does not rebuild the retrieval index (spec §7.5 step 5). A
+//     reload that changes a name, description or health publishes its
+//     generation with the index pending, and the generation's first
+//     Shortlist builds it; the reload line then says "retrieval pending"
+//     where the reference says "current". See below.
+//
+// # The retrieval index across reloads
+//
+// Indexing every prompt costs more than resolving a catalog whose files
+// are unchanged, so a one-file save that touched a description would
+// otherwise make the whole reload wait for the index, and most reloads
+// are followed by no need_prompt at all before the next one. So:
+//
+//   - Unchanged hash (a body-only edit): the generation shares the
+//     previous retrieval object, whatever its state.
+//   - Changed hash, previous index idle (off, or failed at boot): it stays
+//     idle. The boot index is built eagerly, so a ranker that cannot index
+//     says so in the boot log.
+//   - Changed hash otherwise: a new pending retrieval, holding the healthy
+//     entries to index and, as its fallback, the newest index already
+//     built (the previous generation's, or that one's fallback if it was
+//     itself never built, so fallbacks never chain).
+//
+// The first Shortlist on a pending generation builds the index under the
+// caller's context, inside its ranking slot; concurrent callers wait for
+// that build (each may give up on its own context) and then share it. A
+// build that fails because its caller's context ended leaves the index
+// pending, and the next caller builds afresh, so one abandoned request
+// never poisons the generation. Any other failure settles the generation
+// on its fallback, marked stale, and warns "need_prompt keeps its
+// previous index: <err>" as a failed rebuild always has; it is not
+// retried until a later reload changes the hash. A settled retrieval
+// drops its build inputs and fallback. Whatever the index, Shortlist
+// only returns entries that resolve healthy in the caller's generation.
+//
+// RetrievalState and the reload log report pending honestly: "retrieval
+// pending" means no index has been built for this catalog yet, "stale"
+// that a stale index was carried forward, "current" otherwise (including
+// idle, as before). Because a lazy build fails after its reload has
+// logged, the watcher's "now stale" warning only follows a reload that
+// carries a stale index forward; the failure itself is the build's warn.
 //
 // Reloads reuse the previous generation's parsed prompts: a file whose size
 // and modification time match what was read before, and whose modification
 // time is older than that read by more than the filesystem timestamp
 // granularity we allow for (two seconds), is not reopened. Any other file is
 // read again and its parse is reused only when its bytes are identical.
+// Every file is still stat'ed on each reload, since its size and
+// modification time are the proof that it is unchanged; on a large
+// catalog those stats are about half of a body-only reload, and a stat
+// relative to an open directory (fstatat) was measured to save only about
+// a tenth of that, too little for a platform-specific walk.
 package catalog

@@ -12,9 +12,11 @@ import (
 )
 
 // A Generation is one published catalog together with the retrieval index
-// built over exactly that catalog. It never changes: a caller takes one
-// Generation per call and uses it throughout, so run_prompt and
-// need_prompt never see a catalog paired with another catalog's index.
+// over exactly that catalog. Its catalog never changes; its index may be
+// built once, on the first Shortlist after a reload (see RetrievalPending),
+// and is then fixed. A caller takes one Generation per call and uses it
+// throughout, so run_prompt and need_prompt never see a catalog paired
+// with another catalog's index.
 type Generation struct {
 	catalog   *Catalog
 	retrieval *retrieval
@@ -100,12 +102,14 @@ func New(ctx context.Context, s Settings, opts Options) (*Handle, error) {
 	}
 	var r *retrieval
 	if h.ranker != nil {
-		r, err = buildRetrieval(ctx, h.ranker, c)
+		// Built now, not on first use: a ranker that cannot index at boot
+		// should say so in the boot log, not in the first caller's answer.
+		ix, err := buildRetrieval(ctx, h.ranker, c)
 		if err != nil {
 			h.log.Error("need_prompt cannot answer: retrieval index build failed: " + err.Error())
-			r = nil
 		} else {
-			h.log.Info(fmt.Sprintf("need_prompt ranks %d prompt(s)", len(r.names)))
+			r = builtRetrieval(ix)
+			h.log.Info(fmt.Sprintf("need_prompt ranks %d prompt(s)", len(ix.names)))
 		}
 	}
 	h.current.Store(&Generation{catalog: c, retrieval: r, slots: h.slots, policy: h.policy})
@@ -161,10 +165,14 @@ type ReloadOutcome struct {
 	// Prompts and Broken count the new catalog's entries.
 	Prompts, Broken int
 	// RankingChanged: some name, description or health changed, so the
-	// retrieval index was rebuilt (or, failing that, went stale).
+	// new generation's retrieval index is pending (built on first use)
+	// unless retrieval is idle.
 	RankingChanged bool
-	// RetrievalStale: the index is an older catalog's.
+	// RetrievalStale: the index carried forward is an older catalog's.
 	RetrievalStale bool
+	// RetrievalPending: the new generation's index will be built by its
+	// first Shortlist; until then no index has been built for it.
+	RetrievalPending bool
 }
 
 // Reload re-reads prompts.toml through load and re-resolves the catalog in
@@ -191,23 +199,25 @@ func (h *Handle) Reload(ctx context.Context, load LoadFunc) (ReloadOutcome, erro
 	out.Prompts, out.Broken = cand.Len(), cand.BrokenCount()
 	out.RankingChanged = prev.catalog.Hash() != cand.Hash()
 
+	// An unchanged hash carries the very same retrieval forward, built or
+	// not. A changed one defers the build to the first Shortlist: indexing
+	// every prompt would cost a one-file reload more than resolving did.
 	r := prev.retrieval
 	if out.RankingChanged && r.state() != RetrievalIdle {
-		next, err := buildRetrieval(ctx, h.ranker, cand)
-		if err != nil {
-			h.log.Warn("need_prompt keeps its previous index: " + err.Error())
-			next = &retrieval{idx: r.idx, names: r.names, stale: true}
-		}
-		r = next
+		r = pendingRetrieval(h.ranker, h.log, cand, r.latest())
 	}
-	out.RetrievalStale = r.state() == RetrievalStale
+	state := r.state()
+	out.RetrievalStale = state == RetrievalStale
+	out.RetrievalPending = state == RetrievalPending
 
-	ranking, fresh := "unchanged", "current"
+	ranking := "unchanged"
 	if out.RankingChanged {
 		ranking = "changed"
 	}
-	if out.RetrievalStale {
-		fresh = "stale"
+	// An idle index reports "current" as it always has: nothing is stale.
+	fresh := "current"
+	if state == RetrievalStale || state == RetrievalPending {
+		fresh = state.String()
 	}
 	h.log.Info(fmt.Sprintf("reloaded %d prompt(s), %d broken; ranking %s, retrieval %s", out.Prompts, out.Broken, ranking, fresh))
 

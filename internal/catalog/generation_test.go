@@ -121,7 +121,7 @@ func TestReload(t *testing.T) {
 		before := h.Current()
 		writePrompt(t, root, "a.md", "alpha", "First, edited.")
 		out := reload(t, h, fixed(mdSettings(root)))
-		if !out.Published || !out.RankingChanged || out.RetrievalStale {
+		if !out.Published || !out.RankingChanged || out.RetrievalStale || !out.RetrievalPending {
 			t.Errorf("outcome = %+v", out)
 		}
 		if d := entryNamed(t, h.Current().Catalog(), "alpha").Description(); d != "First, edited." {
@@ -130,7 +130,7 @@ func TestReload(t *testing.T) {
 		if d := entryNamed(t, before.Catalog(), "alpha").Description(); d != "First." {
 			t.Errorf("earlier snapshot's description = %q", d)
 		}
-		if !strings.Contains(logs.String(), `msg="reloaded 2 prompt(s), 0 broken; ranking changed, retrieval current"`) {
+		if !strings.Contains(logs.String(), `msg="reloaded 2 prompt(s), 0 broken; ranking changed, retrieval pending"`) {
 			t.Errorf("logs lack the summary:\n%s", logs)
 		}
 	})
@@ -142,7 +142,7 @@ func TestReload(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := reload(t, h, fixed(mdSettings(root)))
-		if out.RankingChanged || out.RetrievalStale || !out.Published {
+		if out.RankingChanged || out.RetrievalStale || out.RetrievalPending || !out.Published {
 			t.Errorf("outcome = %+v, want {ranking unchanged, current, published}", out)
 		}
 		if src := entryNamed(t, h.Current().Catalog(), "alpha").Source(); !strings.Contains(src, "new body") {

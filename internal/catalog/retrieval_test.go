@@ -140,11 +140,14 @@ func TestRetrievalAcrossReloads(t *testing.T) {
 	writeFile(t, root, "notes.md", promptText("changelog_writer", `"`+sixPrompts["release_notes"]+`"`))
 	out := reload(t, h, fixed(mdSettings(root)))
 	g2 := h.Current()
-	if !out.RankingChanged || g2.retrieval == g1.retrieval {
+	if !out.RankingChanged || g2.retrieval == g1.retrieval || g2.Retrieval() != RetrievalPending {
 		t.Errorf("rename kept the index: %+v", out)
 	}
 	need := "Draft release notes from a range of commits."
 	got := shortlistNames(t, g2, need)
+	if g2.Retrieval() != RetrievalCurrent {
+		t.Errorf("after the first Shortlist the index is %v, want current", g2.Retrieval())
+	}
 	if len(got) == 0 || got[0] != "changelog_writer" || slices.Contains(got, "release_notes") {
 		t.Errorf("after rename = %v", got)
 	}
@@ -170,22 +173,215 @@ func TestRetrievalGoesStaleWhenRebuildFails(t *testing.T) {
 	writePrompt(t, root, "a.md", "alpha", "Summarize a paper.")
 	writePrompt(t, root, "b.md", "beta", "Translate text.")
 	logs := &logBuffer{}
-	h := newHandle(t, mdSettings(root), Options{Ranker: &failingRanker{}, Logger: logs.logger()})
+	ranker := &failingRanker{}
+	h := newHandle(t, mdSettings(root), Options{Ranker: ranker, Logger: logs.logger()})
+	boot := h.Current().retrieval.latest()
 	writePrompt(t, root, "a.md", "alpha_two", "Summarize a paper.")
 	out := reload(t, h, fixed(mdSettings(root)))
-	if !out.Published || !out.RetrievalStale || h.Current().Retrieval() != RetrievalStale {
+	if !out.Published || out.RetrievalStale || !out.RetrievalPending || h.Current().Retrieval() != RetrievalPending {
 		t.Fatalf("outcome = %+v, state %v", out, h.Current().Retrieval())
 	}
-	if !strings.Contains(logs.String(), "need_prompt keeps its previous index: ") ||
-		!strings.Contains(logs.String(), "ranking changed, retrieval stale") {
-		t.Errorf("logs:\n%s", logs)
+	if !strings.Contains(logs.String(), "ranking changed, retrieval pending") || ranker.calls.Load() != 1 {
+		t.Errorf("the reload built the index (%d builds); logs:\n%s", ranker.calls.Load(), logs)
 	}
-	// The stale index still knows "alpha", which no longer resolves: it is
+	// The first Shortlist builds, fails, and settles on the boot index.
+	// That index still knows "alpha", which no longer resolves: it is
 	// left out rather than offered.
 	for _, n := range shortlistNames(t, h.Current(), "Summarize a paper.") {
 		if n == "alpha" {
 			t.Errorf("a name missing from the live catalog was offered")
 		}
+	}
+	if h.Current().Retrieval() != RetrievalStale || h.Current().retrieval.latest() != boot {
+		t.Errorf("after the failed build: %v", h.Current().Retrieval())
+	}
+	if !strings.Contains(logs.String(), "need_prompt keeps its previous index: ") {
+		t.Errorf("logs:\n%s", logs)
+	}
+	// A genuine failure is settled, not retried on every call.
+	shortlistNames(t, h.Current(), "Translate text.")
+	if n := ranker.calls.Load(); n != 2 {
+		t.Errorf("%d builds, want 2 (boot and the one failed rebuild)", n)
+	}
+	// A body-only edit carries the stale index forward as it is.
+	p := filepath.Join(root, "b.md")
+	src, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, []byte(strings.Replace(string(src), "return args", "return 'v2'", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stale := h.Current().retrieval
+	out = reload(t, h, fixed(mdSettings(root)))
+	if !out.RetrievalStale || out.RetrievalPending || h.Current().retrieval != stale ||
+		!strings.Contains(logs.String(), "ranking unchanged, retrieval stale") {
+		t.Errorf("outcome = %+v; logs:\n%s", out, logs)
+	}
+}
+
+// gatedRanker is the lexical ranker with a gate: after its first build
+// (the boot index), each build reports itself on entered and then waits
+// for release, or for its ctx to end, which fails it.
+type gatedRanker struct {
+	calls   atomic.Int32
+	entered chan struct{}
+	release chan struct{}
+}
+
+func newGatedRanker() *gatedRanker {
+	return &gatedRanker{entered: make(chan struct{}, 16), release: make(chan struct{})}
+}
+
+func (g *gatedRanker) Index(ctx context.Context, docs []match.Doc) (match.Index, error) {
+	if g.calls.Add(1) > 1 {
+		g.entered <- struct{}{}
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return match.NewLexical().Index(ctx, docs)
+}
+
+// pendingHandle boots the six-prompt catalog with ranker and renames
+// release_notes, so the live generation's retrieval is pending.
+func pendingHandle(t *testing.T, ranker match.Ranker, logs *logBuffer) *Handle {
+	t.Helper()
+	root := t.TempDir()
+	writeSix(t, root)
+	h := newHandle(t, mdSettings(root), Options{Ranker: ranker, Logger: logs.logger()})
+	writeFile(t, root, "release_notes.md", promptText("changelog_writer", `"`+sixPrompts["release_notes"]+`"`))
+	if out := reload(t, h, fixed(mdSettings(root))); !out.RetrievalPending {
+		t.Fatalf("outcome = %+v, want a pending index", out)
+	}
+	return h
+}
+
+func TestPendingRetrievalBuildsOnceForConcurrentCallers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ranker := newGatedRanker()
+		h := pendingHandle(t, ranker, &logBuffer{})
+		g := h.Current()
+		need := "Draft release notes from a range of commits."
+		results := make([][]string, MaxConcurrentRankings)
+		var wg sync.WaitGroup
+		for i := range results {
+			wg.Go(func() { results[i] = shortlistNames(t, g, need) })
+		}
+		synctest.Wait()
+		if n := ranker.calls.Load(); n != 2 || len(ranker.entered) != 1 {
+			t.Fatalf("%d builds started for %d callers, want one (after boot's)", n-1, len(results))
+		}
+		if g.Retrieval() != RetrievalPending {
+			t.Errorf("state during the build = %v", g.Retrieval())
+		}
+		close(ranker.release)
+		wg.Wait()
+		for _, got := range results {
+			if len(got) == 0 || got[0] != "changelog_writer" || slices.Contains(got, "release_notes") {
+				t.Errorf("shortlist = %v, want changelog_writer first and never the old name", got)
+			}
+		}
+		if g.Retrieval() != RetrievalCurrent || ranker.calls.Load() != 2 {
+			t.Errorf("after the build: %v, %d builds", g.Retrieval(), ranker.calls.Load())
+		}
+		if p := g.retrieval.phase.Load(); p.fallback != nil || p.names != nil {
+			t.Errorf("a built retrieval still holds its build inputs")
+		}
+	})
+}
+
+func TestCancelledBuildLeavesRetrievalPending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ranker := newGatedRanker()
+		logs := &logBuffer{}
+		h := pendingHandle(t, ranker, logs)
+		g := h.Current()
+		need := "Draft release notes from a range of commits."
+
+		// The first caller starts the build and gives up during it; a
+		// second caller, waiting for that build, gives up too.
+		first, cancelFirst := context.WithCancel(context.Background())
+		second, cancelSecond := context.WithCancel(context.Background())
+		errs := make(chan error, 2)
+		go func() { _, err := g.Shortlist(first, need, 3); errs <- err }()
+		<-ranker.entered
+		go func() { _, err := g.Shortlist(second, need, 3); errs <- err }()
+		synctest.Wait()
+		cancelSecond()
+		if err := <-errs; err == nil || !strings.HasPrefix(err.Error(), "rank prompts for the capability: wait for the retrieval index to be built: ") ||
+			!errors.Is(err, context.Canceled) {
+			t.Errorf("waiter's error = %v", err)
+		}
+		cancelFirst()
+		if err := <-errs; err == nil || !strings.HasPrefix(err.Error(), "rank prompts for the capability: build the retrieval index") ||
+			!errors.Is(err, context.Canceled) {
+			t.Errorf("builder's error = %v", err)
+		}
+		if g.Retrieval() != RetrievalPending || strings.Contains(logs.String(), "keeps its previous index") {
+			t.Fatalf("a cancelled build settled the index: %v\n%s", g.Retrieval(), logs)
+		}
+
+		// The next caller builds afresh and gets this generation's answer.
+		close(ranker.release)
+		got := shortlistNames(t, g, need)
+		if len(got) == 0 || got[0] != "changelog_writer" {
+			t.Errorf("after a cancelled build, shortlist = %v", got)
+		}
+		if g.Retrieval() != RetrievalCurrent || ranker.calls.Load() != 3 {
+			t.Errorf("state %v after %d builds", g.Retrieval(), ranker.calls.Load())
+		}
+	})
+}
+
+func TestPendingRetrievalAcrossReloads(t *testing.T) {
+	root := t.TempDir()
+	writeSix(t, root)
+	logs := &logBuffer{}
+	ranker := &failingRanker{}
+	h := newHandle(t, mdSettings(root), Options{Ranker: ranker, Logger: logs.logger()})
+	boot := h.Current().retrieval
+
+	// Two ranking changes with no need_prompt between them: both stay
+	// pending, and the second falls back to the boot index, not to the
+	// unbuilt first one, so fallbacks never chain.
+	writeFile(t, root, "release_notes.md", promptText("changelog_writer", `"`+sixPrompts["release_notes"]+`"`))
+	reload(t, h, fixed(mdSettings(root)))
+	g1 := h.Current()
+	writeFile(t, root, "code_review.md", promptText("code_review", `"Review a pull request."`))
+	reload(t, h, fixed(mdSettings(root)))
+	g2 := h.Current()
+	if g1.retrieval == g2.retrieval || g2.Retrieval() != RetrievalPending {
+		t.Fatalf("second change: %v, shared %v", g2.Retrieval(), g1.retrieval == g2.retrieval)
+	}
+	if g2.retrieval.latest() != boot.latest() {
+		t.Errorf("the second pending index does not fall back to the boot index")
+	}
+
+	// A body-only edit carries the pending retrieval forward as the same
+	// object, and a build through either generation serves both.
+	p := filepath.Join(root, "paper_summary.md")
+	src, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, []byte(strings.Replace(string(src), "return args", "return 'v2'", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := reload(t, h, fixed(mdSettings(root)))
+	g3 := h.Current()
+	if out.RankingChanged || !out.RetrievalPending || g3.retrieval != g2.retrieval ||
+		!strings.Contains(logs.String(), "ranking unchanged, retrieval pending") {
+		t.Fatalf("body-only edit over a pending index: %+v\n%s", out, logs)
+	}
+	// failingRanker fails every build after boot's: the shared retrieval
+	// goes stale on the boot index, and each generation offers only what
+	// its own catalog holds healthy.
+	need := "Draft release notes from a range of commits."
+	if got := shortlistNames(t, g3, need); slices.Contains(got, "release_notes") {
+		t.Errorf("stale shortlist offered a renamed prompt: %v", got)
+	}
+	if g2.Retrieval() != RetrievalStale || ranker.calls.Load() != 2 {
+		t.Errorf("g2 = %v after %d builds, want stale through the shared object", g2.Retrieval(), ranker.calls.Load())
+	}
+	if g1.Retrieval() != RetrievalPending {
+		t.Errorf("g1 = %v, want it untouched by g2's build", g1.Retrieval())
 	}
 }
 
@@ -227,7 +423,7 @@ func TestRankingSlots(t *testing.T) {
 		slots := make(chan struct{}, MaxConcurrentRankings)
 		g := &Generation{
 			catalog:   catalogOf([]string{"alpha"}),
-			retrieval: &retrieval{idx: gi, names: []string{"alpha"}},
+			retrieval: builtRetrieval(&index{idx: gi, names: []string{"alpha"}}),
 			slots:     slots,
 			policy:    match.LexicalRetrievalPolicy(),
 		}

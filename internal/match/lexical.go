@@ -30,6 +30,10 @@ func NewLexical() Lexical { return Lexical{} }
 
 // Index builds the term vectors for docs. It never fails for valid input;
 // it honours ctx only so that callers treat every Ranker alike.
+//
+// A catalog re-indexes on every ranking change, so the build avoids
+// per-doc allocations: terms are interned straight from the tokenizer's
+// buffer, and all doc vectors and all postings each share one array.
 func (Lexical) Index(ctx context.Context, docs []Doc) (Index, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("index %d docs: %w", len(docs), err)
@@ -39,30 +43,42 @@ func (Lexical) Index(ctx context.Context, docs []Doc) (Index, error) {
 		vocab: make(map[string]int32),
 		vecs:  make([][]weight, len(docs)),
 	}
-	// First pass: term frequencies per doc, document frequency per term.
-	type counted struct {
-		terms []termCount
-		n     int
-	}
-	counts := make([]counted, len(docs))
-	var df []int
-	var scratch []string
-	totalLen := 0
-	for i, d := range docs {
-		scratch = appendTerms(scratch[:0], d.Text())
-		tc := countTerms(scratch)
-		for k := range tc {
-			id, ok := ix.vocab[tc[k].term]
-			if !ok {
-				id = int32(len(df))
-				ix.vocab[tc[k].term] = id
-				df = append(df, 0)
-			}
-			tc[k].id = id
-			df[id]++
+	// First pass: each doc's distinct term ids with their counts, laid
+	// end to end in counts (doc i's run ends at ends[i]), its length in
+	// terms, and each term's document frequency.
+	var (
+		counts   []weight // w holds the term count until the second pass
+		ends     = make([]int, len(docs))
+		lens     = make([]int, len(docs))
+		df       []int32
+		ids      []int32
+		tok      tokenizer
+		totalLen int
+	)
+	intern := func(term []byte) {
+		id, ok := ix.vocab[string(term)]
+		if !ok {
+			id = int32(len(df))
+			ix.vocab[string(term)] = id
+			df = append(df, 0)
 		}
-		counts[i] = counted{terms: tc, n: len(scratch)}
-		totalLen += len(scratch)
+		ids = append(ids, id)
+	}
+	for i := range docs {
+		ids = ids[:0]
+		docTerms(&tok, docs[i], intern)
+		slices.Sort(ids)
+		for j := 0; j < len(ids); {
+			k := j + 1
+			for k < len(ids) && ids[k] == ids[j] {
+				k++
+			}
+			counts = append(counts, weight{id: ids[j], w: float64(k - j)})
+			df[ids[j]]++
+			j = k
+		}
+		ends[i], lens[i] = len(counts), len(ids)
+		totalLen += len(ids)
 	}
 	n := float64(len(docs))
 	ix.idf = make([]float64, len(df))
@@ -73,34 +89,55 @@ func (Lexical) Index(ctx context.Context, docs []Doc) (Index, error) {
 	if len(docs) > 0 {
 		ix.avgLen = float64(totalLen) / n
 	}
-	// Second pass: normalised doc vectors and the postings Score walks.
+	// Second pass: weigh and normalise each doc's run in place (it is
+	// already sorted by term id), and file it under its terms' postings,
+	// each cut to its exact size from one array.
+	flat := make([]posting, len(counts))
 	ix.postings = make([][]posting, len(df))
-	for i, c := range counts {
-		v := make([]weight, len(c.terms))
+	off := 0
+	for id, f := range df {
+		ix.postings[id] = flat[off : off : off+int(f)]
+		off += int(f)
+	}
+	start := 0
+	for i, end := range ends {
+		v := counts[start:end:end]
 		norm := 0.0
-		for k, t := range c.terms {
-			w := ix.tfWeight(t.n, c.n) * ix.idf[t.id]
-			v[k] = weight{id: t.id, w: w}
+		for k := range v {
+			w := ix.tfWeight(int(v[k].w), lens[i]) * ix.idf[v[k].id]
+			v[k].w = w
 			norm += w * w
 		}
 		norm = math.Sqrt(norm)
 		for k := range v {
 			v[k].w /= norm
+			ix.postings[v[k].id] = append(ix.postings[v[k].id], posting{doc: int32(i), w: v[k].w})
 		}
-		slices.SortFunc(v, func(a, b weight) int { return int(a.id - b.id) })
 		ix.vecs[i] = v
-		for _, t := range v {
-			ix.postings[t.id] = append(ix.postings[t.id], posting{doc: int32(i), w: t.w})
-		}
+		start = end
 	}
 	return ix, nil
+}
+
+// docTerms feeds fn the terms of d.Text() without building that string:
+// its separators (". ", "parameters: ", ", ") never join two words, and
+// "_" in the name splits words as the space Text puts there does, so the
+// parts can be tokenized one by one.
+func docTerms(t *tokenizer, d Doc, fn func([]byte)) {
+	t.each(d.Name, fn)
+	t.each(d.Description, fn)
+	if len(d.Params) > 0 {
+		t.each("parameters", fn)
+		for _, p := range d.Params {
+			t.each(p, fn)
+		}
+	}
 }
 
 func smoothIDF(n, df float64) float64 { return 1 + math.Log((n+1)/(df+1)) }
 
 type termCount struct {
 	term string
-	id   int32
 	n    int
 }
 

@@ -72,6 +72,51 @@ func TestTerms(t *testing.T) {
 	}
 }
 
+// TestDocTermsMatchText guards the shortcut Index takes: tokenizing a
+// doc's parts one by one must give exactly the terms of its Text, which
+// is what a need is compared against and what embeddings see.
+func TestDocTermsMatchText(t *testing.T) {
+	docs := []Doc{
+		ToolDoc("fs", "read_file", "Read a file from disk", []string{"path", "offset"}),
+		ToolDoc("fs", "getForecast", "HTTPServer parseJSON", []string{"cityName", "v2Api"}),
+		ToolDoc("fs", "read_file", "", []string{"path"}),
+		PromptDoc("stakeholder_position", "Build a stakeholder position report for one entity."),
+		ModelDoc("vendor/big-1", "A careful model"),
+		{Name: "a_b_c", Description: "x. y, z: Ünïcode wörds"},
+		{Description: "only a description"},
+		{Params: []string{"a", "bB"}},
+		{},
+	}
+	for _, f := range loadFixtures(t) {
+		fd, _ := f.docs(t)
+		docs = append(docs, fd...)
+	}
+	for _, d := range docs {
+		var got []string
+		var tok tokenizer
+		docTerms(&tok, d, func(term []byte) { got = append(got, string(term)) })
+		if want := appendTerms(nil, d.Text()); !slices.Equal(got, want) {
+			t.Errorf("%+v: docTerms = %q, terms of Text() = %q", d, got, want)
+		}
+	}
+}
+
+// TestTokenizerDoesNotAllocate: Index tokenizes every doc of a catalog on
+// each ranking change; a per-word allocation would come back as GC work
+// on every reload of a large catalog.
+func TestTokenizerDoesNotAllocate(t *testing.T) {
+	var tok tokenizer
+	text := "Summarize the HTTPServer logs: translations, running queries and parseJSON_events."
+	n := 0
+	tok.each(text, func([]byte) { n++ }) // grows the word buffer once
+	if n == 0 {
+		t.Fatal("no terms")
+	}
+	if allocs := testing.AllocsPerRun(100, func() { tok.each(text, func([]byte) { n++ }) }); allocs != 0 {
+		t.Errorf("tokenizing allocates %v times per text, want 0", allocs)
+	}
+}
+
 func lexIdx(t testing.TB, docs ...Doc) Index {
 	t.Helper()
 	idx, err := NewLexical().Index(context.Background(), docs)
@@ -284,4 +329,21 @@ func ExampleResolve() {
 	d, _ := Resolve(ctx, idx, LexicalPolicy(), "Fetch a web page and return its main content as markdown.")
 	fmt.Println(d.Outcome, idx.Doc(d.Members[0]).Name)
 	// Output: bind web_fetch
+}
+
+// BenchmarkIndexPrompts10k indexes a catalog the size of the catalog
+// package's reload benchmark: what the first need_prompt after a
+// ranking change pays.
+func BenchmarkIndexPrompts10k(b *testing.B) {
+	ctx := context.Background()
+	docs := make([]Doc, 10_000)
+	for i := range docs {
+		docs[i] = PromptDoc(fmt.Sprintf("prompt_%05d", i), fmt.Sprintf("Summarize report number %d for a reader in a hurry.", i))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := NewLexical().Index(ctx, docs); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package match
 
 import (
+	"bytes"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -12,15 +13,27 @@ import (
 // words, and lightly stemmed so "events" meets "event" and "translation"
 // meets "translate".
 func appendTerms(out []string, s string) []string {
-	var word []rune
+	var t tokenizer
+	t.each(s, func(term []byte) { out = append(out, string(term)) })
+	return out
+}
+
+// tokenizer turns text into terms (see appendTerms) without allocating
+// per word: each term is built in a reused buffer and handed to a
+// callback, so indexing allocates only for terms new to its vocabulary.
+type tokenizer struct {
+	word []byte // the current word, lower-cased, UTF-8
+}
+
+// each calls fn with every term of s, in order. term is only valid during
+// the call.
+func (t *tokenizer) each(s string, fn func(term []byte)) {
+	runes := 0 // in t.word: one-letter words are dropped by rune count
 	flush := func() {
-		if len(word) > 1 {
-			w := strings.ToLower(string(word))
-			if !isStopWord(w) {
-				out = append(out, stem(w))
-			}
+		if runes > 1 && !isStopWord(string(t.word)) {
+			fn(stem(t.word))
 		}
-		word = word[:0]
+		t.word, runes = t.word[:0], 0
 	}
 	prev := rune(0)
 	for i := 0; i < len(s); {
@@ -31,7 +44,7 @@ func appendTerms(out []string, s string) []string {
 			prev = 0
 			continue
 		}
-		if unicode.IsUpper(r) && len(word) > 0 {
+		if unicode.IsUpper(r) && runes > 0 {
 			next, _ := utf8.DecodeRuneInString(s[i:])
 			// "getForecast" splits before F; "HTTPServer" splits before
 			// the S that starts a lower-case run.
@@ -40,11 +53,19 @@ func appendTerms(out []string, s string) []string {
 				flush()
 			}
 		}
-		word = append(word, r)
+		if r < utf8.RuneSelf {
+			c := byte(r)
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			t.word = append(t.word, c)
+		} else {
+			t.word = utf8.AppendRune(t.word, unicode.ToLower(r))
+		}
+		runes++
 		prev = r
 	}
 	flush()
-	return out
 }
 
 // isStopWord reports function words and request phrasing ("I need a
@@ -70,37 +91,39 @@ func isStopWord(w string) bool {
 	return false
 }
 
-// stem removes common English inflection. It is deliberately crude (a few
-// suffix rules, no dictionary): both sides of every comparison go through
-// it, so it only has to map related forms to one key, not produce words.
-func stem(w string) string {
+// stem removes common English inflection, in place. It is deliberately
+// crude (a few suffix rules, no dictionary): both sides of every
+// comparison go through it, so it only has to map related forms to one
+// key, not produce words. Every rule shortens the word or keeps its
+// length, so it never needs more room than w has.
+func stem(w []byte) []byte {
 	if len(w) <= 3 || !isASCII(w) {
 		return w
 	}
-	w = americanize(w)
+	americanize(w)
 	switch {
-	case strings.HasSuffix(w, "sses"):
+	case hasSuffix(w, "sses"):
 		w = w[:len(w)-2]
-	case strings.HasSuffix(w, "ies") && len(w) > 4:
-		w = w[:len(w)-3] + "y"
-	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") &&
-		!strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
+	case hasSuffix(w, "ies") && len(w) > 4:
+		w = append(w[:len(w)-3], 'y')
+	case hasSuffix(w, "s") && !hasSuffix(w, "ss") &&
+		!hasSuffix(w, "us") && !hasSuffix(w, "is"):
 		w = w[:len(w)-1]
 	}
 	// -ing and -ed come off only when a vowel stays in front ("string"
 	// and "red" keep theirs) and not from -eed ("speed", "agreed").
 	switch {
-	case strings.HasSuffix(w, "ing") && len(w) >= 6 && hasVowel(w[:len(w)-3]):
+	case hasSuffix(w, "ing") && len(w) >= 6 && hasVowel(w[:len(w)-3]):
 		w = undouble(w[:len(w)-3])
-	case strings.HasSuffix(w, "ed") && !strings.HasSuffix(w, "eed") && len(w) >= 5 && hasVowel(w[:len(w)-2]):
+	case hasSuffix(w, "ed") && !hasSuffix(w, "eed") && len(w) >= 5 && hasVowel(w[:len(w)-2]):
 		w = undouble(w[:len(w)-2])
-	case (strings.HasSuffix(w, "tion") || strings.HasSuffix(w, "sion")) && len(w) >= 7:
+	case (hasSuffix(w, "tion") || hasSuffix(w, "sion")) && len(w) >= 7:
 		w = w[:len(w)-3]
 	}
 	// Noun and adjective endings: "assistance" and "assistant" meet
 	// "assist". A stem must keep four letters so "agent" stays whole.
 	for _, suf := range [...]string{"ment", "ance", "ence", "ant", "ent"} {
-		if strings.HasSuffix(w, suf) && len(w)-len(suf) >= 4 {
+		if hasSuffix(w, suf) && len(w)-len(suf) >= 4 {
 			w = w[:len(w)-len(suf)]
 			break
 		}
@@ -111,10 +134,14 @@ func stem(w string) string {
 	return w
 }
 
+func hasSuffix(w []byte, suf string) bool {
+	return len(w) >= len(suf) && string(w[len(w)-len(suf):]) == suf
+}
+
 // undouble turns "runn" (from "running") back into "run"; l, s and z are
 // left alone because "call", "pass" and "buzz" end doubled in their base
 // form, and three-letter results ("add" from "added") are kept whole.
-func undouble(w string) string {
+func undouble(w []byte) []byte {
 	n := len(w)
 	if n >= 4 && w[n-1] == w[n-2] && !strings.ContainsRune("aeioulsz", rune(w[n-1])) {
 		return w[:n-1]
@@ -122,26 +149,25 @@ func undouble(w string) string {
 	return w
 }
 
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
+func isASCII(w []byte) bool {
+	for _, c := range w {
+		if c >= utf8.RuneSelf {
 			return false
 		}
 	}
 	return true
 }
 
-// americanize spells -ise words the -ize way so "summarise" meets
-// "summarize". Words that only ever take -ise ("promise") change too, but
-// identically on both sides of a comparison, so nothing is lost.
-func americanize(w string) string {
+// americanize spells -ise words the -ize way, in place, so "summarise"
+// meets "summarize". Words that only ever take -ise ("promise") change
+// too, but identically on both sides of a comparison, so nothing is lost.
+func americanize(w []byte) {
 	for _, suf := range [...]string{"isations", "isation", "ising", "ised", "ises", "ise"} {
-		if strings.HasSuffix(w, suf) && len(w) > len(suf)+2 {
-			cut := len(w) - len(suf)
-			return w[:cut] + "iz" + suf[2:]
+		if hasSuffix(w, suf) && len(w) > len(suf)+2 {
+			w[len(w)-len(suf)+1] = 'z'
+			return
 		}
 	}
-	return w
 }
 
-func hasVowel(w string) bool { return strings.ContainsAny(w, "aeiouy") }
+func hasVowel(w []byte) bool { return bytes.ContainsAny(w, "aeiouy") }
