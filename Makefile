@@ -27,9 +27,14 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './test/e2e/node_modules/*')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-# Benchmarks quoted in docs/benchmarks.md.
+# Benchmarks quoted in docs/benchmarks.md, side by side in one run.
+BENCH_COUNT ?= 5
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./internal/...
+	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -bench 'Parse200Lines' ./internal/prompt/
+	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -bench 'ParseAndRunLua|RunLua$$|RunOneTurn|LoopbackFloor|FanoutPerArm' ./internal/engine/
+	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -bench 'RunPrompt|ConstTool|ListPromptsPage|RunsInFlight' ./internal/server/
+	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -benchtime 5x -bench 'Resolve10k|ReloadOneSaved' ./internal/catalog/
+	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -bench 'LaunchSettle|HeldRunsMemory' ./internal/runs/
 
 # Runs the Lua-only example; it needs no gateway.
 example:

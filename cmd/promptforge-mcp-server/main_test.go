@@ -213,3 +213,47 @@ func TestVersionAndHelp(t *testing.T) {
 		t.Fatalf("help: %d %q", code, out)
 	}
 }
+
+func TestRunResearchExampleBindsTheLiveTools(t *testing.T) {
+	g := gatewaytest.New(t)
+	g.EnqueueSearch(gatewaytest.Search(gatewaytest.SearchHit{Title: "Ada Lovelace", URL: "https://example.org/ada", Description: "Mathematician"}))
+	g.Enqueue(
+		gatewaytest.Calls(gatewaytest.Call{ID: "s1", Name: "search", Args: map[string]any{"query": "Ada Lovelace"}}),
+		gatewaytest.Text("Ada Lovelace was a mathematician.\n\nSources: https://example.org/ada"),
+	)
+	code, out, errOut := call(t, gatewayEnv(g), "run", "../../examples/prompts/research_person.md", "Ada Lovelace")
+	if code != exitOK || !strings.HasPrefix(out, "Ada Lovelace was a mathematician.") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if n := len(g.SearchRequests()); n != 1 {
+		t.Fatalf("%d search requests, want 1", n)
+	}
+	reqs := g.Requests()
+	var advertised []string
+	for _, tool := range reqs[0].Body["tools"].([]any) {
+		advertised = append(advertised, tool.(map[string]any)["function"].(map[string]any)["name"].(string))
+	}
+	if strings.Join(advertised, ",") != "search,fetch" {
+		t.Fatalf("advertised tools %v, want the prompt's aliases search,fetch", advertised)
+	}
+	// The search result reaches the model inside the untrusted envelope.
+	msgs := reqs[1].Messages
+	last, _ := msgs[len(msgs)-1]["content"].(string)
+	if !strings.Contains(last, "untrusted_input_") || !strings.Contains(last, "example.org/ada") {
+		t.Fatalf("tool result sent as %q", last)
+	}
+}
+
+func TestRunWithoutGatewayStillHasWebFetch(t *testing.T) {
+	// With no gateway, a prompt needing only fetch binds it; one needing
+	// search fails at the H1 saying nothing matches.
+	fetchOnly := writePrompt(t, "---\nname: x\ndescription: y\npromptforge: 1\n---\n# T\n\n```lua\nlocal h = tools.need('fetch', 'Fetch a web page and return its main content as markdown.')\nreturn h.wire_name\n```\n")
+	code, out, errOut := call(t, nil, "run", fetchOnly)
+	if code != exitOK || out != "web_fetch\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, _, errOut = call(t, nil, "run", "../../examples/prompts/research_person.md", "Ada")
+	if code != exitFailure || !strings.Contains(errOut, "no tool matches capability") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}

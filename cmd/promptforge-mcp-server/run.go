@@ -17,6 +17,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/prompt"
 	"github.com/promptforge-go/promptforge/internal/server"
 	"github.com/promptforge-go/promptforge/internal/store"
+	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
 // runFlags is the parsed command line of "run".
@@ -124,9 +125,11 @@ func runOnce(ctx context.Context, f runFlags, logger *slog.Logger, lookup env, s
 		if p, err = loadPromptFile(f.target); err != nil {
 			return "", err
 		}
-		if cfg.Client, cfg.Models, err = gatewayFromEnv(ctx, lookup); err != nil {
+		closeEnv, err := fromEnv(ctx, lookup, logger, &cfg)
+		if err != nil {
 			return "", err
 		}
+		defer closeEnv()
 	}
 
 	st := store.New()
@@ -253,37 +256,50 @@ func extractOutput(st *store.Store, p *prompt.Prompt, value, outPath string, std
 	return value, nil
 }
 
-// gatewayFromEnv builds the gateway client from PROMPTFORGE_GATEWAY_URL and
-// PROMPTFORGE_GATEWAY_API_KEY. Neither set means no gateway: a Lua-only
-// prompt runs, and a model call fails saying what to set.
-func gatewayFromEnv(ctx context.Context, lookup env) (*gateway.Client, []gateway.Model, error) {
-	url, hasURL := lookupNonBlank(lookup, "PROMPTFORGE_GATEWAY_URL")
-	key, hasKey := lookupNonBlank(lookup, "PROMPTFORGE_GATEWAY_API_KEY")
-	switch {
-	case !hasURL && !hasKey:
-		return nil, nil, nil
-	case !hasURL:
-		return nil, nil, errors.New("PROMPTFORGE_GATEWAY_API_KEY is set but PROMPTFORGE_GATEWAY_URL is not: set both to use a gateway, or neither for Lua-only prompts")
-	case !hasKey:
-		return nil, nil, errors.New("PROMPTFORGE_GATEWAY_URL is set but PROMPTFORGE_GATEWAY_API_KEY is not: set both to use a gateway (any non-empty key for servers that need none)")
-	}
-	client, err := gateway.New(gateway.Config{BaseURL: url, APIKey: key})
+// fromEnv builds the gateway client and live tools from
+// PROMPTFORGE_GATEWAY_URL and PROMPTFORGE_GATEWAY_API_KEY, as the reference
+// CLI does: web_fetch always; with a gateway, its model catalog and
+// web_search too. Neither variable set means no gateway: a Lua-only prompt
+// runs, and a model call fails saying what to set. The returned func
+// releases the clients' idle connections.
+func fromEnv(ctx context.Context, lookup env, logger *slog.Logger, cfg *engine.Config) (func(), error) {
+	fetch, err := tools.NewWebFetch(tools.DefaultPolicy(), tools.WithLogger(logger))
 	if err != nil {
-		return nil, nil, fmt.Errorf("PROMPTFORGE_GATEWAY_URL: %w", err)
+		return nil, fmt.Errorf("build web_fetch: %w", err)
 	}
-	cat, err := client.Models(ctx, nil)
+	cfg.Tools = []tools.Tool{fetch}
+	closers := []func(){fetch.CloseIdleConnections}
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	gc, err := gateway.ConfigFromEnv(lookup)
+	if errors.Is(err, gateway.ErrNotConfigured) {
+		return closeAll, nil
+	}
+	if err == nil {
+		cfg.Client, err = gateway.New(gc)
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("fetch the gateway's model catalog: %w", err)
+		closeAll()
+		return nil, err
 	}
-	return client, cat.Models, nil
-}
-
-func lookupNonBlank(lookup env, name string) (string, bool) {
-	v, ok := lookup(name)
-	if !ok || strings.TrimSpace(v) == "" {
-		return "", false
+	closers = append(closers, cfg.Client.CloseIdleConnections)
+	cat, err := cfg.Client.Models(ctx, nil)
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("fetch the gateway's model catalog: %w", err)
 	}
-	return v, true
+	cfg.Models = cat.Models
+	search, err := tools.NewWebSearch(gc.BaseURL, gc.APIKey, nil)
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("build web_search: %w", err)
+	}
+	cfg.Tools = append(cfg.Tools, search)
+	closers = append(closers, search.CloseIdleConnections)
+	return closeAll, nil
 }
 
 // newLogger builds the stderr logger at --log-level, else PROMPTFORGE_LOG,
