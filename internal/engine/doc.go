@@ -13,7 +13,14 @@
 // Cancellation: the run's context reaches every wait — model calls, tool
 // calls, Lua (through the VM's context), infer and execute — and a
 // cancelled run fails with Kind Cancelled and the context's cause. Run
-// starts no goroutine that outlives it.
+// starts no goroutine that outlives it: fanout waits for its arms, and a
+// gateway client the run built from the environment has its idle
+// connections (and their transport goroutines) closed when Run returns.
+//
+// Limits: each VM gets a Lua time budget, a call-stack and value-stack
+// bound, caps on library-built strings and on var's size (Limits). There
+// is no memory ceiling per VM; luavm's package documentation says what
+// remains unbounded and why.
 //
 // Fanout: each arm is a fresh VM for the worker section on its own
 // goroutine, at most Limits.FanoutConcurrency at once, started in

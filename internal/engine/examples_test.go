@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -85,4 +86,29 @@ func TestExample_Digest(t *testing.T) {
 		r := runP(t, p, "  \n---\n", Config{Models: []gateway.Model{testModel}})
 		r.ok(t, "Nothing to digest: give one or more texts separated by lines holding only ---.")
 	})
+}
+
+// §8.10: every shipped prompt parses and names no concrete tool: prompts
+// state capabilities (tools.need) and the server binds them, so the names
+// of the tools that happen to provide them must not appear anywhere.
+func TestExamples_ShippedPromptsParseAndNameNoTools(t *testing.T) {
+	paths, err := filepath.Glob("../../examples/prompts/*.md")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no shipped prompts found: %v", err)
+	}
+	for _, path := range paths {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := prompt.Parse(src); err != nil {
+			t.Errorf("%s does not parse: %v", path, err)
+		}
+		for _, name := range []string{"web_search", "web_fetch"} {
+			if i := strings.Index(string(src), name); i >= 0 {
+				line := strings.Count(string(src[:i]), "\n") + 1
+				t.Errorf("%s:%d names the concrete tool %s", path, line, name)
+			}
+		}
+	}
 }

@@ -17,6 +17,7 @@ var errSiblingFailed = errors.New("another arm of the same fanout failed")
 // fanoutCall is one fanout(worker, collection) call: the worker's place,
 // what every arm starts from, and the arms' shared store token.
 type fanoutCall struct {
+	ctx      context.Context // the caller's: the arms' context derives from it
 	caller   *unit
 	worker   place
 	vis      []place // the arms' visible set
@@ -29,10 +30,7 @@ type fanoutCall struct {
 // fanout runs worker once per member, up to Limits.FanoutConcurrency arms
 // at a time, and returns the results in collection order (§7). It returns
 // only once every arm it started has ended.
-func (u *unit) fanout(worker string, members []any) ([]luavm.FanoutResult, error) {
-	if u.sec == nil {
-		return nil, luavm.Scriptf("fanout is only available in sections (## headings); H1 runs before sections exist")
-	}
+func (u *unit) fanout(ctx context.Context, worker string, members []any) ([]luavm.FanoutResult, error) {
 	if u.fr.depth+1 > MaxDepth {
 		return nil, &Error{Kind: Lua, Err: fmt.Errorf("fanout recursion exceeded cap of %d", MaxDepth)}
 	}
@@ -51,10 +49,11 @@ func (u *unit) fanout(worker string, members []any) ([]luavm.FanoutResult, error
 	if err != nil {
 		return nil, err
 	}
-	if u.fr.ctx.Err() != nil {
-		return nil, u.cancelled()
+	if ctx.Err() != nil {
+		return nil, cancelledBy(ctx)
 	}
 	fc := &fanoutCall{
+		ctx:      ctx,
 		caller:   u,
 		worker:   w,
 		vis:      armVisible(vis, w),
@@ -69,7 +68,7 @@ func (u *unit) fanout(worker string, members []any) ([]luavm.FanoutResult, error
 func (fc *fanoutCall) run() ([]luavm.FanoutResult, error) {
 	u := fc.caller
 	r := u.r
-	ctx, cancel := context.WithCancelCause(u.fr.ctx)
+	ctx, cancel := context.WithCancelCause(fc.ctx)
 	defer cancel(nil)
 	fr := frame{ctx: ctx, depth: u.fr.depth + 1, args: u.fr.args, inArm: true}
 
@@ -124,8 +123,8 @@ spawn:
 	}
 	wg.Wait()
 
-	if u.fr.ctx.Err() != nil {
-		return nil, u.cancelled()
+	if fc.ctx.Err() != nil {
+		return nil, cancelledBy(fc.ctx)
 	}
 	if first != nil {
 		return nil, first

@@ -596,7 +596,7 @@ func TestFanout_PreCancelled(t *testing.T) {
 	u := r.newUnit(frame{ctx: ctx}, place{slice: p.Sections, index: 0})
 	u.vm = luavm.New(ctx, u.vmConfig(luavm.KindSection, 1, "", nil, nil))
 	defer u.vm.Close()
-	_, err = u.fanout("## W", []any{"a"})
+	_, err = u.fanout(ctx, "## W", []any{"a"})
 	wantCancelled(t, err, cause.Error())
 	if n := rec.count(FanoutArmStarted); n != 0 {
 		t.Fatalf("%d arms started", n)

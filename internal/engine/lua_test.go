@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -120,8 +118,7 @@ func TestLua_Log(t *testing.T) {
 	p := parse(t, "# T\n\n"+lua(`log("from h1")`)+"\n## A\n\n"+lua(`log("one")`)+lua(`log("two")`)+lua(`log("three")`))
 	cfg := Config{Execution: "exec-log", Limits: Limits{LogEvents: 2}}
 	r := runP(t, p, "", cfg)
-	e := r.fails(t, Quota, "lua log event quota exceeded")
-	_ = e
+	r.fails(t, Quota, "lua log event quota exceeded")
 	if got := strings.Join(r.rec.logs(), ","); got != "Lua: from h1,Lua: one,Lua: two" {
 		t.Fatalf("logs = %s", got)
 	}
@@ -206,8 +203,6 @@ func TestLua_RuntimeErrorLines(t *testing.T) {
 	if strings.Contains(r.err.Error(), "traceback") {
 		t.Fatalf("traceback in %q", r.err)
 	}
-	_ = fmt.Sprint
-	_ = json.Valid
 }
 
 func TestLua_ReplyClearedForFallThrough(t *testing.T) {
@@ -224,4 +219,13 @@ func TestLua_LocalHandlerCanExecute(t *testing.T) {
 	if m := g.Requests()[1].Messages; m[len(m)-1]["content"] != "helper got in" {
 		t.Fatalf("handler result %v", m[len(m)-1])
 	}
+}
+
+// §8.8: the store-triad fixture, and store failures are Lua errors.
+func TestLua_StoreTriad(t *testing.T) {
+	p := parse(t, "# T\n\n## A\n\n"+lua(`store.write("notes.txt", "alpha\nbeta")`)+"\n## B\n\n"+
+		lua(`return store.read_numbered("notes.txt") .. "|" .. store.read("notes.txt")`))
+	runP(t, p, "", Config{}).ok(t, "1| alpha\n2| beta|alpha\nbeta")
+	p = parse(t, "# T\n\n## A\n\n"+lua(`return store.read("missing.txt")`))
+	runP(t, p, "", Config{}).fails(t, Lua, "file not found: missing.txt")
 }

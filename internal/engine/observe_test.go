@@ -12,6 +12,11 @@ import (
 )
 
 // §8.10 Observation and runs.
+//
+// Not covered: "a 1-byte memory limit fails host injection with teardown
+// observations". gopher-lua has no allocation hook or per-state memory
+// accounting, so a VM has no memory limit to set (luavm's package
+// documentation says what bounds memory instead).
 
 func TestObserve_TwoSectionSequence(t *testing.T) {
 	p := parse(t, "# Trio\n\n## First\n\n"+lua(`local x = 1`)+"\n## Second\n\n"+lua(`local y = 2`))
@@ -156,5 +161,47 @@ func TestObserve_MintsExecutionIDs(t *testing.T) {
 	b := runP(t, p, "", Config{})
 	if a.Value == "" || a.Value == b.Value || a.rec.events[0].Execution != a.Value {
 		t.Fatalf("execution ids %q %q", a.Value, b.Value)
+	}
+}
+
+// §8.10: debug capture is an observer of turns, nothing more: the same run
+// with and without it gives the same value, store, observations and wire
+// requests (nested infer included).
+func TestObserve_AbsentDebugCaptureChangesNothing(t *testing.T) {
+	p := parse(t, "# T\n\n"+defaultModel+"\n## A\n\n"+lua(`var.side = models.infer("aside")`)+"\nMain {{ var.side }}.\n\n"+
+		lua(`store.write("out", reply); return reply .. "|" .. sys.reply_finish_reason`))
+	type outcome struct {
+		value, store string
+		lines        []string
+		bodies       []string
+		turns        int
+	}
+	run := func(debug func(DebugTurn)) outcome {
+		g := newGW(t)
+		g.Respond(func(req gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Text("R(" + lastUser(req) + ")") })
+		cfg := g.cfg()
+		cfg.Execution = "exec-debug"
+		cfg.Debug = debug
+		r := runP(t, p, "", cfg)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		var bodies []string
+		for _, req := range g.Requests() {
+			bodies = append(bodies, string(req.Raw))
+		}
+		return outcome{r.Value, fmt.Sprint(r.st.Snapshot()), r.rec.lines(), bodies, r.Turns}
+	}
+	var captured []DebugTurn
+	with := run(func(d DebugTurn) { captured = append(captured, d) })
+	without := run(nil)
+	if len(captured) != 2 {
+		t.Fatalf("debug capture saw %d turns", len(captured))
+	}
+	if fmt.Sprint(with) != fmt.Sprint(without) {
+		t.Fatalf("debug capture changed the run:\nwith    %+v\nwithout %+v", with, without)
+	}
+	if with.value != "R(Main R(aside).)|stop" {
+		t.Fatalf("value %q", with.value)
 	}
 }

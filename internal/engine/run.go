@@ -66,6 +66,8 @@ func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cf
 		return Result{}, err
 	}
 
+	defer r.closeClient()
+
 	r.observe(p.Title, RunStarted)
 	value, err := r.execute()
 	if err != nil {
@@ -95,6 +97,7 @@ func newRun(ctx context.Context, p *prompt.Prompt, args string, st *store.Store,
 		CallStackSize:   cfg.Limits.CallStackSize,
 		RegistryMaxSize: cfg.Limits.RegistryMaxSize,
 		MaxStringBytes:  cfg.Limits.MaxStringBytes,
+		MaxVarBytes:     cfg.Limits.MaxVarBytes,
 		LogEvents:       cfg.Limits.LogEvents,
 		LogBytes:        cfg.Limits.LogBytes,
 	}.WithDefaults()
@@ -202,9 +205,7 @@ func (r *run) execute() (string, error) {
 }
 
 // cancelled is the run's cancellation error, naming the host's cause.
-func (r *run) cancelled() *Error {
-	return &Error{Kind: Cancelled, Err: &luavm.CancelledError{Cause: context.Cause(r.ctx)}}
-}
+func (r *run) cancelled() *Error { return cancelledBy(r.ctx) }
 
 // finalError classifies whatever ended the run. Cancellation wins: once
 // the context is done, every other failure is a consequence of it.
@@ -247,6 +248,18 @@ func classify(err error) *Error {
 		return &Error{Kind: Cancelled, Err: err}
 	}
 	return &Error{Kind: Internal, Err: err}
+}
+
+// closeClient closes the idle connections of a client the run built: its
+// transport keeps a reader and a writer goroutine per kept-alive
+// connection, which would otherwise outlive Run. A configured client
+// belongs to the caller, who decides when its connections close.
+func (r *run) closeClient() {
+	r.clientMu.Lock()
+	defer r.clientMu.Unlock()
+	if r.client != nil {
+		r.client.CloseIdleConnections()
+	}
 }
 
 // gatewayClient returns the configured client or builds one from the

@@ -142,7 +142,8 @@ func TestTools_CallsAndScopeErrors(t *testing.T) {
 		return tools.Result{}, errors.New("nope")
 	}
 	cfg.Tools = []tools.Tool{failing, fetchTool()}
-	// The count increments even when the tool fails.
+	// A failing live tool fails the run (the count of a failing call is
+	// checked in TestTools_CallsCountFailingCalls).
 	g.Enqueue(callSearch("q"))
 	p := parse(t, "# T\n\n"+needBoth+"\n## A\n\n"+lua(`tools.add("search")`)+"\nGo.\n")
 	r := runP(t, p, "", cfg)
@@ -276,3 +277,58 @@ func TestTools_NearDuplicates(t *testing.T) {
 }
 
 func (ix pairIndex) Doc(i int) match.Doc { return ix.docs[i] }
+
+// §8.4: tools.calls increments on dispatch, also when the tool errors. A
+// failing call ends the run, so the failing handler reads the count
+// itself, after dispatch and before it fails.
+func TestTools_CallsCountFailingCalls(t *testing.T) {
+	g := newGW(t)
+	g.Enqueue(gatewaytest.Calls(gatewaytest.Call{Name: "ok"}), gatewaytest.Calls(gatewaytest.Call{Name: "bad"}))
+	p := parse(t, "# T\n\n"+defaultModel+"\n## A\n\n"+lua(`
+tools.add_local("ok", "works", {}, function() return "fine" end)
+tools.add_local("bad", "fails", {}, function()
+  log("calls ok=" .. tools.calls.ok .. " bad=" .. tools.calls.bad)
+  error("handler broke")
+end)`)+"\nGo.\n")
+	r := runP(t, p, "", g.cfg())
+	r.fails(t, Tool, "handler broke")
+	if got := strings.Join(r.rec.logs(), ","); got != "Lua: calls ok=1 bad=1" {
+		t.Fatalf("counts seen by the failing call: %q", got)
+	}
+}
+
+// §8.4: an override given to tools.need alone is what the model sees.
+func TestTools_NeedOverrideReachesTheWire(t *testing.T) {
+	g := newGW(t)
+	g.Enqueue(gatewaytest.Text("ok"))
+	cfg := g.cfg()
+	cfg.Tools = bothTools()
+	p := parse(t, "# T\n\n"+needBoth+"\n## A\n\n"+lua(`tools.add("search"); tools.add("fetch")`)+"\nGo.\n")
+	runP(t, p, "", cfg).ok(t, "ok")
+	fns := g.Requests()[0].Body["tools"].([]any)
+	var descs []string
+	for _, f := range fns {
+		descs = append(descs, f.(map[string]any)["function"].(map[string]any)["description"].(string))
+	}
+	if len(descs) != 2 || descs[0] != "need override" || descs[1] != fetchNeed {
+		t.Fatalf("descriptions %q: search must carry its need override, fetch its own description", descs)
+	}
+}
+
+// §8.4: tools.add of a declared tool between two prose blocks changes the
+// scope of the second block only.
+func TestTools_AddBetweenProseBlocks(t *testing.T) {
+	g := newGW(t)
+	g.Enqueue(gatewaytest.Text("first"), gatewaytest.Text("second"))
+	cfg := g.cfg()
+	cfg.Tools = bothTools()
+	p := parse(t, "# T\n\n"+needBoth+"\n## A\n\n"+lua(`tools.add("search")`)+"\nFirst.\n\n"+lua(`tools.add("fetch")`)+"\nSecond.\n")
+	runP(t, p, "", cfg).ok(t, "second")
+	reqs := g.Requests()
+	if got := strings.Join(toolNames(reqs[0]), ","); got != "search" {
+		t.Fatalf("first block advertised %q", got)
+	}
+	if got := strings.Join(toolNames(reqs[1]), ","); got != "search,fetch" {
+		t.Fatalf("second block advertised %q", got)
+	}
+}

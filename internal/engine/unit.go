@@ -90,8 +90,11 @@ func (u *unit) observe(d Detail) {
 
 // cancelled is the error of a unit whose context ended: the run's
 // cancellation, or the abort of a fanout whose sibling arm failed.
-func (u *unit) cancelled() *Error {
-	return &Error{Kind: Cancelled, Err: &luavm.CancelledError{Cause: context.Cause(u.fr.ctx)}}
+func (u *unit) cancelled() *Error { return cancelledBy(u.fr.ctx) }
+
+// cancelledBy is the cancellation error of a wait on ctx.
+func cancelledBy(ctx context.Context) *Error {
+	return &Error{Kind: Cancelled, Err: &luavm.CancelledError{Cause: context.Cause(ctx)}}
 }
 
 func (u *unit) vmConfig(kind luavm.Kind, id int, when string, reply *string, v *luavm.Var) luavm.Config {
@@ -241,6 +244,11 @@ func (u *unit) blocks(reply *string) (flow, error) {
 // binding.
 func (u *unit) prose(b prompt.Block) error {
 	r := u.r
+	// A script that replaced var fails here, before the model is called,
+	// whether or not the prose names var (§2.4: the host's next read).
+	if _, err := u.vm.Var(); err != nil {
+		return err
+	}
 	var sc *scope
 	if u.sec == nil {
 		sc = u.h1Scope()
@@ -339,31 +347,20 @@ var noteDetails = map[luavm.Note]Detail{
 	luavm.NoteStoreGlobFailed:            StoreGlobFailed,
 }
 
-func (u *unit) h1Only(name string) error {
-	if u.sec != nil {
-		return luavm.Scriptf("%s is only available during live H1 execution", name)
-	}
-	return nil
-}
+// The phase rules (tools.need only in the H1, tools.add only in sections,
+// control globals only in sections, ...) are enforced by the VM, which
+// binds stubs in place of the functions a phase may not call; the Host
+// methods below are only reached from the phase they belong to.
 
 func (u *unit) NeedTool(ctx context.Context, alias, description string, override *string) (luavm.ToolHandle, error) {
-	if err := u.h1Only("tools.need"); err != nil {
-		return luavm.ToolHandle{}, err
-	}
 	return u.r.bind.needTool(ctx, alias, description, override)
 }
 
 func (u *unit) AlwaysTool(alias string, override *string) error {
-	if err := u.h1Only("tools.always"); err != nil {
-		return err
-	}
 	return u.r.bind.alwaysTool(alias, override)
 }
 
 func (u *unit) NeedModel(ctx context.Context, alias, description string, opts *luavm.ModelOpts) (luavm.ModelHandle, error) {
-	if err := u.h1Only("models.need"); err != nil {
-		return luavm.ModelHandle{}, err
-	}
 	mb, err := u.r.bind.needModel(ctx, alias, description, opts)
 	if err != nil {
 		return luavm.ModelHandle{}, err
@@ -372,9 +369,6 @@ func (u *unit) NeedModel(ctx context.Context, alias, description string, opts *l
 }
 
 func (u *unit) DefaultModel(ctx context.Context, alias string, description *string, opts *luavm.ModelOpts) (luavm.ModelHandle, error) {
-	if err := u.h1Only("models.default"); err != nil {
-		return luavm.ModelHandle{}, err
-	}
 	mb, err := u.r.bind.defaultModel(ctx, alias, description, opts)
 	if err != nil {
 		return luavm.ModelHandle{}, err
@@ -383,9 +377,6 @@ func (u *unit) DefaultModel(ctx context.Context, alias string, description *stri
 }
 
 func (u *unit) AddTools(aliases []string, override *string) error {
-	if u.sec == nil {
-		return luavm.Scriptf("tools.add is only available during H2 recording")
-	}
 	b := &u.r.bind
 	for _, a := range aliases {
 		if _, ok := b.tools[a]; !ok {
@@ -440,9 +431,6 @@ func (u *unit) ToolCalls(alias string) (int, error) {
 }
 
 func (u *unit) UseModel(alias string) (luavm.ModelHandle, error) {
-	if u.sec == nil {
-		return luavm.ModelHandle{}, luavm.Scriptf("models.use is only available during H2 recording")
-	}
 	if u.useAlias != "" {
 		return luavm.ModelHandle{}, luavm.Scriptf("models.use may be called at most once per section")
 	}
@@ -491,7 +479,7 @@ func (u *unit) Jump(target string) (any, error) {
 }
 
 func (u *unit) Execute(ctx context.Context, target string, input *string) (string, error) {
-	return u.execute(target, input)
+	return u.execute(ctx, target, input)
 }
 
 func (u *unit) ListFromSection(target string) ([]string, error) {
@@ -499,5 +487,5 @@ func (u *unit) ListFromSection(target string) ([]string, error) {
 }
 
 func (u *unit) Fanout(ctx context.Context, worker string, members []any) ([]luavm.FanoutResult, error) {
-	return u.fanout(worker, members)
+	return u.fanout(ctx, worker, members)
 }

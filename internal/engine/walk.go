@@ -189,10 +189,7 @@ func resolveTarget(visible []place, target string) (place, error) {
 
 // execute runs a contained chain from target (§2.10): the outer walk does
 // not move; the chain gets a clone of var and starts with no reply.
-func (u *unit) execute(target string, input *string) (string, error) {
-	if u.sec == nil {
-		return "", luavm.Scriptf("execute is only available in sections (## headings); H1 runs before sections exist")
-	}
+func (u *unit) execute(ctx context.Context, target string, input *string) (string, error) {
 	t, err := resolveTarget(u.visible(), target)
 	if err != nil {
 		return "", err
@@ -205,6 +202,7 @@ func (u *unit) execute(target string, input *string) (string, error) {
 		return "", err
 	}
 	fr := u.fr
+	fr.ctx = ctx
 	fr.depth++
 	if input != nil {
 		fr.args = *input
@@ -217,9 +215,6 @@ func (u *unit) execute(target string, input *string) (string, error) {
 }
 
 func (u *unit) listFromSection(target string) ([]string, error) {
-	if u.sec == nil {
-		return nil, luavm.Scriptf("list_from_section is only available in sections (## headings); H1 runs before sections exist")
-	}
 	t, err := resolveTarget(u.visible(), target)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 	"github.com/promptforge-go/promptforge/internal/store"
@@ -297,6 +299,20 @@ func TestWire_LazyClientFromEnvironment(t *testing.T) {
 	runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nHi.\n"), "", Config{Models: []gateway.Model{testModel}}).ok(t, "from env")
 }
 
+// A client the run builds from the environment is the run's: its
+// kept-alive connections (a reader and a writer goroutine each) close when
+// Run returns, while the gateway is still up.
+func TestWire_LazyClientLeavesNoGoroutines(t *testing.T) {
+	g := newGW(t)
+	g.Respond(func(gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Text("from env") })
+	t.Setenv(gateway.EnvURL, g.URL())
+	t.Setenv(gateway.EnvAPIKey, g.APIKey())
+	before := goleak.IgnoreCurrent()
+	p := parse(t, "# T\n\n"+defaultModel+"\n## A\n\nHi.\n\n## B\n\nAgain.\n")
+	runP(t, p, "", Config{Models: []gateway.Model{testModel}}).ok(t, "from env")
+	goleak.VerifyNone(t, before)
+}
+
 // Cancellation.
 
 func runCtx(ctx context.Context, t *testing.T, body string, cfg Config) (Result, error) {
@@ -393,13 +409,20 @@ func TestCancel_MidExecuteChainInfer(t *testing.T) {
 	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("late")))
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
+	rec := &recorder{}
+	cfg := g.cfg()
+	cfg.Observer = rec
 	done := make(chan error, 1)
 	go func() {
 		_, err := runCtx(ctx, t, "# T\n\n"+defaultModel+"\n## A\n\n"+lua(`local ok = pcall(execute, "## B"); return "swallowed " .. tostring(ok)`)+
-			"\n## B\n\n---\n\n"+lua(`return models.infer("hi")`), g.cfg())
+			"\n## B\n\n---\n\n"+lua(`return models.infer("hi")`), cfg)
 		done <- err
 	}()
 	<-gate.Arrived()
 	cancel(errors.New("stop now"))
 	wantCancelled(t, <-done, "stop now")
+	// §3.9, §8.5: a cancelled infer is not a failed model turn.
+	if n := rec.count(ModelTurnFailed); n != 0 {
+		t.Fatalf("%d failed turns reported: %v", n, rec.lines())
+	}
 }

@@ -205,6 +205,18 @@ func optString(L *lua.LState, n int, what string) *string {
 	return nil
 }
 
+// tableArg reads a table argument: a Lua table, or var data copied into
+// one (type() calls var data a table, so the API accepts it as one).
+func (vm *VM) tableArg(v lua.LValue) (*lua.LTable, bool) {
+	if t, ok := v.(*lua.LTable); ok {
+		return t, true
+	}
+	if r, ok := varOf(v); ok {
+		return vm.FromData(r.node).(*lua.LTable), true
+	}
+	return nil, false
+}
+
 func (vm *VM) toolsNeed(L *lua.LState) int {
 	alias, ok1 := L.Get(1).(lua.LString)
 	desc, ok2 := L.Get(2).(lua.LString)
@@ -259,7 +271,7 @@ func (vm *VM) toolsAdd(L *lua.LState) int {
 	first := L.Get(1)
 	var aliases []string
 	var override *string
-	if t, ok := first.(*lua.LTable); ok {
+	if t, ok := vm.tableArg(first); ok {
 		if top >= 2 && L.Get(2) != lua.LNil {
 			L.RaiseError("tools.add array form takes no override")
 		}
@@ -311,7 +323,7 @@ func (vm *VM) toolsAddLocal(L *lua.LState) int {
 	if !ok {
 		L.RaiseError("tools.add_local description must be a string, got %s", luaTypeName(L.Get(2)))
 	}
-	params, ok := L.Get(3).(*lua.LTable)
+	params, ok := vm.tableArg(L.Get(3))
 	if !ok {
 		L.RaiseError("tools.add_local params must be a table of name = type, got %s", luaTypeName(L.Get(3)))
 	}
@@ -448,9 +460,9 @@ func (vm *VM) parseModelOpts(L *lua.LState, fn string, n int) *ModelOpts {
 	if v == lua.LNil {
 		return nil
 	}
-	t, ok := v.(*lua.LTable)
+	t, ok := vm.tableArg(v)
 	if !ok {
-		L.RaiseError("%s opts must be a table when provided", fn)
+		L.RaiseError("%s opts must be a table when provided, got %s", fn, luaTypeName(v))
 	}
 	opts := &ModelOpts{}
 	var perr string
@@ -663,9 +675,15 @@ func targetArg(L *lua.LState) string {
 }
 
 func (vm *VM) luaJump(L *lua.LState) int {
-	if vm.phase == phaseShared {
+	switch vm.phase {
+	case phaseShared:
 		vm.fatal = &LuaError{Msg: "jump is not available during shared library load"}
 		L.RaiseError("jump is not available during shared library load")
+	case phaseLocalTool:
+		// jump is nil inside handlers; this catches a handler that
+		// captured it earlier, whose jump would otherwise be dropped
+		// silently when the next chunk starts.
+		L.RaiseError("jump is not available inside a local tool handler: a handler cannot leave its section; return a result and jump after the prose block")
 	}
 	target := targetArg(L)
 	tok, err := vm.host.Jump(target)
@@ -715,7 +733,7 @@ func (vm *VM) luaListFromSection(L *lua.LState) int {
 
 func (vm *VM) luaFanout(L *lua.LState) int {
 	worker := targetArg(L)
-	coll, ok := L.Get(2).(*lua.LTable)
+	coll, ok := vm.tableArg(L.Get(2))
 	if !ok {
 		L.RaiseError("fanout's second parameter is a collection; for a list section use list_from_section(heading)")
 	}

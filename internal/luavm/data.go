@@ -2,6 +2,7 @@ package luavm
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -23,7 +24,24 @@ import (
 type Table struct {
 	Arr  []any
 	Hash map[string]any
+
+	// detached marks a table that an assignment removed from var. Lua may
+	// still hold a proxy to it; writes through that proxy no longer count
+	// towards var's size.
+	detached bool
 }
+
+// The size estimate var is bounded by (Limits.MaxVarBytes). It is meant to
+// track what the data costs in memory rather than its JSON length, because
+// Go holds small containers and scalars at several times their JSON size:
+// every container counts containerCost, every element or field entryCost
+// plus its key's length (array slots have no key), a string its length and
+// any other scalar scalarCost.
+const (
+	containerCost = 64
+	entryCost     = 16
+	scalarCost    = 8
+)
 
 // maxDataDepth bounds nesting so a self-referencing structure built through
 // proxies, or an absurdly deep table, fails cleanly instead of exhausting the
@@ -83,37 +101,49 @@ func (t *Table) get(k lua.LValue) any {
 }
 
 // set stores v (already converted to data) under a Lua key; v == nil
-// deletes. It keeps the array part dense the way a Lua table's border would.
-func (t *Table) set(k lua.LValue, v any) bool {
+// deletes. It keeps the array part dense the way a Lua table's border
+// would. It returns the change of t's size estimate other than the values'
+// own sizes: entries added or removed, and keys gained or lost by entries
+// moving between the array part and the fields.
+func (t *Table) set(k lua.LValue, v any) int {
 	name, idx, ok := keyOf(k)
 	if !ok {
-		return false
+		return 0
 	}
 	if idx > 0 {
 		switch {
 		case idx <= len(t.Arr) && v != nil:
 			t.Arr[idx-1] = v
-			return true
+			return 0
 		case idx <= len(t.Arr):
 			// A hole: everything after it stops being part of the array.
+			delta := -entryCost
 			for j := idx; j < len(t.Arr); j++ {
-				t.setHash(strconv.Itoa(j+1), t.Arr[j])
+				key := strconv.Itoa(j + 1)
+				t.setHash(key, t.Arr[j])
+				delta += len(key)
 			}
 			t.Arr = t.Arr[:idx-1]
-			return true
+			return delta
 		case idx == len(t.Arr)+1 && v != nil:
 			t.Arr = append(t.Arr, v)
-			t.absorb()
-			return true
+			return entryCost + t.absorb()
 		}
 		name = strconv.Itoa(idx)
 	}
-	if v == nil {
+	_, had := t.Hash[name]
+	switch {
+	case v == nil && had:
 		delete(t.Hash, name)
-		return true
+		return -entryCost - len(name)
+	case v == nil:
+		return 0
 	}
 	t.setHash(name, v)
-	return true
+	if had {
+		return 0
+	}
+	return entryCost + len(name)
 }
 
 func (t *Table) setHash(name string, v any) {
@@ -123,16 +153,76 @@ func (t *Table) setHash(name string, v any) {
 	t.Hash[name] = v
 }
 
-// absorb moves numeric fields that now continue the array into it.
-func (t *Table) absorb() {
+// absorb moves numeric fields that now continue the array into it and
+// returns the change of the size estimate (those keys no longer count).
+func (t *Table) absorb() int {
+	delta := 0
 	for len(t.Hash) > 0 {
 		name := strconv.Itoa(len(t.Arr) + 1)
 		v, ok := t.Hash[name]
 		if !ok {
-			return
+			return delta
 		}
 		delete(t.Hash, name)
 		t.Arr = append(t.Arr, v)
+		delta -= len(name)
+	}
+	return delta
+}
+
+// measure returns the size estimate of a data value and its nesting depth
+// (a scalar is 0 deep, {} is 1).
+func measure(v any) (size, depth int) {
+	switch x := v.(type) {
+	case nil:
+		return 0, 0
+	case string:
+		return len(x), 0
+	case *Table:
+		size = containerCost
+		for _, e := range x.Arr {
+			s, d := measure(e)
+			size += entryCost + s
+			depth = max(depth, d)
+		}
+		for k, e := range x.Hash {
+			s, d := measure(e)
+			size += entryCost + len(k) + s
+			depth = max(depth, d)
+		}
+		return size, depth + 1
+	case map[string]any:
+		size = containerCost
+		for k, e := range x {
+			s, d := measure(e)
+			size += entryCost + len(k) + s
+			depth = max(depth, d)
+		}
+		return size, depth + 1
+	case []any:
+		size = containerCost
+		for _, e := range x {
+			s, d := measure(e)
+			size += entryCost + s
+			depth = max(depth, d)
+		}
+		return size, depth + 1
+	}
+	return scalarCost, 0
+}
+
+// detach marks every table in v as removed from var.
+func detach(v any) {
+	t, ok := v.(*Table)
+	if !ok {
+		return
+	}
+	t.detached = true
+	for _, e := range t.Arr {
+		detach(e)
+	}
+	for _, e := range t.Hash {
+		detach(e)
 	}
 }
 
@@ -191,10 +281,26 @@ func (e *DataError) Error() string {
 	return fmt.Sprintf("%s must be JSON data, got %s", e.Path, e.Got)
 }
 
-// converter turns Lua values into data, detecting cycles.
+// converter turns Lua values into data, detecting cycles. It adds up the
+// size estimate of what it builds and, when budget is positive, stops once
+// that exceeds budget instead of building the rest.
 type converter struct {
 	vm      *VM
 	visited map[*lua.LTable]bool
+	size    int
+	budget  int
+}
+
+// errOverBudget is returned by toData when the value is larger than the
+// converter's budget.
+var errOverBudget = errors.New("value exceeds the size budget")
+
+func (c *converter) add(n int) error {
+	c.size += n
+	if c.budget > 0 && c.size > c.budget {
+		return errOverBudget
+	}
+	return nil
 }
 
 func childPath(path string, k lua.LValue) string {
@@ -216,12 +322,15 @@ func (c *converter) toData(v lua.LValue, path string, depth int) (any, error) {
 	case *lua.LNilType:
 		return nil, nil
 	case lua.LBool:
-		return bool(x), nil
+		return bool(x), c.add(scalarCost)
 	case lua.LNumber:
-		return float64(x), nil
+		return float64(x), c.add(scalarCost)
 	case lua.LString:
-		return string(x), nil
+		return string(x), c.add(len(x))
 	case *lua.LTable:
+		if err := c.add(containerCost); err != nil {
+			return nil, err
+		}
 		if c.visited[x] {
 			return nil, &DataError{Path: path, Got: "a table that contains itself"}
 		}
@@ -238,6 +347,9 @@ func (c *converter) toData(v lua.LValue, path string, depth int) (any, error) {
 		if n > 0 {
 			out.Arr = make([]any, n)
 			for i := 1; i <= n; i++ {
+				if err := c.add(entryCost); err != nil {
+					return nil, err
+				}
 				d, err := c.toData(x.RawGetInt(i), path+"["+strconv.Itoa(i)+"]", depth+1)
 				if err != nil {
 					return nil, err
@@ -261,6 +373,10 @@ func (c *converter) toData(v lua.LValue, path string, depth int) (any, error) {
 			if idx > 0 {
 				name = strconv.Itoa(idx)
 			}
+			if e := c.add(entryCost + len(name)); e != nil {
+				err = e
+				return
+			}
 			d, e := c.toData(val, childPath(path, k), depth+1)
 			if e != nil {
 				err = e
@@ -274,6 +390,15 @@ func (c *converter) toData(v lua.LValue, path string, depth int) (any, error) {
 		return out, nil
 	case *lua.LUserData:
 		if ref, ok := x.Value.(*varRef); ok {
+			// Measure before copying, so that an assignment such as
+			// var.k = var is refused before it doubles var in memory.
+			size, d := measure(ref.node)
+			if depth+d > maxDataDepth {
+				return nil, &DataError{Path: path, Got: "a structure nested too deeply"}
+			}
+			if err := c.add(size); err != nil {
+				return nil, err
+			}
 			return CloneData(ref.node), nil
 		}
 	}

@@ -25,16 +25,32 @@
 // the VM waits on the host (model calls, execute, tools), and the shared
 // library replay spends the same budget as the blocks after it. The same
 // context carries the run's cancellation, so a busy loop stops promptly.
+// Library calls that could run long inside one Go call poll that context
+// as well: string.find, match, gmatch and gsub run on a vendored copy of
+// gopher-lua's pattern matcher (package pattern) that checks it every few
+// thousand steps, so a backtracking pattern ends with the same quota or
+// cancellation error as a loop.
+//
 // The call stack and the value stack (registry) are bounded; the registry
 // starts small and grows in large steps because gopher-lua copies it on
-// every growth. string.rep, string.format widths and table.concat are
-// bounded (16 MiB by default).
+// every growth. One call returns at most 65536 values (string.byte,
+// unpack), checked before anything is pushed. string.rep, string.format
+// (estimated before it builds anything), string.gsub and table.concat
+// refuse results over Limits.MaxStringBytes (16 MiB by default). var is
+// bounded by Limits.MaxVarBytes, checked at every assignment against a
+// running size estimate.
 //
-// Residual risk: the `..` operator, string.gsub and string.format with
-// large arguments build strings without a bound gopher-lua lets us hook.
-// A prompt can still allocate a lot of memory through them within its time
-// budget; prompts are authored by operators, not by callers, and the time
-// budget caps how long such a loop can run.
+// Not bounded: the `..` operator. gopher-lua evaluates it inside its VM
+// loop (OP_CONCAT), consulting __concat only when an operand is neither a
+// string nor a number, and offers no hook in between, so `s = s .. s`
+// doubles a string past MaxStringBytes.
+//
+// Residual risk: there is no memory ceiling per VM (the reference has
+// 64 MiB). gopher-lua allocates through the Go runtime and cannot count
+// one state's allocations, so within its time budget a script can grow Lua
+// tables (t[#t+1] = i in a loop) or concatenated strings to hundreds of
+// megabytes; the budget bounds how long it can keep growing, not how much
+// it holds meanwhile. Prompts are authored by operators, not by callers.
 //
 // Cost: a VM is built per section entry, so everything without per-VM
 // state (library and host functions, metatables) is built once per process

@@ -5,16 +5,28 @@ import "time"
 // Limits bound one VM. Zero fields take the defaults below.
 type Limits struct {
 	// LuaTime is the budget of Lua execution time per VM. gopher-lua has no
-	// instruction hook, so this stands in for an instruction budget; it is
-	// paused while the VM waits on the host (model calls, execute, tools).
+	// instruction hook, so this stands in for the reference's quota of
+	// 10,000,000 instructions; it is paused while the VM waits on the host
+	// (model calls, execute, tools). See DefaultLuaTime for how the
+	// default relates to that quota.
 	LuaTime time.Duration
 	// CallStackSize caps nested Lua calls (runaway recursion fails cleanly).
 	CallStackSize int
 	// RegistryMaxSize caps the Lua value stack (registry) in slots.
 	RegistryMaxSize int
-	// MaxStringBytes caps strings built by string.rep, string.format and
-	// table.concat.
+	// MaxStringBytes caps the strings built by string.rep, string.format,
+	// string.gsub and table.concat. It does not cap the `..` operator:
+	// gopher-lua concatenates inside its VM loop (OP_CONCAT) and consults
+	// no metamethod or hook for strings and numbers, so `s = s .. s`
+	// doubles a string past this limit; only the time budget stops a loop
+	// of it.
 	MaxStringBytes int
+	// MaxVarBytes caps the size of var's data, counted as an estimate of
+	// the memory it holds: every object or array 64 bytes, every element
+	// or field 16 bytes plus its key, every string its length, any other
+	// value 8 bytes. An assignment that would take var past it fails at the
+	// assigning line.
+	MaxVarBytes int
 	// LogEvents and LogBytes are the per-VM budgets of log().
 	LogEvents int
 	LogBytes  int
@@ -22,10 +34,20 @@ type Limits struct {
 
 // Defaults for Limits.
 const (
-	DefaultLuaTime         = 5 * time.Second
+	// DefaultLuaTime is in the order of the reference's 10,000,000
+	// instruction quota. Measured with gopher-lua v1.1.2 and Go 1.26 on a
+	// 2-vCPU development VM, with the per-instruction context check a VM
+	// runs with: a numeric for loop adding to a local (two VM instructions
+	// per iteration) ran about 24 million instructions per second, a loop
+	// appending to a table about 8 million, and both about 8 times slower
+	// under the race detector. The quota is thus about 0.4 s of simple Lua;
+	// 2 s leaves a factor of about 5 for simple code and 1.6 for
+	// table-heavy code, for slower machines and garbage collection.
+	DefaultLuaTime         = 2 * time.Second
 	DefaultCallStackSize   = 200
 	DefaultRegistryMaxSize = 1 << 20 // slots; ~16 MiB of values
 	DefaultMaxStringBytes  = 16 << 20
+	DefaultMaxVarBytes     = 16 << 20
 	DefaultLogEvents       = 1024
 	DefaultLogBytes        = 1024 * 256
 
@@ -49,6 +71,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxStringBytes <= 0 {
 		l.MaxStringBytes = DefaultMaxStringBytes
+	}
+	if l.MaxVarBytes <= 0 {
+		l.MaxVarBytes = DefaultMaxVarBytes
 	}
 	if l.LogEvents <= 0 {
 		l.LogEvents = DefaultLogEvents

@@ -174,28 +174,30 @@ func ipairsIter(L *lua.LState) int {
 	return 2
 }
 
-func (vm *VM) luaUnpack(L *lua.LState) int {
-	var get func(i int) lua.LValue
-	var n int
-	if r, ok := varOf(L.Get(1)); ok {
-		n = len(r.node.Arr)
-		get = func(i int) lua.LValue {
-			if i < 1 || i > n {
+// arrayArg reads argument n as an array: a Lua table or var data. get
+// returns element i (nil outside 1..length).
+func (vm *VM) arrayArg(L *lua.LState, n int) (get func(i int) lua.LValue, length int) {
+	if r, ok := varOf(L.Get(n)); ok {
+		length = len(r.node.Arr)
+		return func(i int) lua.LValue {
+			if i < 1 || i > length {
 				return lua.LNil
 			}
 			return vm.toLua(r, r.node.Arr[i-1], lua.LNumber(i))
-		}
-	} else {
-		tb := L.CheckTable(1)
-		n = tb.Len()
-		get = tb.RawGetInt
+		}, length
 	}
+	tb := L.CheckTable(n)
+	return tb.RawGetInt, tb.Len()
+}
+
+func (vm *VM) luaUnpack(L *lua.LState) int {
+	get, n := vm.arrayArg(L, 1)
 	start := L.OptInt(2, 1)
 	end := L.OptInt(3, n)
 	if start > end {
 		return 0
 	}
-	if end-start >= 1<<16 {
+	if end-start >= maxResults {
 		L.RaiseError("too many results to unpack")
 	}
 	for i := start; i <= end; i++ {
@@ -204,76 +206,10 @@ func (vm *VM) luaUnpack(L *lua.LState) int {
 	return end - start + 1
 }
 
-// strRep is string.rep with its result bounded.
-func (vm *VM) strRep(L *lua.LState) int {
-	s := L.CheckString(1)
-	n := L.CheckInt(2)
-	if n <= 0 || s == "" {
-		L.Push(lua.LString(""))
-		return 1
-	}
-	if len(s) > vm.limits.MaxStringBytes/n {
-		L.RaiseError("string.rep result would exceed the %d-byte string limit", vm.limits.MaxStringBytes)
-	}
-	L.Push(lua.LString(strings.Repeat(s, n)))
-	return 1
-}
-
-// strFormat refuses widths and precisions over two digits, as Lua itself
-// does, so a format cannot ask Go for a gigabyte of padding.
-func strFormat(orig lua.LGFunction) lua.LGFunction {
-	return func(L *lua.LState) int {
-		f := L.CheckString(1)
-		for i := 0; i < len(f); i++ {
-			if f[i] != '%' {
-				continue
-			}
-			i++
-			for i < len(f) && strings.IndexByte("-+ #0", f[i]) >= 0 {
-				i++
-			}
-			digits := 0
-			for i < len(f) && f[i] >= '0' && f[i] <= '9' {
-				i++
-				digits++
-			}
-			if i < len(f) && f[i] == '.' {
-				i++
-				p := 0
-				for i < len(f) && f[i] >= '0' && f[i] <= '9' {
-					i++
-					p++
-				}
-				if p > 2 {
-					digits = 3
-				}
-			}
-			if digits > 2 {
-				L.RaiseError("invalid format (width or precision too long)")
-			}
-		}
-		return orig(L)
-	}
-}
-
 // tableConcat is table.concat that also accepts var proxies, renders
 // userdata through tostring (fanout results), and bounds its output.
 func (vm *VM) tableConcat(L *lua.LState) int {
-	var get func(i int) lua.LValue
-	var n int
-	if r, ok := varOf(L.Get(1)); ok {
-		n = len(r.node.Arr)
-		get = func(i int) lua.LValue {
-			if i < 1 || i > n {
-				return lua.LNil
-			}
-			return vm.toLua(r, r.node.Arr[i-1], lua.LNumber(i))
-		}
-	} else {
-		tb := L.CheckTable(1)
-		n = tb.Len()
-		get = tb.RawGetInt
-	}
+	get, n := vm.arrayArg(L, 1)
 	sep := L.OptString(2, "")
 	i := L.OptInt(3, 1)
 	j := L.OptInt(4, n)
@@ -333,14 +269,14 @@ func (vm *VM) tableInsert(L *lua.LState) int {
 	if pos < 1 || pos > len(t.Arr)+1 {
 		L.RaiseError("bad argument #2 to 'insert' (position out of bounds)")
 	}
-	d := vm.checkVarValue(r, lua.LNumber(pos), val)
+	d, size := vm.checkVarValue(r, lua.LNumber(pos), val, 0)
 	if d == nil {
 		return 0
 	}
 	t.Arr = append(t.Arr, nil)
 	copy(t.Arr[pos:], t.Arr[pos-1:])
 	t.Arr[pos-1] = d
-	t.absorb()
+	vm.grew(r, size+entryCost+t.absorb(), nil)
 	return 0
 }
 
@@ -362,9 +298,12 @@ func (vm *VM) tableRemove(L *lua.LState) int {
 		L.Push(lua.LNil)
 		return 1
 	}
-	v := vm.toLua(r, t.Arr[pos-1], lua.LNumber(pos))
+	old := t.Arr[pos-1]
+	oldSize, _ := measure(old)
+	v := vm.toLua(r, old, lua.LNumber(pos))
 	copy(t.Arr[pos-1:], t.Arr[pos:])
 	t.Arr = t.Arr[:n-1]
+	vm.grew(r, -entryCost-oldSize, old)
 	L.Push(v)
 	return 1
 }

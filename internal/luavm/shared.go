@@ -147,9 +147,16 @@ func buildShared() *sharedLib {
 	}
 	str := g.RawGetString("string").(*lua.LTable)
 	format := str.RawGetString("format").(*lua.LFunction).GFunction
-	s.str = append(collect(str, "dump", "rep", "format", "__index"),
+	gmatch := m((*VM).strGmatch)
+	s.str = append(collect(str, "dump", "rep", "format", "find", "match", "gmatch", "gfind", "gsub", "byte", "__index"),
 		named{"rep", m((*VM).strRep)},
-		named{"format", fn(strFormat(format))},
+		named{"format", m(func(vm *VM, L *lua.LState) int { return vm.strFormat(L, format) })},
+		named{"find", m((*VM).strFind)},
+		named{"match", m((*VM).strMatch)},
+		named{"gmatch", gmatch},
+		named{"gfind", gmatch},
+		named{"gsub", m((*VM).strGsub)},
+		named{"byte", fn(strByte)},
 	)
 	tbl := g.RawGetString("table").(*lua.LTable)
 	sortFn := tbl.RawGetString("sort").(*lua.LFunction).GFunction

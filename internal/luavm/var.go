@@ -48,8 +48,12 @@ func varNewIndex(L *lua.LState) int {
 	if _, _, ok := keyOf(k); !ok {
 		L.RaiseError("%s keys must be strings or numbers, got %s", r.path, luaTypeName(k))
 	}
-	d := vmOf(L).checkVarValue(r, k, L.Get(3))
-	r.node.set(k, d)
+	vm := vmOf(L)
+	old := r.node.get(k)
+	oldSize, _ := measure(old)
+	d, size := vm.checkVarValue(r, k, L.Get(3), oldSize)
+	delta := r.node.set(k, d)
+	vm.grew(r, delta+size-oldSize, old)
 	return 0
 }
 
@@ -79,17 +83,37 @@ func (vm *VM) toLua(parent *varRef, v any, k lua.LValue) lua.LValue {
 	return vm.FromData(v)
 }
 
-// checkVarValue converts a value being assigned to var, raising at the
-// assigning line when it is not JSON data.
-func (vm *VM) checkVarValue(parent *varRef, k, v lua.LValue) any {
+// checkVarValue converts v, about to replace a value of size oldSize at
+// parent[k], and returns it with its size estimate. It raises at the
+// assigning line when v is not JSON data, or when the assignment would take
+// var past MaxVarBytes; the conversion stops as soon as that is certain, so
+// an oversized value is never copied whole.
+func (vm *VM) checkVarValue(parent *varRef, k, v lua.LValue, oldSize int) (any, int) {
+	path := childPath(parent.path, k)
 	c := converter{vm: vm}
-	d, err := c.toData(v, childPath(parent.path, k), 0)
+	if !parent.node.detached {
+		// An entry costs at most entryCost plus its key; counting it up
+		// front keeps the check on the safe side.
+		name, _, _ := keyOf(k)
+		c.budget = max(vm.limits.MaxVarBytes-vm.varRoot.size+oldSize-entryCost-len(name), 1)
+	}
+	d, err := c.toData(v, path, 0)
+	if errors.Is(err, errOverBudget) {
+		vm.L.RaiseError("%s: the assignment would grow var past its %d-byte limit (var holds about %d bytes); keep large data in the store instead", path, vm.limits.MaxVarBytes, vm.varRoot.size)
+	}
 	if err != nil {
-		var de *DataError
-		if errors.As(err, &de) {
-			vm.L.RaiseError("%s", de.Error())
-		}
 		vm.L.RaiseError("%s", err.Error())
 	}
-	return d
+	return d, c.size
+}
+
+// grew updates var's size estimate after a write at r that changed it by
+// delta and took old out of var. Writes through the proxy of a table that
+// is no longer in var do not count, and the tables in old stop counting.
+func (vm *VM) grew(r *varRef, delta int, old any) {
+	if r.node.detached {
+		return
+	}
+	detach(old)
+	vm.varRoot.size += delta
 }

@@ -97,13 +97,16 @@ const (
 // chains and fanout arms get a Clone.
 type Var struct {
 	root *Table
+	// size is root's size estimate (see measure), kept current by every
+	// write so that bounding var costs nothing per assignment.
+	size int
 }
 
 // NewVar returns an empty var.
-func NewVar() *Var { return &Var{root: &Table{}} }
+func NewVar() *Var { return &Var{root: &Table{}, size: containerCost} }
 
 // Clone deep-copies v.
-func (v *Var) Clone() *Var { return &Var{root: CloneData(v.root).(*Table)} }
+func (v *Var) Clone() *Var { return &Var{root: CloneData(v.root).(*Table), size: v.size} }
 
 // JSON renders v as compact JSON (for diagnostics and tests).
 func (v *Var) JSON() string {
@@ -322,9 +325,6 @@ func (vm *VM) translate(err error) error {
 		return &LuaError{Msg: "lua error (error object is nil)"}
 	}
 	if api.Object != nil {
-		if s, ok := api.Object.(lua.LString); ok {
-			return &LuaError{Msg: string(s)}
-		}
 		return &LuaError{Msg: fmt.Sprintf("lua error (error object is a %s value)", api.Object.Type())}
 	}
 	return &LuaError{Msg: api.Error()}
