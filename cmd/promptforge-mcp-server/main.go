@@ -38,6 +38,10 @@ PROMPTFORGE_GATEWAY_API_KEY; a prompt that never calls a model needs neither.
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Once the first signal has started the drain, the handler is dropped:
+	// a second Ctrl-C or SIGTERM then ends the process at once, as
+	// operators expect when a drain takes longer than they will wait.
+	context.AfterFunc(ctx, stop)
 	code := realMain(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.LookupEnv)
 	stop()
 	os.Exit(code)

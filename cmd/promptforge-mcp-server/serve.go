@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -91,8 +92,23 @@ func cmdServe(ctx context.Context, argv []string, stdin io.Reader, stdout, stder
 		opts.Transport = server.Stdio
 	}
 	if err := server.Boot(ctx, opts); err != nil {
+		if ctx.Err() != nil {
+			// A signal during boot is an operator stopping the server, not a
+			// failure: whatever step it interrupted is not worth reporting.
+			logger.Info("stopped by a signal before serving", "step", stepOf(err))
+			return exitOK
+		}
 		server.WriteReport(stderr, err)
 		return exitFailure
 	}
 	return exitOK
+}
+
+// stepOf names the boot step err failed in, "" when it names none.
+func stepOf(err error) string {
+	var se *server.StepError
+	if errors.As(err, &se) {
+		return se.Step
+	}
+	return ""
 }

@@ -179,3 +179,17 @@ func TestRunWithConfig(t *testing.T) {
 		}
 	}
 }
+
+// A signal that arrives while the server is still booting is a clean
+// stop, exit 0, not a failure report (B9).
+func TestASignalDuringBootExitsZero(t *testing.T) {
+	path := writeConfig(t, "watch = false", "", "", map[string]string{"echo.md": promptText("echo", "return args")})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	lookup := func(string) (string, bool) { return "", false }
+	code := realMain(ctx, []string{"serve", "--stdio", path}, strings.NewReader(""), &stdout, &stderr, lookup)
+	if code != exitOK || strings.Contains(stderr.String(), "error:") {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+}

@@ -219,9 +219,14 @@ func (h *Handle) Reload(ctx context.Context, load LoadFunc) (ReloadOutcome, erro
 	if state == RetrievalStale || state == RetrievalPending {
 		fresh = state.String()
 	}
-	h.log.Info(fmt.Sprintf("reloaded %d prompt(s), %d broken; ranking %s, retrieval %s", out.Prompts, out.Broken, ranking, fresh))
-
+	// Logged once published: an operator (or a test) reading "reloaded"
+	// expects the new prompts to be served already.
 	out.Published = h.publish(&Generation{catalog: cand, retrieval: r, ticket: out.Ticket, slots: h.slots, policy: h.policy})
+	if !out.Published {
+		h.log.Debug("a newer reload superseded this one before it was published")
+		return out, nil
+	}
+	h.log.Info(fmt.Sprintf("reloaded %d prompt(s), %d broken; ranking %s, retrieval %s", out.Prompts, out.Broken, ranking, fresh))
 	return out, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrNotFound: no entry answers to the requested name.
@@ -26,9 +27,42 @@ type LookupError struct {
 
 func (e *LookupError) Error() string {
 	if errors.Is(e.Err, ErrAmbiguous) {
-		return `the prompt name "` + e.Requested + `" matched more than one enabled prompt`
+		return `the prompt name "` + quotedName(e.Requested) + `" matched more than one enabled prompt`
 	}
-	return `there is no prompt named "` + e.Requested + `", so nothing was run. ` + e.closest
+	return `there is no prompt named "` + quotedName(e.Requested) + `", so nothing was run. ` + e.closest
+}
+
+// Bounds on a requested name's cost: no prompt name is longer than 48
+// bytes, so comparing more than compareRunes runes cannot change which
+// names are closest in any useful way, and echoing more than echoBytes
+// bytes back only helps a caller who sends megabytes of name.
+const (
+	compareRunes = 128
+	echoBytes    = 200
+)
+
+// quotedName is name as the reply quotes it: as spelt, cut at echoBytes
+// (on a rune boundary) with an ellipsis.
+func quotedName(name string) string {
+	if len(name) <= echoBytes {
+		return name
+	}
+	cut := echoBytes
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut] + "…"
+}
+
+// firstRunes is at most the first n runes of s.
+func firstRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
 }
 
 func (e *LookupError) Unwrap() error { return e.Err }
@@ -90,7 +124,7 @@ func (c *Catalog) ClosestFirst(name string) string {
 	if len(c.entries) == 0 {
 		return "No prompts are enabled."
 	}
-	want := []rune(normalize(name))
+	want := []rune(normalize(firstRunes(name, compareRunes)))
 	type ranked struct {
 		name string
 		dist int

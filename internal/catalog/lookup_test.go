@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // catalogOf builds a catalog in memory: healthy entries by name, broken
@@ -185,5 +186,25 @@ func TestPaging(t *testing.T) {
 	page[0] = c.At(0)
 	if c.At(1).Name() != "b" {
 		t.Errorf("writing to a page changed the catalog")
+	}
+}
+
+// A huge unknown name costs no more than a long one, and the reply quotes
+// it bounded (B5); a normal name is quoted whole.
+func TestLookupBoundsAHugeName(t *testing.T) {
+	huge := strings.Repeat("é", 1<<20)
+	if got := firstRunes(huge, compareRunes); utf8.RuneCountInString(got) != compareRunes {
+		t.Fatalf("compared %d runes", utf8.RuneCountInString(got))
+	}
+	q := quotedName(huge)
+	if len(q) > echoBytes+len("…") || !strings.HasSuffix(q, "…") || !utf8.ValidString(q) {
+		t.Fatalf("quoted %d bytes: %q…", len(q), q[:20])
+	}
+	if quotedName("summarise") != "summarise" {
+		t.Fatal("a normal name was altered")
+	}
+	err := (&LookupError{Requested: huge, Err: ErrNotFound}).Error()
+	if len(err) > 400 {
+		t.Fatalf("the not-found text is %d bytes", len(err))
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -146,16 +148,22 @@ func Boot(ctx context.Context, o BootOptions) error {
 	}
 	defer env.Close()
 
+	for _, r := range broadRoots(env.FileRoots) {
+		logger.Warn(fmt.Sprintf("input_file and output_file may reach everything under %s; set [paths].files in %s to the directories callers need", r, o.ConfigPath))
+	}
+	own, promptsDir := ownFiles(o.ConfigPath, cfg)
 	srv, err := New(Options{
-		Catalog:   handle,
-		Limits:    LimitsOf(cfg),
-		Client:    env.Client,
-		Models:    env.Models,
-		Tools:     env.Tools,
-		FileRoots: env.FileRoots,
-		Logger:    logger,
-		Metrics:   metrics,
-		Version:   o.Version,
+		Catalog:     handle,
+		Limits:      LimitsOf(cfg),
+		Client:      env.Client,
+		Models:      env.Models,
+		Tools:       env.Tools,
+		FileRoots:   env.FileRoots,
+		ConfigFiles: own,
+		PromptsDir:  promptsDir,
+		Logger:      logger,
+		Metrics:     metrics,
+		Version:     o.Version,
 	})
 	if err != nil {
 		return step(StepPrepareTools, err)
@@ -219,7 +227,7 @@ func Boot(ctx context.Context, o BootOptions) error {
 		addr := cfg.Server.Bind.String()
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			return step(StepServe, fmt.Errorf("bind %s: %w", addr, err))
+			return step(StepServe, fmt.Errorf("bind %s: %w", addr, osCause(err)))
 		}
 		logger.Info(fmt.Sprintf("serving on http://%s/mcp", ln.Addr()))
 		if o.Listening != nil {
@@ -230,6 +238,32 @@ func Boot(ctx context.Context, o BootOptions) error {
 		}
 		return nil
 	}
+}
+
+// ownFiles are the server's files no caller path may name: prompts.toml
+// and its env file, and the prompts directory, all absolute.
+func ownFiles(configPath string, cfg *config.Config) (secret []string, prompts string) {
+	for _, p := range []string{configPath, config.EnvFilePath(configPath)} {
+		if abs, err := filepath.Abs(p); err == nil {
+			secret = append(secret, abs)
+		}
+	}
+	prompts, err := filepath.Abs(cfg.Paths.Prompts)
+	if err != nil {
+		prompts = cfg.Paths.Prompts
+	}
+	return secret, prompts
+}
+
+// osCause is the operating system's own error under a net.OpError (for
+// "address already in use"), so a report does not repeat the address and
+// the operation in layers; other errors are returned as they are.
+func osCause(err error) error {
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se.Err
+	}
+	return err
 }
 
 // SettingsOf is what catalog resolution needs from a configuration.

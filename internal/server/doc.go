@@ -18,9 +18,25 @@
 //     dropped POST is turned into a notifications/cancelled for the calls
 //     it carried, because the SDK's stateful transport does not end the
 //     handler on its own.
-//   - input_file and output_file must resolve, symlinks evaluated, inside
-//     one of [paths].files; the file is then opened through os.Root so a
-//     symlink swapped in after the check cannot escape either.
+//   - A DELETE of an HTTP session cancels the calls in flight on it before
+//     the SDK closes it (the SDK's close waits for handlers), so their runs
+//     stop, their slots come back and the DELETE is answered promptly.
+//   - input_file and output_file must resolve, symlinks evaluated (a
+//     dangling link is judged by where it points), inside one of
+//     [paths].files; the file is then opened through os.Root so a symlink
+//     swapped in after the check cannot escape either. Whatever the roots
+//     (the default is the working directory, which usually holds them),
+//     input_file may never be prompts.toml or its env file (the gateway
+//     key), and output_file may never be those nor anything inside
+//     [paths].prompts, so a caller cannot rewrite what the watcher
+//     publishes to every caller. Boot warns when a root is / or the home
+//     directory. An existing output_file must be a regular file and is
+//     opened without blocking (a FIFO would otherwise hold the run in
+//     open(2) forever). output_file on a prompt that declares no output is
+//     ignored, unchecked (spec §4.5).
+//   - At the end of stdin the session is not closed until every request
+//     already read has been answered (at most the drain timeout): piped
+//     use, requests then EOF, gets every reply.
 //   - Unknown argument keys are refused with -32602, as the schemas'
 //     additionalProperties:false advertises; a tools/call for a name we do
 //     not publish gets the SDK's -32602.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -22,6 +23,84 @@ const maxInputFileBytes = 16 << 20
 // Symlinks are evaluated per call, so a root that is itself a link, or
 // that appears after boot, is judged as it is when the call arrives.
 type fileRoots []string
+
+// fileAccess is what a caller's paths are checked against: the roots, and
+// the server's own files, which no root makes reachable. The default root
+// is the working directory, which usually holds prompts.toml, its env file
+// (the gateway key) and the prompts directory: a caller must not read the
+// secrets, nor rewrite the prompts the watcher publishes to every caller.
+type fileAccess struct {
+	roots fileRoots
+	// secret are files never read nor written (prompts.toml, prompts.env).
+	secret []string
+	// published are directories never written into ([paths].prompts).
+	published []string
+}
+
+// refusedError is a path inside a root that names one of the server's own
+// files. Its text is what the caller reads.
+type refusedError struct {
+	key, path, why string
+}
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("%s %s was refused: %s; name another file", e.key, strconv.Quote(e.path), e.why)
+}
+
+// check confines p to a root and refuses the server's own files: for
+// input_file the configuration and its env file, for output_file those and
+// anything inside the prompts directory.
+func (a fileAccess) check(key, p string, write bool) (place, error) {
+	pl, err := a.roots.confine(key, p)
+	if err != nil {
+		return pl, err
+	}
+	real := filepath.Join(pl.dir, pl.rel)
+	for _, f := range a.secret {
+		if f != "" && evalExisting(f) == real {
+			return place{}, &refusedError{key, p, "it is this server's configuration, which callers may not read or write"}
+		}
+	}
+	if write {
+		for _, d := range a.published {
+			if d == "" {
+				continue
+			}
+			if _, ok := under(evalExisting(d), real); ok {
+				return place{}, &refusedError{key, p, fmt.Sprintf("it is inside the prompts directory (%s), which callers may not write", d)}
+			}
+		}
+	}
+	return pl, nil
+}
+
+// broadRoots are the roots worth a warning at boot: the filesystem root
+// or the user's home directory exposes far more than prompts need.
+func broadRoots(roots []string) []string {
+	home, _ := os.UserHomeDir()
+	var out []string
+	for _, r := range roots {
+		real := evalExisting(r)
+		if real == string(filepath.Separator) || filepath.Dir(real) == real || (home != "" && real == evalExisting(home)) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// callerError turns a filesystem error into what a caller reads: without
+// the os.Root operation names (statat, openat) and with an escaping link
+// said in plain words.
+func (pl place) callerError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	if err != nil && err.Error() == "path escapes from parent" {
+		return fmt.Errorf("it resolves outside the directory %s it must stay in", pl.dir)
+	}
+	return err
+}
 
 // place is a caller's path confined to one root: the file is opened as rel
 // under an os.Root at dir, which refuses to follow any link out of dir even
@@ -70,8 +149,18 @@ func (r fileRoots) confine(key, p string) (place, error) {
 
 // evalExisting evaluates the symlinks of the longest prefix of abs that
 // exists and appends the rest lexically: a file that does not exist yet
-// (an output_file) is judged by the directory it would be created in.
+// (an output_file) is judged by the directory it would be created in. A
+// dangling link is followed to where it points, so it is judged by the
+// file it would create, not by where the link itself sits.
 func evalExisting(abs string) string {
+	return evalExistingHops(abs, maxLinkHops)
+}
+
+// maxLinkHops bounds how many dangling links are followed, as the kernel
+// bounds a lookup (ELOOP), so a cycle of links cannot loop forever.
+const maxLinkHops = 40
+
+func evalExistingHops(abs string, hops int) string {
 	rest := ""
 	cur := abs
 	for {
@@ -80,6 +169,12 @@ func evalExisting(abs string) string {
 				return real
 			}
 			return filepath.Join(real, rest)
+		}
+		if target, err := os.Readlink(cur); err == nil && hops > 0 {
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(cur), target)
+			}
+			return evalExistingHops(filepath.Join(target, rest), hops-1)
 		}
 		parent := filepath.Dir(cur)
 		if parent == cur {
@@ -107,6 +202,14 @@ func under(dir, path string) (string, bool) {
 // read returns the file's text: a regular UTF-8 file of at most
 // maxInputFileBytes.
 func (pl place) read() (string, error) {
+	text, err := pl.readRaw()
+	if err != nil {
+		return "", pl.callerError(err)
+	}
+	return text, nil
+}
+
+func (pl place) readRaw() (string, error) {
 	root, err := os.OpenRoot(pl.dir)
 	if err != nil {
 		return "", err
@@ -138,17 +241,50 @@ func (pl place) read() (string, error) {
 }
 
 // write creates or replaces the file with content. The directory it goes
-// in must exist: the server does not create directories for callers.
+// in must exist: the server does not create directories for callers. An
+// existing target must be a regular file, and the open does not block:
+// opening a FIFO for writing would otherwise wait for a reader forever,
+// where no cancellation can reach it.
 func (pl place) write(content string) error {
+	if err := pl.writeRaw(content); err != nil {
+		return pl.callerError(err)
+	}
+	return nil
+}
+
+func (pl place) writeRaw(content string) error {
 	root, err := os.OpenRoot(pl.dir)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
 	if info, err := root.Stat(pl.rel); err == nil && info.IsDir() {
-		return fmt.Errorf("%s is a directory", pl.caller)
+		return errors.New("it is a directory")
+	} else if err == nil && !info.Mode().IsRegular() {
+		return errors.New("it exists and is not a regular file")
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return root.WriteFile(pl.rel, []byte(content), 0o644)
+	f, err := root.OpenFile(pl.rel, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		return err
+	}
+	// The target may have been swapped since the Stat; judge what was
+	// opened before truncating it.
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		f.Close()
+		if err != nil {
+			return err
+		}
+		return errors.New("it exists and is not a regular file")
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

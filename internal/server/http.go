@@ -29,6 +29,17 @@ const (
 	DefaultDrainTimeout = 10 * time.Second
 	// maxBodyBytes caps an MCP request body (413 beyond).
 	maxBodyBytes = 4 << 20
+	// SessionIdleTimeout closes an HTTP session nobody has used for this
+	// long. Sessions cost memory and goroutines, and a client that goes
+	// away without a DELETE would otherwise hold its session for the life
+	// of the process; a session with a request in progress is not idle.
+	SessionIdleTimeout = 10 * time.Minute
+	// readHeaderTimeout bounds how long a connection may take to send its
+	// request headers (a slow-loris defence).
+	readHeaderTimeout = 10 * time.Second
+	// idleConnTimeout closes a keep-alive connection that carries no
+	// request for this long; open SSE responses are not idle.
+	idleConnTimeout = 2 * time.Minute
 	// finalCloseTimeout bounds the last phase of a shutdown: cancelling
 	// the runs still going and closing every session.
 	finalCloseTimeout = 5 * time.Second
@@ -93,8 +104,9 @@ func (s *Server) httpHandler(mcpServer *mcp.Server, opts HTTPOptions) (http.Hand
 		keepAlive = DefaultKeepAlive
 	}
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, &mcp.StreamableHTTPOptions{
-		Logger:              s.log.With("component", "mcp-http"),
+		Logger:              sdkLogger(s.log, "mcp-http"),
 		MaxRequestBodyBytes: maxBodyBytes,
+		SessionTimeout:      SessionIdleTimeout,
 		// Our Host check below replaces the SDK's loopback-only rule, which
 		// would refuse an operator's allowed_hosts on a loopback bind.
 		DisableLocalhostProtection: true,
@@ -235,8 +247,17 @@ func hostCheck(allowed []authority, next http.Handler) http.Handler {
 // ended, each tools/call it carried gets a notifications/cancelled on the
 // same session, which the SDK routes to the handler's context like a
 // client's own cancellation.
+//
+// A DELETE ends its session: the SDK's session close waits for the calls in
+// flight rather than cancelling them, so they are cancelled first and the
+// DELETE is answered as soon as their runs have stopped.
 func (s *Server) cancelOnDisconnect(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			if n := s.cancelSession(r.Header.Get(headerSessionID)); n > 0 {
+				s.log.Debug("cancelled the calls of a session the client ended", "calls", n)
+			}
+		}
 		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
 			return
@@ -425,11 +446,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) e
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-	}
+	srv := s.httpServer(h)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -454,6 +471,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) e
 	return nil
 }
 
+// httpServer is the listener-side configuration: bounded header reads and
+// idle keep-alive connections, so unauthenticated sockets cannot pile up.
+func (s *Server) httpServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleConnTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+}
+
 // stopSessions waits up to drain for tools/call handlers to answer, then
 // cancels the runs still going (so their calls answer at once) and closes
 // every session.
@@ -475,3 +503,25 @@ func (s *Server) stopSessions(drain time.Duration) {
 		ss.Close()
 	}
 }
+
+// sdkLogger is the logger handed to the SDK: it logs every session's
+// connect and disconnect at INFO, which on a busy server is noise outside
+// the server's own log policy, so only its warnings and errors pass.
+func sdkLogger(l *slog.Logger, component string) *slog.Logger {
+	return slog.New(minLevel{l.Handler(), slog.LevelWarn}).With("component", component)
+}
+
+// minLevel drops records below min on top of what the wrapped handler drops.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{m.Handler.WithAttrs(a), m.min}
+}
+func (m minLevel) WithGroup(n string) slog.Handler { return minLevel{m.Handler.WithGroup(n), m.min} }

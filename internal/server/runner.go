@@ -24,12 +24,13 @@ const (
 
 // runRequest is a checked run_prompt call.
 type runRequest struct {
-	name, args        string
-	inputText         string
-	input, output     *place // nil when not given
-	inputGiven        bool
-	outputFileGiven   bool
-	outputFileSpelled string
+	name, args    string
+	inputText     string
+	input, output *place // nil when not given
+	inputGiven    bool
+	// outputFile is output_file as spelt; it is confined only once the
+	// prompt is known to declare an output, since otherwise it is ignored.
+	outputFile string
 }
 
 func (s *Server) parseRun(raw []byte) (runRequest, error) {
@@ -41,11 +42,11 @@ func (s *Server) parseRun(raw []byte) (runRequest, error) {
 	if r.name, err = a.required("prompt"); err != nil {
 		return r, err
 	}
-	var inFile, outFile string
+	var inFile string
 	for _, f := range []struct {
 		key string
 		dst *string
-	}{{"args", &r.args}, {"input_file", &inFile}, {"input_text", &r.inputText}, {"output_file", &outFile}} {
+	}{{"args", &r.args}, {"input_file", &inFile}, {"input_text", &r.inputText}, {"output_file", &r.outputFile}} {
 		if *f.dst, err = a.optional(f.key); err != nil {
 			return r, err
 		}
@@ -55,30 +56,34 @@ func (s *Server) parseRun(raw []byte) (runRequest, error) {
 	}
 	r.inputGiven = inFile != "" || r.inputText != ""
 	if inFile != "" {
-		pl, err := s.roots.confine("input_file", inFile)
+		pl, err := s.files.check("input_file", inFile, false)
 		if err != nil {
 			return r, err
 		}
 		r.input = &pl
 	}
-	if outFile != "" {
-		pl, err := s.roots.confine("output_file", outFile)
-		if err != nil {
-			return r, err
-		}
-		r.output = &pl
-		r.outputFileGiven, r.outputFileSpelled = true, outFile
-	}
 	return r, nil
+}
+
+// pathRefusal is the caller-facing text of a refused input_file or
+// output_file, or "" when err is not such a refusal.
+func pathRefusal(err error) string {
+	var outside *outsideError
+	var refused *refusedError
+	switch {
+	case errors.As(err, &outside):
+		return outside.Error()
+	case errors.As(err, &refused):
+		return refused.Error()
+	}
+	return ""
 }
 
 func (s *Server) runPrompt(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	r, err := s.parseRun(req.Params.Arguments)
-	var outside *outsideError
-	switch {
-	case errors.As(err, &outside):
-		return textResult(outside.Error()), nil
-	case err != nil:
+	if text := pathRefusal(err); text != "" {
+		return textResult(text), nil
+	} else if err != nil {
 		return nil, err
 	}
 
@@ -95,6 +100,15 @@ func (s *Server) runPrompt(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if entry.Broken() {
 		// Never registered: there is nothing to collect later.
 		return runResult(runs.Failed(runs.NewRunID(), entry.Name(), entry.Problem(), 0, 0))
+	}
+	if r.outputFile != "" && entry.Prompt().Frontmatter.Output != nil {
+		pl, err := s.files.check("output_file", r.outputFile, true)
+		if text := pathRefusal(err); text != "" {
+			return textResult(text), nil
+		} else if err != nil {
+			return nil, err
+		}
+		r.output = &pl
 	}
 
 	var notify notifyFunc
@@ -208,7 +222,7 @@ func extractOutput(st *store.Store, p *prompt.Prompt, value string, r runRequest
 		return content
 	}
 	if err := r.output.write(content); err != nil {
-		return value + "\n\n[note: could not write output to " + strconv.Quote(r.outputFileSpelled) + ": " + err.Error() + "]"
+		return value + "\n\n[note: could not write output to " + strconv.Quote(r.outputFile) + ": " + err.Error() + "]"
 	}
 	return value
 }

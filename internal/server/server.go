@@ -48,6 +48,13 @@ type Options struct {
 	// FileRoots are the absolute directories input_file and output_file
 	// must resolve inside; empty forbids both.
 	FileRoots []string
+	// ConfigFiles are the server's own configuration files (prompts.toml
+	// and its env file): input_file and output_file may never name them,
+	// whatever the roots.
+	ConfigFiles []string
+	// PromptsDir is [paths].prompts: output_file may never be inside it,
+	// whatever the roots, so a caller cannot rewrite published prompts.
+	PromptsDir string
 	// Logger receives the server's lines; nil discards them.
 	Logger *slog.Logger
 	// Metrics receive the server's series; nil makes a fresh set.
@@ -64,7 +71,7 @@ type Server struct {
 	client     *gateway.Client
 	models     []gateway.Model
 	tools      []tools.Tool
-	roots      fileRoots
+	files      fileAccess
 	log        *slog.Logger
 	metrics    *Metrics
 	needPrompt bool
@@ -76,6 +83,13 @@ type Server struct {
 	callsMu sync.Mutex
 	calls   int
 	idle    chan struct{} // closed while calls == 0; replaced when one starts
+	// bySession holds the cancel func of every call in flight on an
+	// addressable (HTTP) session, so ending the session can end its calls:
+	// the SDK's session close waits for handlers instead of cancelling them.
+	bySession map[string]map[*context.CancelCauseFunc]struct{}
+
+	// terminal, when set (tests), sees every run's terminal record.
+	terminal func(runs.Result)
 
 	// observe, when set (tests), sees every observation of every run.
 	observe func(engine.Event)
@@ -98,13 +112,21 @@ func New(opts Options) (*Server, error) {
 	if client == nil {
 		client = gateway.NewDisabled("no gateway is configured for this server: set [gateway].url and [gateway].api_key in prompts.toml")
 	}
+	// s is assigned below; the registry's callback reads it only once a
+	// run has ended, which is after New returned.
+	var s *Server
 	reg, err := runs.New(runs.Config{
 		MaxConcurrentRuns: opts.Limits.MaxConcurrentRuns,
 		AdmissionTimeout:  opts.Limits.AdmissionTimeout,
 		ReplyDeadline:     opts.Limits.ReplyDeadline,
 		RetainCompleted:   opts.Limits.RetainCompleted,
 		Logger:            logger,
-		OnTerminal:        metrics.runEnded,
+		OnTerminal: func(res runs.Result) {
+			metrics.runEnded(res)
+			if s != nil && s.terminal != nil {
+				s.terminal(res)
+			}
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create the MCP server: %w", err)
@@ -118,24 +140,29 @@ func New(opts Options) (*Server, error) {
 	}
 	idle := make(chan struct{})
 	close(idle)
-	s := &Server{
-		catalog:    opts.Catalog,
-		runs:       reg,
-		client:     client,
-		models:     opts.Models,
-		tools:      opts.Tools,
-		roots:      fileRoots(opts.FileRoots),
+	s = &Server{
+		catalog: opts.Catalog,
+		runs:    reg,
+		client:  client,
+		models:  opts.Models,
+		tools:   opts.Tools,
+		files: fileAccess{
+			roots:     fileRoots(opts.FileRoots),
+			secret:    opts.ConfigFiles,
+			published: []string{opts.PromptsDir},
+		},
 		log:        logger,
 		metrics:    metrics,
 		needPrompt: !opts.NoRetrieval,
 		idle:       idle,
+		bySession:  map[string]map[*context.CancelCauseFunc]struct{}{},
 	}
 	s.published = builtinTools(s.needPrompt)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		// Tools only, and no listChanged: the tool list never changes.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
-		Logger:       logger.With("component", "mcp"),
+		Logger:       sdkLogger(logger, "mcp"),
 	})
 	handlers := map[string]mcp.ToolHandler{
 		ToolListPrompts: s.listPrompts,
@@ -172,14 +199,32 @@ func (s *Server) Close(ctx context.Context) error {
 	return nil
 }
 
-// tracked counts a handler as in flight while it runs.
+// errSessionEnded is the cause a call's context carries when its session
+// was closed under it.
+var errSessionEnded = errors.New("the client ended its session before the reply")
+
+// tracked counts a handler as in flight while it runs, and files its
+// cancel func under its session so cancelSession can reach it.
 func (s *Server) tracked(h mcp.ToolHandler) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		sid := ""
+		if req.Session != nil {
+			sid = req.Session.ID()
+		}
+		key := &cancel
 		s.callsMu.Lock()
 		if s.calls == 0 {
 			s.idle = make(chan struct{})
 		}
 		s.calls++
+		if sid != "" {
+			if s.bySession[sid] == nil {
+				s.bySession[sid] = map[*context.CancelCauseFunc]struct{}{}
+			}
+			s.bySession[sid][key] = struct{}{}
+		}
 		s.callsMu.Unlock()
 		defer func() {
 			s.callsMu.Lock()
@@ -187,10 +232,33 @@ func (s *Server) tracked(h mcp.ToolHandler) mcp.ToolHandler {
 			if s.calls == 0 {
 				close(s.idle)
 			}
+			if sid != "" {
+				delete(s.bySession[sid], key)
+				if len(s.bySession[sid]) == 0 {
+					delete(s.bySession, sid)
+				}
+			}
 			s.callsMu.Unlock()
 		}()
 		return h(ctx, req)
 	}
+}
+
+// cancelSession cancels every call in flight on the session id names, so
+// their runs stop (the records say the caller cancelled) and the session
+// can close without waiting for them. It reports how many it cancelled.
+func (s *Server) cancelSession(id string) int {
+	if id == "" {
+		return 0
+	}
+	s.callsMu.Lock()
+	calls := s.bySession[id]
+	delete(s.bySession, id)
+	s.callsMu.Unlock()
+	for c := range calls {
+		(*c)(errSessionEnded)
+	}
+	return len(calls)
 }
 
 // waitCalls waits until no tools/call handler is running, or ctx ends.

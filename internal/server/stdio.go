@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -35,12 +36,14 @@ var utf8BOM = []byte("\xef\xbb\xbf")
 // line is read as usual. The SDK's reader would end the session on the
 // first bad line, so it only ever sees lines that passed here.
 type lineFilter struct {
-	src  *bufio.Reader
-	log  *slog.Logger
-	max  int
-	line []byte // the line being assembled
-	out  []byte // the accepted line (with its newline) not yet read
-	err  error  // the source's terminal error, reported once out is empty
+	src *bufio.Reader
+	log *slog.Logger
+	max int
+	// calls, when set, is told the id of every request passed on.
+	calls *replyTracker
+	line  []byte // the line being assembled
+	out   []byte // the accepted line (with its newline) not yet read
+	err   error  // the source's terminal error, reported once out is empty
 }
 
 func newLineFilter(r io.Reader, max int, log *slog.Logger) *lineFilter {
@@ -97,34 +100,128 @@ func (f *lineFilter) next() {
 		f.log.Debug("dropped a stdio line that is not one JSON value")
 		return
 	}
-	if _, err := jsonrpc.DecodeMessage(msg); err != nil {
+	decoded, err := jsonrpc.DecodeMessage(msg)
+	if err != nil {
 		f.log.Debug("dropped a stdio line that is not a JSON-RPC message", "error", err)
 		return
+	}
+	if req, ok := decoded.(*jsonrpc.Request); ok && req.IsCall() && f.calls != nil {
+		f.calls.asked(req.ID)
 	}
 	f.out = append(append(make([]byte, 0, len(msg)+1), msg...), '\n')
 }
 
-// readCloser closes the source when the SDK closes the connection, which
-// is what unblocks a read in progress on a pipe.
-type readCloser struct {
-	io.Reader
-	src io.Reader
+// replyTracker knows which requests read from stdin have not been
+// answered yet. The SDK ends the session as soon as its reader reports the
+// end of input, dropping the replies of requests it has read but not
+// answered; holding the end of input back until they are answered is what
+// makes piped use (requests, then EOF) reliable.
+type replyTracker struct {
+	mu      sync.Mutex
+	pending map[string]struct{}
+	changed chan struct{} // closed and replaced whenever pending shrinks
+	closed  chan struct{} // closed when the SDK closes the connection
+	once    sync.Once
 }
 
-func (r readCloser) Close() error {
+func newReplyTracker() *replyTracker {
+	return &replyTracker{pending: map[string]struct{}{}, changed: make(chan struct{}), closed: make(chan struct{})}
+}
+
+// idKey makes 7 and "7" different keys, as they are different ids.
+func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
+
+func (t *replyTracker) asked(id jsonrpc.ID) {
+	t.mu.Lock()
+	t.pending[idKey(id)] = struct{}{}
+	t.mu.Unlock()
+}
+
+func (t *replyTracker) answered(id jsonrpc.ID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.pending[idKey(id)]; !ok {
+		return
+	}
+	delete(t.pending, idKey(id))
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+func (t *replyTracker) close() { t.once.Do(func() { close(t.closed) }) }
+
+// wait returns once every request read so far has been answered, the
+// connection is closed, or limit has passed (a call that never answers
+// must not keep the process alive after its peer left).
+func (t *replyTracker) wait(limit time.Duration) {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for {
+		t.mu.Lock()
+		n, changed := len(t.pending), t.changed
+		t.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-t.closed:
+			return
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+// stdinReader hands the SDK the filtered lines and, at the end of input,
+// holds the end back until the requests already read are answered (at
+// most drain). Closing it closes the source, which is what unblocks a
+// read in progress on a pipe.
+type stdinReader struct {
+	filter *lineFilter
+	src    io.Reader
+	calls  *replyTracker
+	drain  time.Duration
+}
+
+func (r *stdinReader) Read(p []byte) (int, error) {
+	n, err := r.filter.Read(p)
+	if err != nil && n == 0 {
+		r.calls.wait(r.drain)
+	}
+	return n, err
+}
+
+func (r *stdinReader) Close() error {
+	r.calls.close()
 	if c, ok := r.src.(io.Closer); ok {
 		return c.Close()
 	}
 	return nil
 }
 
-type nopWriteCloser struct{ io.Writer }
+// stdoutWriter tells the tracker about every response it writes. The SDK
+// writes one whole message per Write.
+type stdoutWriter struct {
+	out   io.Writer
+	calls *replyTracker
+}
 
-func (nopWriteCloser) Close() error { return nil }
+func (w stdoutWriter) Write(p []byte) (int, error) {
+	n, err := w.out.Write(p)
+	if msg, derr := jsonrpc.DecodeMessage(bytes.TrimSpace(p)); derr == nil {
+		if resp, ok := msg.(*jsonrpc.Response); ok {
+			w.calls.answered(resp.ID)
+		}
+	}
+	return n, err
+}
+
+func (stdoutWriter) Close() error { return nil }
 
 // ServeStdio serves one session on in/out until the peer closes in, or
 // until ctx ends, then closes the session. Calls still in flight when ctx
-// ends get up to drain to answer first.
+// ends, or when in ends, get up to drain to answer first.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, drain time.Duration) error {
 	return s.serveStdio(ctx, s.mcp, in, out, drain)
 }
@@ -132,9 +229,15 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, dr
 // serveStdio serves mcpServer; benchmarks use it to put a bare SDK server
 // behind exactly the same line handling.
 func (s *Server) serveStdio(ctx context.Context, mcpServer *mcp.Server, in io.Reader, out io.Writer, drain time.Duration) error {
+	if drain <= 0 {
+		drain = DefaultDrainTimeout
+	}
+	calls := newReplyTracker()
+	filter := newLineFilter(in, MaxLineBytes, s.log)
+	filter.calls = calls
 	t := &mcp.IOTransport{
-		Reader: readCloser{Reader: newLineFilter(in, MaxLineBytes, s.log), src: in},
-		Writer: nopWriteCloser{out},
+		Reader: &stdinReader{filter: filter, src: in, calls: calls, drain: drain},
+		Writer: stdoutWriter{out: out, calls: calls},
 		// The filter already bounds a line; the SDK's own cap is higher,
 		// so it never refuses what we let through.
 		MaxLineLength: MaxLineBytes + readChunk,
@@ -154,9 +257,6 @@ func (s *Server) serveStdio(ctx context.Context, mcpServer *mcp.Server, in io.Re
 	case <-ctx.Done():
 	}
 	s.log.Info("shutdown signal received; draining")
-	if drain <= 0 {
-		drain = DefaultDrainTimeout
-	}
 	s.stopSessions(drain)
 	ss.Close()
 	<-ended

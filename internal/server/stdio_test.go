@@ -2,10 +2,12 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -250,4 +252,73 @@ func TestStdioProgressAndCancellation(t *testing.T) {
 	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": "next"}}); err != nil || textOf(t, res) != "next" {
 		t.Fatalf("after the cancelled call: %v %+v", err, res)
 	}
+}
+
+// Requests piped in and followed at once by the end of input are all
+// answered before ServeStdio returns (B8): here the end of input arrives
+// while one call is held at the gateway, and its reply must still be
+// written.
+func TestStdioAnswersEverythingReadBeforeEOF(t *testing.T) {
+	g, c := tcpGateway(t)
+	gate := gatewaytest.NewGate()
+	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("summary")))
+	defer gate.Release()
+	h := newHarness(t, fixture{opts: withGateway(c)})
+	var out lockedBuffer
+	in := strings.Join([]string{
+		initializeBody,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"echo","args":"hi"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"summarize"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`,
+	}, "\n") + "\n"
+	inR, inW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- h.srv.ServeStdio(context.Background(), inR, &out, 30*time.Second) }()
+	go func() {
+		io.WriteString(inW, in)
+		inW.Close()
+	}()
+	select {
+	case <-gate.Arrived():
+		gate.Release()
+		if err := <-served; err != nil {
+			t.Fatalf("ServeStdio: %v", err)
+		}
+	case err := <-served:
+		t.Errorf("ServeStdio returned (%v) before the held call reached the gateway", err)
+	}
+	ids := map[float64]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("reply %q: %v", line, err)
+		}
+		if id, ok := m["id"].(float64); ok {
+			ids[id] = true
+		}
+	}
+	for _, id := range []float64{1, 2, 3, 4} {
+		if !ids[id] {
+			t.Errorf("no reply to request %v; wrote:\n%s", id, out.String())
+		}
+	}
+}
+
+// lockedBuffer is an io.Writer the server writes and the test reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
