@@ -46,11 +46,24 @@
 // somebody looks. Finished records are kept in finishing order, so a sweep
 // touches only the records it evicts.
 //
+// Time alone does not bound memory: a burst of runs with large values would
+// stay pinned for the whole window. So finished records are also capped by
+// count (MaxRetainedRuns, default 10,000) and by the value and error bytes
+// they hold together (MaxRetainedBytes, default 64 MiB). When a run finishes
+// and either cap is exceeded, the oldest finished records are evicted first,
+// from the same end of the same list the sweep uses, so this too costs only
+// what it evicts. Running records are never evicted and do not count. The
+// record that has just finished is always kept, even when it alone is over
+// the byte cap: its caller may be reading it right now, and dropping it
+// would turn a result that was computed into "unknown run". It goes when its
+// window closes or the next finished run pushes it out. A record evicted
+// early reads as unknown, exactly like one past its window.
+//
 // # Logs
 //
 // The log carries what an operator cannot otherwise see: a call answered with
 // running (INFO), every run's terminal record (INFO), a run that ended
 // abnormally (INFO), and a refused admission (WARN, because MaxConcurrentRuns
-// is biting). Eviction is DEBUG bookkeeping. No line carries a run's value or
+// is biting). Eviction, by time or by the caps, is DEBUG bookkeeping. No line carries a run's value or
 // error text, which may hold author- or user-controlled content.
 package runs

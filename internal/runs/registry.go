@@ -18,6 +18,7 @@ const (
 	msgTerminal   = "run reached its terminal state"
 	msgAbnormal   = "the run ended abnormally and is recorded as failed"
 	msgEvicted    = "evicted run records past the retention window"
+	msgOverBound  = "evicted the oldest finished run records to stay within the retention bounds"
 	msgPanicStack = "stack of the abnormally ended run"
 )
 
@@ -47,6 +48,14 @@ type Config struct {
 	ReplyDeadline     time.Duration // how long Settle waits before answering running
 	RetainCompleted   time.Duration // how long a finished record stays collectable
 
+	// MaxRetainedRuns caps how many finished records are held at once;
+	// zero means DefaultMaxRetainedRuns. Running records are not counted.
+	MaxRetainedRuns int
+	// MaxRetainedBytes caps the value and error bytes held by finished
+	// records together; zero means DefaultMaxRetainedBytes. The record that
+	// has just finished is always kept, even when it alone is larger.
+	MaxRetainedBytes int64
+
 	// Logger receives the registry's lines; nil discards them.
 	Logger *slog.Logger
 	// OnTerminal, when set, is called once per launched run with its terminal
@@ -54,6 +63,14 @@ type Config struct {
 	// and must not block; the server uses it for duration histograms.
 	OnTerminal func(Result)
 }
+
+// Defaults for the retention bounds, used when Config leaves them zero. They
+// are far above what a working server holds within RetainCompleted; they
+// exist so that a burst of runs cannot pin memory for the whole window.
+const (
+	DefaultMaxRetainedRuns  = 10_000
+	DefaultMaxRetainedBytes = 64 << 20 // 64 MiB
+)
 
 // Outcome is what a run closure returns. A nil Err means the run completed
 // with Value; otherwise it failed and Err's text is the record's error.
@@ -74,6 +91,8 @@ type Stats struct {
 	FreeSlots int    // run slots nobody holds
 	Waiting   int    // calls queued for a slot
 	Records   int    // records held: running plus retained finished ones
+	// RetainedBytes is the value and error bytes held by finished records.
+	RetainedBytes int64
 }
 
 // Handle is what a call holds on a run it launched.
@@ -113,6 +132,8 @@ type Registry struct {
 	admissionTimeout time.Duration
 	replyDeadline    time.Duration
 	retain           time.Duration
+	maxRetainedRuns  int
+	maxRetainedBytes int64
 	log              *slog.Logger
 	onTerminal       func(Result)
 
@@ -128,12 +149,15 @@ type Registry struct {
 	records map[string]*record
 	// expiring holds finished records in finishing order. RetainCompleted is
 	// fixed, so they also expire in this order and a sweep stops at the first
-	// record still inside its window.
+	// record still inside its window. The size bounds evict from the same
+	// end, so every eviction takes the oldest finished record.
 	expiring []*record
-	live     int // run goroutines not yet returned
-	closed   bool
-	idle     chan struct{} // closed once closed && live == 0
-	idleSet  bool
+	// retainedBytes is the value and error bytes of the records in expiring.
+	retainedBytes int64
+	live          int // run goroutines not yet returned
+	closed        bool
+	idle          chan struct{} // closed once closed && live == 0
+	idleSet       bool
 }
 
 // New builds a registry over cfg's limits.
@@ -153,6 +177,19 @@ func New(cfg Config) (*Registry, error) {
 			return nil, fmt.Errorf("create the run registry: %s is %s; it cannot be negative", d.name, d.v)
 		}
 	}
+	if cfg.MaxRetainedRuns < 0 {
+		return nil, fmt.Errorf("create the run registry: max_retained_runs is %d; set it to 1 or more, or 0 for the default", cfg.MaxRetainedRuns)
+	}
+	if cfg.MaxRetainedBytes < 0 {
+		return nil, fmt.Errorf("create the run registry: max_retained_bytes is %d; set it to 1 or more, or 0 for the default", cfg.MaxRetainedBytes)
+	}
+	maxRuns, maxBytes := cfg.MaxRetainedRuns, cfg.MaxRetainedBytes
+	if maxRuns == 0 {
+		maxRuns = DefaultMaxRetainedRuns
+	}
+	if maxBytes == 0 {
+		maxBytes = DefaultMaxRetainedBytes
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -162,6 +199,8 @@ func New(cfg Config) (*Registry, error) {
 		admissionTimeout: cfg.AdmissionTimeout,
 		replyDeadline:    cfg.ReplyDeadline,
 		retain:           cfg.RetainCompleted,
+		maxRetainedRuns:  maxRuns,
+		maxRetainedBytes: maxBytes,
 		log:              logger,
 		onTerminal:       cfg.OnTerminal,
 		slots:            newSlotPool(cfg.MaxConcurrentRuns),
@@ -338,6 +377,8 @@ func (r *Registry) finish(rec *record, res Result) Result {
 	// has nothing left to sweep.
 	if r.records[rec.id] == rec {
 		r.expiring = append(r.expiring, rec)
+		r.retainedBytes += resultBytes(res)
+		r.boundLocked()
 	}
 	return res
 }
@@ -416,17 +457,18 @@ func (r *Registry) Cancel(id string) {
 func (r *Registry) Stats() Stats {
 	free, waiting := r.slots.state()
 	r.mu.Lock()
-	inFlight, records := r.live, len(r.records)
+	inFlight, records, retained := r.live, len(r.records), r.retainedBytes
 	r.mu.Unlock()
 	return Stats{
-		Started:   r.started.Load(),
-		Completed: r.completed.Load(),
-		Failed:    r.failed.Load(),
-		Refused:   r.refused.Load(),
-		InFlight:  inFlight,
-		FreeSlots: free,
-		Waiting:   waiting,
-		Records:   records,
+		RetainedBytes: retained,
+		Started:       r.started.Load(),
+		Completed:     r.completed.Load(),
+		Failed:        r.failed.Load(),
+		Refused:       r.refused.Load(),
+		InFlight:      inFlight,
+		FreeSlots:     free,
+		Waiting:       waiting,
+		Records:       records,
 	}
 }
 
@@ -466,18 +508,51 @@ func (r *Registry) sweepLocked() {
 	now := time.Now()
 	n := 0
 	for n < len(r.expiring) && now.Sub(r.expiring[n].finishedAt) >= r.retain {
-		rec := r.expiring[n]
-		if r.records[rec.id] == rec {
-			delete(r.records, rec.id)
-		}
-		r.expiring[n] = nil
 		n++
 	}
 	if n == 0 {
 		return
 	}
-	// The evicted head was cleared above, and the next append that outgrows
-	// the array copies only the records still waiting.
-	r.expiring = r.expiring[n:]
+	r.evictOldestLocked(n)
 	r.log.Debug(msgEvicted, "evicted", n)
+}
+
+// boundLocked evicts the oldest finished records until the count and byte
+// bounds hold. The newest record is never evicted here: it has just been
+// written and its caller may be about to read it, so a single record larger
+// than MaxRetainedBytes stays (alone) until its window closes or the next
+// finished run pushes it out.
+func (r *Registry) boundLocked() {
+	n := 0
+	count, size := len(r.expiring), r.retainedBytes
+	for n < len(r.expiring)-1 && (count > r.maxRetainedRuns || size > r.maxRetainedBytes) {
+		size -= resultBytes(r.expiring[n].result)
+		count--
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	r.evictOldestLocked(n)
+	r.log.Debug(msgOverBound, "evicted", n, "retained_runs", len(r.expiring), "retained_bytes", r.retainedBytes)
+}
+
+// evictOldestLocked drops the n oldest finished records. Clearing the slots
+// lets the records be collected now; the next append that outgrows the array
+// copies only the records still waiting.
+func (r *Registry) evictOldestLocked(n int) {
+	for i, rec := range r.expiring[:n] {
+		if r.records[rec.id] == rec {
+			delete(r.records, rec.id)
+		}
+		r.retainedBytes -= resultBytes(rec.result)
+		r.expiring[i] = nil
+	}
+	r.expiring = r.expiring[n:]
+}
+
+// resultBytes is what a finished record holds that a caller controls the
+// size of; ids, names and counters are small and bounded by the count.
+func resultBytes(res Result) int64 {
+	return int64(len(res.Value) + len(res.Error))
 }

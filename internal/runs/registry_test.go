@@ -689,13 +689,13 @@ func TestStatsCountRuns(t *testing.T) {
 		launch(t, r, "going", "p", gated(release, "v"))
 		synctest.Wait() // counters move after the record is written
 
-		want := Stats{Started: 3, Completed: 1, Failed: 1, InFlight: 1, FreeSlots: 3, Records: 3}
+		want := Stats{Started: 3, Completed: 1, Failed: 1, InFlight: 1, FreeSlots: 3, Records: 3, RetainedBytes: 3} // "v" and "no"
 		if got := r.Stats(); got != want {
 			t.Errorf("Stats = %+v, want %+v", got, want)
 		}
 		close(release)
 		synctest.Wait()
-		want = Stats{Started: 3, Completed: 2, Failed: 1, FreeSlots: 4, Records: 3}
+		want = Stats{Started: 3, Completed: 2, Failed: 1, FreeSlots: 4, Records: 3, RetainedBytes: 4}
 		if got := r.Stats(); got != want {
 			t.Errorf("Stats = %+v, want %+v", got, want)
 		}
@@ -745,6 +745,8 @@ func TestNewRefusesImpossibleLimits(t *testing.T) {
 		{"negative admission_timeout", func(c *Config) { c.AdmissionTimeout = -time.Second }},
 		{"negative reply_deadline", func(c *Config) { c.ReplyDeadline = -time.Second }},
 		{"negative retain_completed", func(c *Config) { c.RetainCompleted = -time.Second }},
+		{"negative max_retained_runs", func(c *Config) { c.MaxRetainedRuns = -1 }},
+		{"negative max_retained_bytes", func(c *Config) { c.MaxRetainedBytes = -1 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,228 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// finishRun launches a run that ends at once with out and waits for its
+// terminal record, so the bounds have been applied when it returns.
+func finishRun(t *testing.T, r *Registry, id string, out Outcome) {
+	t.Helper()
+	<-launch(t, r, id, "p", func(context.Context) Outcome { return out }).Done()
+}
+
+// present reports which of ids Check still knows, in order.
+func present(r *Registry, ids ...string) []bool {
+	got := make([]bool, len(ids))
+	for i, id := range ids {
+		_, got[i] = r.Check(id)
+	}
+	return got
+}
+
+func equalBools(a, b []bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestZeroBoundsMeanTheDefaults(t *testing.T) {
+	r, err := New(testConfig(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(t.Context())
+	if r.maxRetainedRuns != DefaultMaxRetainedRuns || r.maxRetainedBytes != DefaultMaxRetainedBytes {
+		t.Errorf("bounds = %d runs, %d bytes; want %d, %d",
+			r.maxRetainedRuns, r.maxRetainedBytes, DefaultMaxRetainedRuns, DefaultMaxRetainedBytes)
+	}
+	if DefaultMaxRetainedRuns != 10_000 || DefaultMaxRetainedBytes != 64*1024*1024 {
+		t.Errorf("defaults = %d, %d; want 10000 and 64 MiB", DefaultMaxRetainedRuns, DefaultMaxRetainedBytes)
+	}
+}
+
+func TestCountBoundEvictsTheOldestFinished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig(time.Hour)
+		cfg.MaxRetainedRuns = 3
+		r, logs := newRegistry(t, cfg)
+		ids := []string{"a", "b", "c", "d", "e"}
+		for _, id := range ids {
+			finishRun(t, r, id, Outcome{Value: id})
+		}
+		if got, want := present(r, ids...), []bool{false, false, true, true, true}; !equalBools(got, want) {
+			t.Errorf("present = %v, want %v", got, want)
+		}
+		if got := mustCheck(t, r, "c"); got.Value != "c" {
+			t.Errorf("Check(c) = %+v, want its completed record", got)
+		}
+		if s := r.Stats(); s.Records != 3 || s.RetainedBytes != 3 {
+			t.Errorf("Stats = %+v, want 3 records of 3 bytes", s)
+		}
+		lines := logs.withMessage(msgOverBound)
+		if len(lines) != 2 {
+			t.Fatalf("bound eviction lines = %+v, want two (one per excess run)", lines)
+		}
+		for _, l := range lines {
+			if l.Level != slog.LevelDebug || l.Attrs["evicted"] != int64(1) {
+				t.Errorf("bound eviction line = %+v, want DEBUG evicting 1", l)
+			}
+		}
+		if n := len(logs.withMessage(msgEvicted)); n != 0 {
+			t.Errorf("%d retention eviction lines, want none: nothing outlived its window", n)
+		}
+	})
+}
+
+func TestByteBoundCountsValuesAndErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig(time.Hour)
+		cfg.MaxRetainedBytes = 10
+		r, _ := newRegistry(t, cfg)
+		finishRun(t, r, "a", Outcome{Value: "aaaa"})
+		finishRun(t, r, "b", Outcome{Err: errors.New("bbbb")})
+		if s := r.Stats(); s.RetainedBytes != 8 {
+			t.Fatalf("RetainedBytes = %d, want 8 (a value of 4 and an error of 4)", s.RetainedBytes)
+		}
+		finishRun(t, r, "c", Outcome{Value: "cc"}) // 10: exactly at the bound
+		if got, want := present(r, "a", "b", "c"), []bool{true, true, true}; !equalBools(got, want) {
+			t.Fatalf("at the bound present = %v, want %v", got, want)
+		}
+		finishRun(t, r, "d", Outcome{Value: "ddddd"}) // 15: a and b must go
+		if got, want := present(r, "a", "b", "c", "d"), []bool{false, false, true, true}; !equalBools(got, want) {
+			t.Errorf("over the bound present = %v, want %v", got, want)
+		}
+		if s := r.Stats(); s.RetainedBytes != 7 || s.Records != 2 {
+			t.Errorf("Stats = %+v, want 2 records of 7 bytes", s)
+		}
+	})
+}
+
+func TestBoundsNeverEvictRunningRecords(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig(time.Millisecond)
+		cfg.MaxRetainedRuns = 1
+		cfg.MaxRetainedBytes = 1
+		r, _ := newRegistry(t, cfg)
+		release := make(chan struct{})
+		h := launch(t, r, "x", "p", gated(release, "xxxx"))
+		finishRun(t, r, "a", Outcome{Value: "aaaa"})
+		finishRun(t, r, "b", Outcome{Value: "bbbb"})
+		if got := mustCheck(t, r, "x"); got.Status != StatusRunning {
+			t.Errorf("Check(x) = %+v, want running", got)
+		}
+		if got, want := present(r, "a", "b"), []bool{false, true}; !equalBools(got, want) {
+			t.Errorf("present = %v, want only the newest finished", got)
+		}
+		if s := r.Stats(); s.Records != 2 {
+			t.Errorf("Records = %d, want the running x plus b", s.Records)
+		}
+		close(release)
+		<-h.Done()
+		if got, want := present(r, "x", "b"), []bool{true, false}; !equalBools(got, want) {
+			t.Errorf("after x finished present = %v, want %v", got, want)
+		}
+	})
+}
+
+func TestBoundsEvictInFinishingOrderNotLaunchOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig(time.Millisecond)
+		cfg.MaxRetainedRuns = 2
+		r, _ := newRegistry(t, cfg)
+		gates := map[string]chan struct{}{}
+		handles := map[string]*Handle{}
+		for _, id := range []string{"a", "b", "c"} {
+			gates[id] = make(chan struct{})
+			handles[id] = launch(t, r, id, "p", gated(gates[id], id))
+		}
+		for _, id := range []string{"b", "c", "a"} { // a launched first, finishes last
+			close(gates[id])
+			<-handles[id].Done()
+		}
+		if got, want := present(r, "a", "b", "c"), []bool{true, false, true}; !equalBools(got, want) {
+			t.Errorf("present = %v, want b (first to finish) evicted", got)
+		}
+	})
+}
+
+func TestBoundsAndRetentionWindowTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig(time.Hour)
+		cfg.RetainCompleted = 10 * time.Second
+		cfg.MaxRetainedRuns = 2
+		r, logs := newRegistry(t, cfg)
+		for _, id := range []string{"a", "b", "c"} {
+			finishRun(t, r, id, Outcome{Value: id + id})
+			time.Sleep(4 * time.Second)
+		}
+		// a finished at 0s and was pushed out by c at 8s; now is 12s.
+		if got, want := present(r, "a", "b", "c"), []bool{false, true, true}; !equalBools(got, want) {
+			t.Fatalf("at 12s present = %v, want %v", got, want)
+		}
+		time.Sleep(2 * time.Second) // 14s: b's window closes
+		if got, want := present(r, "b", "c"), []bool{false, true}; !equalBools(got, want) {
+			t.Fatalf("at 14s present = %v, want %v", got, want)
+		}
+		if s := r.Stats(); s.Records != 1 || s.RetainedBytes != 2 {
+			t.Errorf("Stats = %+v, want c alone, 2 bytes", s)
+		}
+		// With room freed by the window, a new run evicts nothing early.
+		finishRun(t, r, "d", Outcome{Value: "dd"})
+		if got, want := present(r, "c", "d"), []bool{true, true}; !equalBools(got, want) {
+			t.Errorf("after d present = %v, want %v", got, want)
+		}
+		if n := len(logs.withMessage(msgOverBound)); n != 1 {
+			t.Errorf("%d bound eviction lines, want 1 (a pushed out by c)", n)
+		}
+		if n := len(logs.withMessage(msgEvicted)); n != 1 {
+			t.Errorf("%d retention eviction lines, want 1 (b's window)", n)
+		}
+		time.Sleep(10 * time.Second)
+		if got, want := present(r, "c", "d"), []bool{false, false}; !equalBools(got, want) {
+			t.Errorf("at 24s present = %v, want %v", got, want)
+		}
+		if s := r.Stats(); s.Records != 0 || s.RetainedBytes != 0 {
+			t.Errorf("Stats = %+v, want nothing retained", s)
+		}
+	})
+}
+
+func TestHugeSingleRecordIsKeptUntilTheNextFinishes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig(time.Hour)
+		cfg.MaxRetainedBytes = 1 << 10
+		r, _ := newRegistry(t, cfg)
+		huge := strings.Repeat("x", 1<<20)
+		finishRun(t, r, "small", Outcome{Value: "s"})
+		finishRun(t, r, "huge", Outcome{Value: huge})
+		if got := mustCheck(t, r, "huge"); got.Status != StatusCompleted || got.Value != huge {
+			t.Errorf("Check(huge) = %s %d bytes, want the whole completed value", got.Status, len(got.Value))
+		}
+		if _, ok := r.Check("small"); ok {
+			t.Error("small still present, want evicted to make room")
+		}
+		if s := r.Stats(); s.Records != 1 || s.RetainedBytes != 1<<20 {
+			t.Errorf("Stats = %+v, want huge alone", s)
+		}
+		finishRun(t, r, "next", Outcome{Value: "n"})
+		if got, want := present(r, "huge", "next"), []bool{false, true}; !equalBools(got, want) {
+			t.Errorf("after next present = %v, want %v", got, want)
+		}
+		if s := r.Stats(); s.RetainedBytes != 1 {
+			t.Errorf("RetainedBytes = %d, want 1", s.RetainedBytes)
+		}
+	})
+}
