@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 
 	"github.com/promptforge-go/promptforge/internal/catalog"
@@ -16,18 +15,37 @@ import (
 // would at boot, without contacting the gateway or binding anything, and
 // prints every fault at once so an operator fixes them in one round.
 func cmdCheck(ctx context.Context, argv []string, stdout, stderr io.Writer, lookup env) int {
-	if len(argv) != 1 || strings.HasPrefix(argv[0], "-") && argv[0] != "-" {
-		fmt.Fprintf(stderr, "error: check takes exactly one argument, the path of prompts.toml\n\n%s", usageText)
+	f, err := parseConfigFlags("check", argv, false)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n\n%s", err, usageText)
 		return exitUsage
 	}
-	path := argv[0]
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	path := f.configPath
+	// Unlike serve, check defaults to warn: its stdout is the verdict, and
+	// info lines about loading would bury it. --log-level or
+	// PROMPTFORGE_LOG still choose another level.
+	if f.logLevel == "" {
+		if v, ok := lookup("PROMPTFORGE_LOG"); ok && v != "" {
+			f.logLevel = v
+		} else {
+			f.logLevel = "warn"
+		}
+	}
+	logger, err := newLogger(stderr, f.logLevel, lookup)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return exitUsage
+	}
 	cfg, err := config.Loader{LookupEnv: config.LookupFunc(lookup), Logger: logger}.Load(path)
 	if err != nil {
 		server.WriteReport(stderr, &server.StepError{Step: server.StepLoadConfig, Err: err})
 		return exitFailure
 	}
-	cat, err := catalog.Resolve(ctx, server.SettingsOf(cfg), catalog.Reject)
+	settings := server.SettingsOf(cfg)
+	// A relative [paths].prompts is resolved against the working
+	// directory, the usual surprise when check disagrees with a service.
+	logger.Debug("resolving the catalog", "prompts_dir", settings.Root, "include", settings.Include, "exclude", settings.Exclude)
+	cat, err := catalog.Resolve(ctx, settings, catalog.Reject)
 	if err != nil {
 		server.WriteReport(stderr, &server.StepError{Step: server.StepResolve, Err: err})
 		return exitFailure

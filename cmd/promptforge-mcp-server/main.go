@@ -27,7 +27,7 @@ var version = "0.1.0-dev"
 const usageText = `usage:
   promptforge-mcp-server serve [--stdio] [--log-level L] <prompts.toml>
   promptforge-mcp-server run [--config prompts.toml] [--input F] [--output F] <prompt.md | name> [args]
-  promptforge-mcp-server check <prompts.toml>
+  promptforge-mcp-server check [--log-level L] <prompts.toml>
   promptforge-mcp-server version | --help
 
 run executes one prompt once: a file path (ending in .md) or, with --config,

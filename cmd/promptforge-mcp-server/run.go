@@ -209,48 +209,48 @@ func locate(path string, err error) string {
 	return path
 }
 
-// seedInput puts the --input file at the prompt's declared input path.
+// seedInput puts the --input file at the prompt's declared input path,
+// with the rules run_prompt applies to input_file but none of its
+// confinement: the operator names any file they can read.
 func seedInput(st *store.Store, p *prompt.Prompt, path string) error {
-	decl := p.Frontmatter.Input
-	if decl == nil {
+	err := server.SeedDeclaredInput(st, p, func() (string, error) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("read --input: %w", err)
+		}
+		if !utf8.Valid(data) {
+			return "", fmt.Errorf("--input %s is not UTF-8 text", path)
+		}
+		return string(data), nil
+	})
+	if errors.Is(err, server.ErrInputUndeclared) {
 		return errors.New("--input was given but the prompt declares no input; drop --input or declare `input: {path, description}` in the frontmatter")
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("read --input: %w", err)
-	}
-	if !utf8.Valid(data) {
-		return fmt.Errorf("--input %s is not UTF-8 text", path)
-	}
-	if err := st.Write(decl.Path, string(data)); err != nil {
-		return fmt.Errorf("seed the declared input %q: %w", decl.Path, err)
-	}
-	return nil
+	return err
 }
 
-// extractOutput applies the declared-output rules: the store file replaces
-// the value, or goes to --output; a missing output is reported on stderr.
+// extractOutput applies the declared-output rules run_prompt applies: the
+// store file replaces the value, or goes to --output. Unlike output_file,
+// --output is written wherever the operator points it, and what the
+// server would append to the value as a note goes to stderr instead, so
+// stdout carries only the answer.
 func extractOutput(st *store.Store, p *prompt.Prompt, value, outPath string, stderr io.Writer) (string, error) {
-	decl := p.Frontmatter.Output
-	if decl == nil {
+	out, err := server.ExtractDeclaredOutput(st, p)
+	switch {
+	case err != nil:
+		return "", err
+	case out.Path == "":
 		if outPath != "" {
 			fmt.Fprintf(stderr, "warning: --output %s ignored: the prompt declares no output\n", outPath)
 		}
 		return value, nil
-	}
-	ok, err := st.Exists(decl.Path)
-	if err != nil || !ok {
-		fmt.Fprintf(stderr, "warning: the prompt declares output %q but did not produce it\n", decl.Path)
+	case !out.Produced:
+		fmt.Fprintf(stderr, "warning: the prompt declares output %q but did not produce it\n", out.Path)
 		return value, nil
+	case outPath == "":
+		return out.Content, nil
 	}
-	content, err := st.Read(decl.Path, store.Range{})
-	if err != nil {
-		return "", fmt.Errorf("read the declared output %q: %w", decl.Path, err)
-	}
-	if outPath == "" {
-		return content, nil
-	}
-	if err := os.WriteFile(outPath, []byte(content), 0o644); err != nil {
+	if err := os.WriteFile(outPath, []byte(out.Content), 0o644); err != nil {
 		return "", fmt.Errorf("write --output: %w", err)
 	}
 	return value, nil

@@ -18,11 +18,17 @@ type serveFlags struct {
 	configPath string
 }
 
-// parseServeFlags accepts `[--stdio] [--log-level L] <prompts.toml>`. Flags
-// come before the path; "--" ends them, so a config may be named "-x". A
-// flag after the path is refused like any extra argument, as the reference
-// refuses `serve prompts.toml --stdio`.
+// parseServeFlags accepts `[--stdio] [--log-level L] <prompts.toml>`.
 func parseServeFlags(args []string) (serveFlags, error) {
+	return parseConfigFlags("serve", args, true)
+}
+
+// parseConfigFlags parses the command lines of serve and check, which take
+// one prompts.toml: `[--stdio] [--log-level L] <prompts.toml>`, --stdio
+// only where withStdio. Flags come before the path; "--" ends them, so a
+// config may be named "-x". A flag after the path is refused like any
+// extra argument, as the reference refuses `serve prompts.toml --stdio`.
+func parseConfigFlags(cmd string, args []string, withStdio bool) (serveFlags, error) {
 	var f serveFlags
 	i := 0
 	for ; i < len(args); i++ {
@@ -35,13 +41,13 @@ func parseServeFlags(args []string) (serveFlags, error) {
 			break
 		}
 		name, val, hasVal := strings.Cut(a, "=")
-		switch name {
-		case "--stdio":
+		switch {
+		case name == "--stdio" && withStdio:
 			if hasVal {
 				return f, usageError{"--stdio takes no value"}
 			}
 			f.stdio = true
-		case "--log-level":
+		case name == "--log-level":
 			if !hasVal {
 				if i+1 >= len(args) {
 					return f, usageError{"flag --log-level needs a value"}
@@ -51,18 +57,18 @@ func parseServeFlags(args []string) (serveFlags, error) {
 			}
 			f.logLevel = val
 		default:
-			return f, usageError{fmt.Sprintf("unknown flag %q for serve", a)}
+			return f, usageError{fmt.Sprintf("unknown flag %q for %s", a, cmd)}
 		}
 	}
 	rest := args[i:]
 	switch len(rest) {
 	case 0:
-		return f, usageError{"serve needs the path of prompts.toml"}
+		return f, usageError{cmd + " needs the path of prompts.toml"}
 	case 1:
 		f.configPath = rest[0]
 		return f, nil
 	default:
-		return f, usageError{fmt.Sprintf("serve takes one prompts.toml and nothing after it, got %q (flags go before the path)", rest[1:])}
+		return f, usageError{fmt.Sprintf("%s takes one prompts.toml and nothing after it, got %q (flags go before the path)", cmd, rest[1:])}
 	}
 }
 

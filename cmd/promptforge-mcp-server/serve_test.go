@@ -193,3 +193,80 @@ func TestASignalDuringBootExitsZero(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
 	}
 }
+
+// The shipped example catalog resolves as its comments promise: run from
+// the repository root, where [paths].prompts = "examples/prompts" points.
+func TestCheckTheShippedExample(t *testing.T) {
+	t.Chdir("../..")
+	code, out, errOut := call(t, nil, "check", "examples/prompts.toml")
+	if code != exitOK {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errOut)
+	}
+	// research_person is disabled in the example until a PromptForge
+	// gateway serves web_search.
+	want := "examples/prompts.toml: 5 prompt(s) resolve: digest, release_notes, summarize, text_stats, unit_convert\n"
+	if !strings.HasPrefix(out, want) {
+		t.Fatalf("stdout = %q, want it to start with %q", out, want)
+	}
+}
+
+func TestCheckFlags(t *testing.T) {
+	path := writeConfig(t, `api_key = "k"`, "", "", map[string]string{"echo.md": promptText("echo", "return args")})
+	odd := filepath.Join(t.TempDir(), "-odd.toml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// writeConfig names the prompts directory by its absolute path, so the
+	// copy resolves the same catalog from wherever it lies.
+	if err := os.WriteFile(odd, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Dir(odd))
+
+	// A malformed env file beside a config draws a warning, which shows
+	// at the default level and not at error.
+	noisy := filepath.Join(filepath.Dir(odd), "noisy.toml")
+	if err := os.WriteFile(noisy, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(odd), "noisy.env"), []byte("this is not an env line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		environ map[string]string
+		code    int
+		stderr  string // substring; "" means stderr must be empty
+	}{
+		{"default level is quiet", []string{"check", path}, nil, exitOK, ""},
+		{"default level shows warnings", []string{"check", noisy}, nil, exitOK, "level=WARN msg=\"ignoring env file that did not parse\""},
+		{"--log-level error hides warnings", []string{"check", "--log-level", "error", noisy}, nil, exitOK, ""},
+		{"PROMPTFORGE_LOG=error hides warnings", []string{"check", noisy}, map[string]string{"PROMPTFORGE_LOG": "error"}, exitOK, ""},
+		{"--log-level debug is honoured", []string{"check", "--log-level", "debug", path}, nil, exitOK, "level=DEBUG"},
+		{"--log-level= form", []string{"check", "--log-level=debug", path}, nil, exitOK, "level=DEBUG"},
+		{"PROMPTFORGE_LOG is honoured", []string{"check", path}, map[string]string{"PROMPTFORGE_LOG": "debug"}, exitOK, "level=DEBUG"},
+		{"the flag wins over the environment", []string{"check", "--log-level", "error", path}, map[string]string{"PROMPTFORGE_LOG": "debug"}, exitOK, ""},
+		{"-- before a dash-led path", []string{"check", "--", "./-odd.toml"}, nil, exitOK, ""},
+		{"-- then a bare dash-led name", []string{"check", "--", "-odd.toml"}, nil, exitOK, ""},
+		{"a dash-led path without --", []string{"check", "-odd.toml"}, nil, exitUsage, "unknown flag \"-odd.toml\" for check"},
+		{"--stdio is serve's", []string{"check", "--stdio", path}, nil, exitUsage, "unknown flag \"--stdio\" for check"},
+		{"a bad level", []string{"check", "--log-level", "loud", path}, nil, exitUsage, "log level \"loud\""},
+		{"a flag after the path", []string{"check", path, "--log-level", "debug"}, nil, exitUsage, "check takes one prompts.toml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := call(t, tc.environ, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stdout %q, stderr:\n%s", code, tc.code, out, errOut)
+			}
+			if tc.stderr == "" && errOut != "" || !strings.Contains(errOut, tc.stderr) {
+				t.Fatalf("stderr = %q, want %q", errOut, tc.stderr)
+			}
+			if code == exitOK && !strings.Contains(out, "1 prompt(s) resolve: echo") {
+				t.Fatalf("stdout = %q", out)
+			}
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/promptforge-go/promptforge/internal/engine"
+	"github.com/promptforge-go/promptforge/internal/gateway"
 )
 
 const trioPrompt = "---\nname: trio\ndescription: Three sections in a row.\npromptforge: 1\n---\n" +
@@ -211,3 +212,71 @@ func TestOnlyThreeObservationsReachTheLog(t *testing.T) {
 }
 
 func slogOf(h slog.Handler) *slog.Logger { return slog.New(h) }
+
+// slowPrompt reports two frames (the run, then "Say"), waits at the model
+// in "Say", and reaches "Tail" only once the gateway answers.
+var slowPrompt = promptFile("slow", "Speak, then finish in Lua.", "",
+	"# Slow\n\n```lua\nmodels.default(\"writer\", \"A general assistant model\")\n```\n\n## Say\n\nSay something.\n\n## Tail\n\n```lua\nreturn \"tail ran\"\n```\n")
+
+// A call with a progress token that reaches reply_deadline is answered at
+// the deadline, not after the progress grace on top of it, and the run it
+// leaves running reports nothing more on that call: "Tail" starts after
+// the reply and its frame never reaches the client.
+func TestARunningReplyIsNotHeldByProgressAndEndsTheFrames(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newMemGateway(t)
+		limits := defaultLimits()
+		limits.ReplyDeadline = 50 * time.Millisecond
+		h := newHarness(t, fixture{
+			prompts: map[string]string{"slow.md": slowPrompt},
+			limits:  limits,
+			opts: func(o *Options) {
+				o.Client = g.client
+				o.Models = []gateway.Model{testModel}
+			},
+		})
+		var mu sync.Mutex
+		var got []frame
+		cs := h.connect(&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			got = append(got, frame{progress: req.Params.Progress, message: req.Params.Message})
+			mu.Unlock()
+		}})
+		framesSoFar := func() []frame {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(got)
+		}
+
+		params := &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "slow"}}
+		params.SetProgressToken(7)
+		start := time.Now()
+		res, err := cs.CallTool(context.Background(), params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited != limits.ReplyDeadline {
+			t.Errorf("the running reply came after %v, want exactly the %v deadline (the %v progress grace must not add to it)", waited, limits.ReplyDeadline, progressGrace)
+		}
+		s := structuredOf(t, res)
+		if res.IsError || s["status"] != "running" {
+			t.Fatalf("result %v, want running", s)
+		}
+		synctest.Wait()
+		want := []frame{{0, "Slow"}, {1, "Say"}}
+		if f := framesSoFar(); !slices.Equal(f, want) {
+			t.Fatalf("frames by the reply = %+v, want %+v", f, want)
+		}
+
+		// Let the run go on into "Tail" and finish.
+		g.Release()
+		synctest.Wait()
+		done := structuredOf(t, h.ok(ToolCheckRun, map[string]any{"run_id": s["run_id"]}))
+		if done["status"] != "completed" || done["value"] != "tail ran" {
+			t.Fatalf("the detached run did not finish: %v", done)
+		}
+		if f := framesSoFar(); !slices.Equal(f, want) {
+			t.Fatalf("frames after the reply = %+v, want none beyond %+v", f, want)
+		}
+	})
+}

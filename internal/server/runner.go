@@ -189,39 +189,31 @@ func seedStore(st *store.Store, p *prompt.Prompt, r runRequest) error {
 	if !r.inputGiven {
 		return nil
 	}
-	decl := p.Frontmatter.Input
-	if decl == nil {
-		return errors.New(msgInputUndeclared)
-	}
-	content := r.inputText
-	if r.input != nil {
+	return SeedDeclaredInput(st, p, func() (string, error) {
+		if r.input == nil {
+			return r.inputText, nil
+		}
 		text, err := r.input.read()
 		if err != nil {
-			return fmt.Errorf("cannot read input_file %s: %w", strconv.Quote(r.input.caller), err)
+			return "", fmt.Errorf("cannot read input_file %s: %w", strconv.Quote(r.input.caller), err)
 		}
-		content = text
-	}
-	if err := st.Write(decl.Path, content); err != nil {
-		return fmt.Errorf("cannot seed store with declared input: %w", err)
-	}
-	return nil
+		return text, nil
+	})
 }
 
 // extractOutput applies spec §5.1 step 5 to a completed run's value.
 func extractOutput(st *store.Store, p *prompt.Prompt, value string, r runRequest) string {
-	decl := p.Frontmatter.Output
-	if decl == nil {
+	out, err := ExtractDeclaredOutput(st, p)
+	switch {
+	case out.Path == "":
 		// output_file without a declared output has nothing to write.
 		return value
+	case err != nil || !out.Produced:
+		return value + "\n\n[note: the prompt declares output " + strconv.Quote(out.Path) + " but it was not produced]"
+	case r.output == nil:
+		return out.Content
 	}
-	content, err := st.Read(decl.Path, store.Range{})
-	if err != nil {
-		return value + "\n\n[note: the prompt declares output " + strconv.Quote(decl.Path) + " but it was not produced]"
-	}
-	if r.output == nil {
-		return content
-	}
-	if err := r.output.write(content); err != nil {
+	if err := r.output.write(out.Content); err != nil {
 		return value + "\n\n[note: could not write output to " + strconv.Quote(r.outputFile) + ": " + err.Error() + "]"
 	}
 	return value
