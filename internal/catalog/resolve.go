@@ -3,7 +3,9 @@ package catalog
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -83,7 +85,13 @@ func resolve(ctx context.Context, s Settings, mode Mode, prev *fileCache) (*Cata
 	}
 	faults = append(faults, duplicates(kept)...)
 	if len(kept) == 0 {
-		faults = append(faults, Fault{Kind: KindEmpty, Detail: "no prompts resolved; check [catalog].include and [prompts.*]"})
+		detail := "no prompts resolved; check [catalog].include and [prompts.*]"
+		if errors.Is(rootErr, fs.ErrNotExist) {
+			// The usual cause: [paths].prompts is relative to the working
+			// directory, not to prompts.toml.
+			detail += fmt.Sprintf("; the prompts directory %q does not exist (relative paths in [paths].prompts are read from the working directory)", s.Root)
+		}
+		faults = append(faults, Fault{Kind: KindEmpty, Detail: detail})
 	}
 	if len(faults) > 0 {
 		return nil, &Error{Faults: faults}

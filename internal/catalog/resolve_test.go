@@ -186,6 +186,10 @@ func TestEmptyCatalog(t *testing.T) {
 				if ce.Class() != ClassConfiguration {
 					t.Errorf("class = %v, want Configuration", ce.Class())
 				}
+				// Only a missing directory is named as the cause.
+				if named := strings.Contains(ce.Faults[0].Detail, "does not exist"); named != (name == "missing root") {
+					t.Errorf("detail = %q", ce.Faults[0].Detail)
+				}
 			}
 		})
 	}
