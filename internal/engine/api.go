@@ -7,6 +7,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/match"
+	"github.com/promptforge-go/promptforge/internal/prompt"
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
@@ -79,8 +80,10 @@ type Limits struct {
 	LogBytes  int
 }
 
-// DefaultMaxToolIterations is the default of Limits.MaxToolIterations.
-const DefaultMaxToolIterations = 24
+// DefaultMaxToolIterations is the default of Limits.MaxToolIterations. It
+// is the prompt package's, so the parser's documented default and the
+// engine's cannot drift apart.
+const DefaultMaxToolIterations = prompt.DefaultMaxToolIterations
 
 // DefaultFanoutConcurrency is the default of Limits.FanoutConcurrency.
 const DefaultFanoutConcurrency = 8

@@ -89,12 +89,17 @@ func callsIndex(L *lua.LState) int {
 
 // ---- handles ----
 
-func (vm *VM) toolHandle(h ToolHandle) *lua.LUserData {
-	ud := vm.L.NewUserData()
-	hv := h
-	ud.Value = &hv
-	ud.Metatable = shared().toolMeta
+// boxed wraps a copy of v in a userdata with meta, so Lua sees a read-only
+// object whose fields the metatable serves.
+func boxed[T any](L *lua.LState, v T, meta *lua.LTable) *lua.LUserData {
+	ud := L.NewUserData()
+	ud.Value = &v
+	ud.Metatable = meta
 	return ud
+}
+
+func (vm *VM) toolHandle(h ToolHandle) *lua.LUserData {
+	return boxed(vm.L, h, shared().toolMeta)
 }
 
 func toolIndex(L *lua.LState) int {
@@ -137,11 +142,7 @@ func frozen(kind string) lua.LGFunction {
 }
 
 func (vm *VM) modelHandle(h ModelHandle) *lua.LUserData {
-	ud := vm.L.NewUserData()
-	hv := h
-	ud.Value = &hv
-	ud.Metatable = shared().modelMeta
-	return ud
+	return boxed(vm.L, h, shared().modelMeta)
 }
 
 func modelIndex(infer lua.LValue) lua.LGFunction {
@@ -827,11 +828,7 @@ func keyString(v lua.LValue) string {
 }
 
 func (vm *VM) fanoutResult(r FanoutResult) *lua.LUserData {
-	ud := vm.L.NewUserData()
-	rv := r
-	ud.Value = &rv
-	ud.Metatable = shared().resultMeta
-	return ud
+	return boxed(vm.L, r, shared().resultMeta)
 }
 
 func resultIndex(L *lua.LState) int {

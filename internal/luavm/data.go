@@ -510,7 +510,8 @@ func escapePreview(s string, n int) string {
 		}
 		count++
 		if r < 0x20 || r == 0x7f || r == 0x2028 || r == 0x2029 {
-			b.WriteString(strconv.QuoteRune(r)[1 : len(strconv.QuoteRune(r))-1])
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
 			continue
 		}
 		b.WriteRune(r)

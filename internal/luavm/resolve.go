@@ -59,7 +59,7 @@ func (vm *VM) Resolve(p prompt.Path) (string, error) {
 		return "", &prompt.TemplateError{Kind: prompt.TplSerialize, Err: err,
 			Msg: "{{ " + escapePreview(p.Raw, 80) + " }} cannot be rendered: " + err.Error()}
 	}
-	return prompt.RenderPath(prompt.Path{Head: p.Head, Keys: p.Keys, Raw: p.Raw}, ToPlain(d))
+	return prompt.RenderPath(p, ToPlain(d))
 }
 
 // renderTablePath walks object keys through var's data without converting

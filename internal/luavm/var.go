@@ -63,23 +63,13 @@ func varLen(L *lua.LState) int {
 	return 1
 }
 
-// toLua presents data stored under parent[k] to Lua: scalars as values,
-// containers as proxies.
+// toLua presents data stored under parent[k] to Lua: containers as proxies,
+// so that writes through them reach var and count against its bound;
+// scalars as plain values.
 func (vm *VM) toLua(parent *varRef, v any, k lua.LValue) lua.LValue {
-	switch x := v.(type) {
-	case *Table:
+	if x, ok := v.(*Table); ok {
 		return vm.proxy(x, childPath(parent.path, k))
-	case nil:
-		return lua.LNil
-	case bool:
-		return lua.LBool(x)
-	case float64:
-		return lua.LNumber(x)
-	case string:
-		return lua.LString(x)
 	}
-	// Data decoded from JSON (map/slice) only enters var through
-	// assignments, which convert it; anything else is copied plainly.
 	return vm.FromData(v)
 }
 

@@ -81,8 +81,6 @@ type VM struct {
 	jumped bool
 	fatal  error
 	locals map[string]*lua.LFunction
-	jumpFn lua.LValue
-	nextFn *lua.LFunction
 }
 
 type phase uint8

@@ -53,7 +53,8 @@ type Decision struct {
 }
 
 // Ranker scores needs against a fixed set of docs. Implementations: the
-// lexical ranker here (default) and, later, gateway embeddings.
+// lexical ranker (the default) and Embedding, for an Embedder such as the
+// gateway client's embeddings call.
 type Ranker interface {
 	// Index prepares docs for ranking.
 	Index(ctx context.Context, docs []Doc) (Index, error)

@@ -48,7 +48,6 @@ func (r region) split() ([]Block, *Chunk, *ParseError) {
 		shared  *luaFence
 		pending []piece // prose gathered since the last Lua fence
 		cursor  = r.start
-		nLua    int
 	)
 	for i := range fences {
 		f := &fences[i]
@@ -64,10 +63,9 @@ func (r region) split() ([]Block, *Chunk, *ParseError) {
 		pending = pending[:0]
 		blocks = append(blocks, Block{Kind: BlockLua, Line: r.p.src.line(f.src)})
 		luaSrc = append(luaSrc, *f)
-		nLua++
 	}
 	pending = append(pending, piece{cursor, r.end})
-	if nLua == 0 || !piecesBlank(doc, pending) {
+	if len(luaSrc) == 0 || !piecesBlank(doc, pending) {
 		blocks = append(blocks, r.prose(pending))
 	}
 
