@@ -38,22 +38,8 @@ func resolve(ctx context.Context, s Settings, mode Mode, prev *fileCache) (*Cata
 	var faults []Fault
 
 	w := &walker{root: s.Root}
-	for _, raw := range s.Include {
-		p, err := compilePattern(raw)
-		if err != nil {
-			faults = append(faults, Fault{Kind: KindPattern, Detail: `include "` + raw + `": ` + err.Error()})
-			continue
-		}
-		w.include = append(w.include, p)
-	}
-	for _, raw := range s.Exclude {
-		p, err := compilePattern(raw)
-		if err != nil {
-			faults = append(faults, Fault{Kind: KindPattern, Detail: `exclude "` + raw + `": ` + err.Error()})
-			continue
-		}
-		w.exclude = append(w.exclude, p)
-	}
+	w.include, faults = compilePatterns("include", s.Include, faults)
+	w.exclude, faults = compilePatterns("exclude", s.Exclude, faults)
 	canon, rootErr := filepath.EvalSymlinks(s.Root)
 	r.rootCanon, w.rootCanon = canon, canon
 	files, err := r.expand(ctx, w, rootErr)

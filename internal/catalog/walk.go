@@ -19,6 +19,22 @@ type pattern struct {
 	segs []string // glob split on '/', for pruning the walk
 }
 
+// compilePatterns compiles one setting's patterns. A bad pattern becomes a
+// fault instead of stopping the pass, so one resolution reports every bad
+// pattern at once.
+func compilePatterns(setting string, raws []string, faults []Fault) ([]pattern, []Fault) {
+	var out []pattern
+	for _, raw := range raws {
+		p, err := compilePattern(raw)
+		if err != nil {
+			faults = append(faults, Fault{Kind: KindPattern, Detail: setting + ` "` + raw + `": ` + err.Error()})
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, faults
+}
+
 // compilePattern prepares a configured glob. The reference's glob dialect
 // has no {a,b} alternation, treats '\' as an ordinary character and reads
 // '^' after '[' literally, so those are escaped before doublestar sees

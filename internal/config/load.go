@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -455,11 +456,7 @@ func (p *parser) sortedByLine(table string, names []string) []string {
 }
 
 func (p *parser) buildPrompts(raw map[string]rawBlock, dst map[string]PromptBlock) error {
-	names := make([]string, 0, len(raw))
-	for name := range raw {
-		names = append(names, name)
-	}
-	for _, name := range p.sortedByLine("prompts", names) {
+	for _, name := range p.sortedByLine("prompts", slices.Collect(maps.Keys(raw))) {
 		r := raw[name]
 		at := tomlPath{"prompts", name}
 		if err := checkPromptName(name); err != nil {
@@ -482,11 +479,7 @@ func (p *parser) buildPrompts(raw map[string]rawBlock, dst map[string]PromptBloc
 }
 
 func (p *parser) buildModels(raw map[string]rawModel, dst map[string]gateway.ModelOverride) error {
-	ids := make([]string, 0, len(raw))
-	for id := range raw {
-		ids = append(ids, id)
-	}
-	for _, id := range p.sortedByLine("models", ids) {
+	for _, id := range p.sortedByLine("models", slices.Collect(maps.Keys(raw))) {
 		r := raw[id]
 		at := tomlPath{"models", id}
 		name := modelKey(id)

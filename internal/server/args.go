@@ -94,15 +94,11 @@ func parseCursor(c string) (int, error) {
 	if c == "" {
 		return 0, nil
 	}
-	bad := invalidParams("cursor %s is not a valid pagination cursor", strconv.Quote(c))
-	for i := 0; i < len(c); i++ {
-		if c[i] < '0' || c[i] > '9' {
-			return 0, bad
-		}
-	}
+	// Base 10 ParseUint takes no sign, prefix or underscore, so anything
+	// but plain digits is refused here.
 	n, err := strconv.ParseUint(c, 10, 31)
 	if err != nil {
-		return 0, bad
+		return 0, invalidParams("cursor %s is not a valid pagination cursor", strconv.Quote(c))
 	}
 	return int(n), nil
 }

@@ -22,6 +22,10 @@ const (
 	msgDuplicateRun    = "the run id was already in use"
 )
 
+// msgShuttingDown is the refusal of a call that arrives once shutdown has
+// begun, whether admission or launch noticed it first.
+const msgShuttingDown = "the server is shutting down and starts no new runs; retry once it is back"
+
 // runRequest is a checked run_prompt call.
 type runRequest struct {
 	name, args    string
@@ -135,7 +139,7 @@ func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, 
 	case errors.As(err, &refused):
 		return res, fmt.Sprintf("every run slot is busy and none came free within %s; retry in a moment", config.FormatDuration(refused.Wait))
 	case errors.Is(err, runs.ErrClosed):
-		return res, "the server is shutting down and starts no new runs; retry once it is back"
+		return res, msgShuttingDown
 	case err != nil:
 		return res, "the call ended before a run slot came free, so nothing was run"
 	}
@@ -145,7 +149,7 @@ func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, 
 	case errors.Is(err, runs.ErrDuplicateRun):
 		return runs.Failed(id, entry.Name(), msgDuplicateRun, 0, 0), ""
 	case errors.Is(err, runs.ErrClosed):
-		return res, "the server is shutting down and starts no new runs; retry once it is back"
+		return res, msgShuttingDown
 	case err != nil:
 		return runs.Failed(id, entry.Name(), err.Error(), 0, 0), ""
 	}

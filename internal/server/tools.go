@@ -35,14 +35,6 @@ const capabilityRegister = `Phrase the capability the way a tool author document
 // and the one rule that matters (it runs only what the caller names).
 const instructions = "This server executes PromptForge prompts. It runs a prompt only when the caller names one: list_prompts reports the names it can run, and run_prompt takes one of those names. " + valueSentence
 
-// bannedPhrases are trigger phrases spec §4.3 keeps out of every
-// description, schema text and the instructions: they read as standing
-// orders to a model instead of documentation.
-var bannedPhrases = []string{
-	"use this when", "use when", "whenever you", "if you need", "you should",
-	"helpful", "useful", "anytime", "proactively",
-}
-
 // property is one string parameter of a tool's input schema.
 type property struct {
 	name, description string

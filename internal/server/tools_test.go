@@ -152,6 +152,14 @@ func TestToolsListIgnoresTheCatalog(t *testing.T) {
 	}
 }
 
+// bannedPhrases are trigger phrases spec §4.3 keeps out of every
+// description, schema text and the instructions: they read as standing
+// orders to a model instead of documentation.
+var bannedPhrases = []string{
+	"use this when", "use when", "whenever you", "if you need", "you should",
+	"helpful", "useful", "anytime", "proactively",
+}
+
 func TestWordingConstraints(t *testing.T) {
 	h := newHarness(t, fixture{})
 	texts := map[string]string{"instructions": instructions}
