@@ -152,14 +152,24 @@ func loadPromptFile(path string) (*prompt.Prompt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the prompt: %w", err)
 	}
-	if _, ok := prompt.Version(src); !ok {
-		return nil, fmt.Errorf("%s is not a promptforge prompt: its frontmatter declares no `promptforge:` version (add `promptforge: 1`)", path)
-	}
+	// Parse first: a parsed prompt says whether it declares a version, so
+	// the lenient probe (a second YAML decode) is needed only to tell a
+	// broken prompt from a file that is no prompt at all.
 	p, err := prompt.Parse(src)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", locate(path, err), err)
+	if err == nil && p.Frontmatter.HasVersion {
+		return p, nil
 	}
-	return p, nil
+	if err == nil {
+		return nil, notAPrompt(path)
+	}
+	if _, ok := prompt.Version(src); !ok {
+		return nil, notAPrompt(path)
+	}
+	return nil, fmt.Errorf("%s: %w", locate(path, err), err)
+}
+
+func notAPrompt(path string) error {
+	return fmt.Errorf("%s is not a promptforge prompt: its frontmatter declares no `promptforge:` version (add `promptforge: 1`)", path)
 }
 
 // fromConfig resolves f.target through prompts.toml: a .md path is read
