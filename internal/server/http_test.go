@@ -399,6 +399,9 @@ func TestMetricsEndpoint(t *testing.T) {
 		`promptforge_runs_finished_total{status="failed"} 0`,
 		"promptforge_admissions_refused_total 0",
 		"promptforge_runs_in_flight 0",
+		"promptforge_admissions_waiting 0",
+		"# TYPE promptforge_runs_started_total counter",
+		"# TYPE promptforge_run_slots_free gauge",
 		`promptforge_run_duration_seconds_count{status="completed"} 1`,
 	} {
 		if !strings.Contains(text, want) {

@@ -87,31 +87,35 @@ func (m *Metrics) bindRegistry(r *runs.Registry) error {
 	bound := false
 	m.bindOnce.Do(func() {
 		bound = true
-		stats := func(f func(runs.Stats) float64) func() float64 {
-			return func() float64 { return f(r.Stats()) }
+		// Each series reads one field of the registry's Stats when scraped.
+		series := []struct {
+			name, help string
+			counter    bool
+			read       func(runs.Stats) float64
+		}{
+			{"promptforge_runs_started_total", "Runs launched.", true,
+				func(s runs.Stats) float64 { return float64(s.Started) }},
+			{"promptforge_admissions_refused_total", "Calls refused because no run slot came free within admission_timeout.", true,
+				func(s runs.Stats) float64 { return float64(s.Refused) }},
+			{"promptforge_runs_in_flight", "Runs launched that have not ended.", false,
+				func(s runs.Stats) float64 { return float64(s.InFlight) }},
+			{"promptforge_run_slots_free", "Run slots nobody holds.", false,
+				func(s runs.Stats) float64 { return float64(s.FreeSlots) }},
+			{"promptforge_admissions_waiting", "Calls queued for a run slot.", false,
+				func(s runs.Stats) float64 { return float64(s.Waiting) }},
 		}
-		m.bindErr = errors.Join(
-			m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
-				Name: "promptforge_runs_started_total",
-				Help: "Runs launched.",
-			}, stats(func(s runs.Stats) float64 { return float64(s.Started) }))),
-			m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
-				Name: "promptforge_admissions_refused_total",
-				Help: "Calls refused because no run slot came free within admission_timeout.",
-			}, stats(func(s runs.Stats) float64 { return float64(s.Refused) }))),
-			m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "promptforge_runs_in_flight",
-				Help: "Runs launched that have not ended.",
-			}, stats(func(s runs.Stats) float64 { return float64(s.InFlight) }))),
-			m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "promptforge_run_slots_free",
-				Help: "Run slots nobody holds.",
-			}, stats(func(s runs.Stats) float64 { return float64(s.FreeSlots) }))),
-			m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "promptforge_admissions_waiting",
-				Help: "Calls queued for a run slot.",
-			}, stats(func(s runs.Stats) float64 { return float64(s.Waiting) }))),
-		)
+		var errs []error
+		for _, sr := range series {
+			read := func() float64 { return sr.read(r.Stats()) }
+			var c prometheus.Collector
+			if sr.counter {
+				c = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: sr.name, Help: sr.help}, read)
+			} else {
+				c = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: sr.name, Help: sr.help}, read)
+			}
+			errs = append(errs, m.reg.Register(c))
+		}
+		m.bindErr = errors.Join(errs...)
 	})
 	if !bound {
 		return errors.New("these metrics already serve another server; give each server its own NewMetrics")
