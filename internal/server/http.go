@@ -254,7 +254,7 @@ func hostCheck(allowed []authority, next http.Handler) http.Handler {
 func (s *Server) cancelOnDisconnect(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodDelete {
-			if n := s.cancelSession(r.Header.Get(headerSessionID)); n > 0 {
+			if n := s.calls.CancelSession(r.Header.Get(headerSessionID)); n > 0 {
 				s.log.Debug("cancelled the calls of a session the client ended", "calls", n)
 			}
 		}
@@ -488,7 +488,7 @@ func (s *Server) httpServer(h http.Handler) *http.Server {
 func (s *Server) stopSessions(drain time.Duration) {
 	drainCtx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
-	if err := s.waitCalls(drainCtx); err != nil {
+	if err := s.calls.Wait(drainCtx); err != nil {
 		s.log.Warn("calls still in flight after the drain timeout; cancelling their runs", "error", err)
 	}
 	closeCtx, cancelClose := context.WithTimeout(context.Background(), finalCloseTimeout)
@@ -496,7 +496,7 @@ func (s *Server) stopSessions(drain time.Duration) {
 	if err := s.Close(closeCtx); err != nil {
 		s.log.Warn("runs did not stop in time", "error", err)
 	}
-	if err := s.waitCalls(closeCtx); err != nil {
+	if err := s.calls.Wait(closeCtx); err != nil {
 		s.log.Warn("calls did not answer in time", "error", err)
 	}
 	for ss := range s.mcp.Sessions() {

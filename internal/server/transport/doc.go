@@ -1,0 +1,2 @@
+// Package transport serves an MCP server over streamable HTTP and stdio.
+package transport
