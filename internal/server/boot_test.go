@@ -21,6 +21,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/config"
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
 // bootDir writes prompts.toml (with the given [server] lines and gateway)
@@ -125,7 +126,7 @@ func TestHTTPRefusalsComeBeforeAnythingSlow(t *testing.T) {
 	os.WriteFile(path, []byte("[server]\n[paths]\nprompts = \"/nonexistent\"\n[gateway]\nurl = \"http://127.0.0.1:1/v1\"\napi_key = \"k\"\n"), 0o644)
 	err := Boot(context.Background(), BootOptions{ConfigPath: path, Transport: HTTP})
 	var se *StepError
-	if !errors.As(err, &se) || se.Step != StepServe || !errors.Is(err, ErrMissingToken) {
+	if !errors.As(err, &se) || se.Step != StepServe || !errors.Is(err, transport.ErrMissingToken) {
 		t.Fatalf("got %v", err)
 	}
 	if !strings.Contains(report(err), "[server].api_key") {

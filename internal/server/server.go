@@ -153,7 +153,7 @@ func New(opts Options) (*Server, error) {
 		Instructions: instructions,
 		// Tools only, and no listChanged: the tool list never changes.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
-		Logger:       sdkLogger(logger, "mcp"),
+		Logger:       transport.SDKLogger(logger, "mcp"),
 	})
 	handlers := map[string]mcp.ToolHandler{
 		ToolListPrompts: s.listPrompts,
@@ -170,6 +170,12 @@ func New(opts Options) (*Server, error) {
 
 // MCP is the SDK server every transport connects sessions to.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Backend is what the transports serve: the SDK server, the tracker the
+// tools were registered through, and Close to stop the runs at shutdown.
+func (s *Server) Backend() transport.Backend {
+	return transport.Backend{MCP: s.mcp, Calls: s.calls, CloseRuns: s.Close, Logger: s.log}
+}
 
 // Registry is the run registry all sessions share.
 func (s *Server) Registry() *runs.Registry { return s.runs }
