@@ -197,7 +197,11 @@ func (s *Server) Close(ctx context.Context) error {
 }
 
 // toolsListMiddleware answers tools/list itself: in the published order
-// (the SDK sorts by name) and with the decimal offset cursors of spec §4.2.
+// and with the decimal offset cursors of spec §4.2. go-sdk v1.8.0 lists
+// tools sorted by name and pages with its own opaque cursor
+// (mcp/server.go, Server.listTools and paginateList; mcp/features.go,
+// featureSet.all); no upstream issue found, as both are its documented
+// choice. The transports are not involved, so this stays in server.
 func (s *Server) toolsListMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		lr, ok := req.(*mcp.ListToolsRequest)

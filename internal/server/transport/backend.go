@@ -84,8 +84,9 @@ func (b Backend) stopSessions(drain time.Duration) {
 // tagged with component.
 //
 // go-sdk v1.8.0 logs every session's lifecycle at INFO ("server
-// connecting", "server session connected", "server session disconnected",
-// "session initialized" in mcp/server.go), which on a busy server is noise
+// connecting", "server session connected", "server session disconnected"
+// and "session initialized" in mcp/server.go: Server.Connect, Server.bind,
+// Server.disconnect, ServerSession.initialized), which on a busy server is noise
 // outside the server's own log policy (upstream
 // modelcontextprotocol/go-sdk#1204).
 func SDKLogger(l *slog.Logger, component string) *slog.Logger {
