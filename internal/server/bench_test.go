@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
@@ -51,18 +52,6 @@ func benchLimits() Limits {
 }
 
 const testToken = "s3cret-token"
-
-// authTransport adds a bearer token to every request.
-type authTransport struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+a.token)
-	return a.base.RoundTrip(r)
-}
 
 // backendFor is h's server as the transports see it, with mcpServer in
 // place of the server's own SDK server (a bare one for the floor).
@@ -100,7 +89,7 @@ func httpSession(b *testing.B, url string) *mcp.ClientSession {
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	b.Cleanup(tr.CloseIdleConnections)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: authTransport{testToken, tr}}, DisableStandaloneSSE: true}, nil)
+		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: servertest.Bearer{Token: testToken, Base: tr}}, DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

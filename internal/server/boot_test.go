@@ -21,6 +21,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/config"
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
@@ -238,7 +239,7 @@ func TestBootServesHTTPAndPicksUpNewPrompts(t *testing.T) {
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "boot", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: &http.Client{Transport: authTransport{"k", tr}}, MaxRetries: -1}, nil)
+		&mcp.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: &http.Client{Transport: servertest.Bearer{Token: "k", Base: tr}}, MaxRetries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

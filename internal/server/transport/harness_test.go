@@ -15,6 +15,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 	"github.com/promptforge-go/promptforge/internal/server"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
 )
 
 // The transports are tested under the real server and its four tools,
@@ -97,35 +98,21 @@ func newHarness(t testing.TB, f fixture) *harness {
 // tcpGateway is a scripted gateway on loopback and a client for it.
 func tcpGateway(t testing.TB) (*gatewaytest.Server, *gateway.Client) {
 	t.Helper()
-	g := gatewaytest.New(t)
-	c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: g.APIKey()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.CloseIdleConnections)
-	return g, c
+	return servertest.Gateway(t)
 }
 
 // withGateway points runs at c with the model gatewaytest serves.
 func withGateway(c *gateway.Client) func(*server.Options) {
 	return func(o *server.Options) {
 		o.Client = c
-		o.Models = []gateway.Model{{ID: "test-model", Description: "A general assistant model for tests",
-			Context: 32768, Thinking: gateway.ThinkingNever, Dialect: gateway.DialectOpenAI}}
+		o.Models = []gateway.Model{servertest.TestModel}
 	}
 }
 
 // textOf is the single text block of a result.
 func textOf(t testing.TB, res *mcp.CallToolResult) string {
 	t.Helper()
-	if len(res.Content) != 1 {
-		t.Fatalf("result has %d content blocks, want 1: %+v", len(res.Content), res.Content)
-	}
-	tc, ok := res.Content[0].(*mcp.TextContent)
-	if !ok {
-		t.Fatalf("content is %T, want text", res.Content[0])
-	}
-	return tc.Text
+	return servertest.TextOf(t, res)
 }
 
 // terminals is a log handler that reports the run id of every terminal

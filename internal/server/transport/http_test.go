@@ -16,6 +16,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 	"github.com/promptforge-go/promptforge/internal/server"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
@@ -58,18 +59,6 @@ func (hh *httpHarness) stop(t *testing.T) {
 	close(hh.served)
 }
 
-// authTransport adds a bearer token to every request.
-type authTransport struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+a.token)
-	return a.base.RoundTrip(r)
-}
-
 // client connects a real go-sdk client over streamable HTTP.
 func (hh *httpHarness) client(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
 	return hh.clientWith(t, opts, false)
@@ -83,7 +72,7 @@ func (hh *httpHarness) clientWith(t *testing.T, opts *mcp.ClientOptions, noStand
 	t.Cleanup(tr.CloseIdleConnections)
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:             hh.url + "/mcp",
-		HTTPClient:           &http.Client{Transport: authTransport{testToken, tr}},
+		HTTPClient:           &http.Client{Transport: servertest.Bearer{Token: testToken, Base: tr}},
 		MaxRetries:           -1,
 		DisableStandaloneSSE: noStandalone,
 	}
