@@ -9,6 +9,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/config"
 	"github.com/promptforge-go/promptforge/internal/server"
+	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
 // cmdCheck loads prompts.toml and resolves its catalog the way serve
@@ -56,9 +57,9 @@ func cmdCheck(ctx context.Context, argv []string, stdout, stderr io.Writer, look
 	}
 	var problems []error
 	if cfg.Server.APIKey == nil {
-		problems = append(problems, server.ErrMissingToken)
+		problems = append(problems, transport.ErrMissingToken)
 	}
-	if _, err := server.ResolveAllowedHosts(cfg.Server.Bind, cfg.Server.AllowedHosts); err != nil {
+	if _, err := transport.ResolveAllowedHosts(cfg.Server.Bind, cfg.Server.AllowedHosts); err != nil {
 		problems = append(problems, err)
 	}
 

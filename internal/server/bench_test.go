@@ -16,6 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
+	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
 // The benchmarks compare run_prompt on a Lua-only prompt with a trivial
@@ -49,11 +51,21 @@ func benchLimits() Limits {
 	return Limits{MaxConcurrentRuns: 64, AdmissionTimeout: time.Minute, ReplyDeadline: time.Minute, RetainCompleted: time.Minute}
 }
 
+const testToken = "s3cret-token"
+
+// backendFor is h's server as the transports see it, with mcpServer in
+// place of the server's own SDK server (a bare one for the floor).
+func backendFor(h *harness, mcpServer *mcp.Server) transport.Backend {
+	b := h.srv.Backend()
+	b.MCP = mcpServer
+	return b
+}
+
 // serveHTTPFor serves mcpServer over a real loopback listener behind the
 // transport stack and returns its /mcp URL.
 func serveHTTPFor(b *testing.B, h *harness, mcpServer *mcp.Server) string {
 	b.Helper()
-	handler, err := h.srv.httpHandler(mcpServer, HTTPOptions{APIKey: testToken, AllowedHosts: []string{"127.0.0.1"}})
+	handler, err := transport.HTTPHandler(backendFor(h, mcpServer), transport.HTTPOptions{APIKey: testToken, AllowedHosts: []string{"127.0.0.1"}, Metrics: h.srv.Metrics().Handler()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -77,7 +89,7 @@ func httpSession(b *testing.B, url string) *mcp.ClientSession {
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	b.Cleanup(tr.CloseIdleConnections)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: authTransport{testToken, tr}}, DisableStandaloneSSE: true}, nil)
+		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: servertest.Bearer{Token: testToken, Base: tr}}, DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -94,7 +106,7 @@ func stdioSession(b *testing.B, h *harness, mcpServer *mcp.Server) *mcp.ClientSe
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		h.srv.serveStdio(context.Background(), mcpServer, inR, outW, time.Second)
+		transport.ServeStdio(context.Background(), inR, outW, backendFor(h, mcpServer), time.Second)
 		outW.Close()
 	}()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
 var (
@@ -112,6 +114,8 @@ func (p *proc) recv() map[string]any {
 	return m
 }
 
+const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
 func TestBinaryOverStdio(t *testing.T) {
 	path := bootDir(t, "watch = false", nil, basePrompts)
 	p := startStdio(t, path)
@@ -133,7 +137,7 @@ func TestBinaryOverStdio(t *testing.T) {
 	}
 
 	// An over-long line is dropped; the request after it is answered.
-	p.send(`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"pad":"` + strings.Repeat("y", MaxLineBytes+1) + `"}}`)
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"pad":"` + strings.Repeat("y", transport.MaxLineBytes+1) + `"}}`)
 	p.send(`not json at all`)
 	p.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"echo","args":"from the binary"}}}`)
 	reply := p.recv()

@@ -16,6 +16,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/config"
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/server/transport"
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
@@ -97,7 +98,7 @@ type BootOptions struct {
 	// Listening, when set, is told the HTTP address once it is bound.
 	Listening func(net.Addr)
 	// DrainTimeout bounds the wait for calls in flight at shutdown; 0
-	// means DefaultDrainTimeout.
+	// means transport.DefaultDrainTimeout.
 	DrainTimeout time.Duration
 }
 
@@ -120,17 +121,17 @@ func Boot(ctx context.Context, o BootOptions) error {
 
 	// HTTP-only settings are checked before anything slow, so a missing
 	// token is reported at once rather than after the gateway fetch.
-	var httpOpts HTTPOptions
+	var httpOpts transport.HTTPOptions
 	switch o.Transport {
 	case HTTP:
 		if cfg.Server.APIKey == nil {
-			return step(StepServe, ErrMissingToken)
+			return step(StepServe, transport.ErrMissingToken)
 		}
-		hosts, err := ResolveAllowedHosts(cfg.Server.Bind, cfg.Server.AllowedHosts)
+		hosts, err := transport.ResolveAllowedHosts(cfg.Server.Bind, cfg.Server.AllowedHosts)
 		if err != nil {
 			return step(StepServe, err)
 		}
-		httpOpts = HTTPOptions{APIKey: cfg.Server.APIKey.Reveal(), AllowedHosts: hosts, DrainTimeout: o.DrainTimeout}
+		httpOpts = transport.HTTPOptions{APIKey: cfg.Server.APIKey.Reveal(), AllowedHosts: hosts, DrainTimeout: o.DrainTimeout}
 	case Stdio:
 	default:
 		return step(StepServe, fmt.Errorf("unknown transport %d", o.Transport))
@@ -169,7 +170,7 @@ func Boot(ctx context.Context, o BootOptions) error {
 		return step(StepPrepareTools, err)
 	}
 	defer func() {
-		closeCtx, cancel := context.WithTimeout(context.Background(), finalCloseTimeout)
+		closeCtx, cancel := context.WithTimeout(context.Background(), transport.FinalCloseTimeout)
 		defer cancel()
 		if err := srv.Close(closeCtx); err != nil {
 			logger.Warn("runs did not stop in time", "error", err)
@@ -197,7 +198,7 @@ func Boot(ctx context.Context, o BootOptions) error {
 			handle.Shutdown()
 			return
 		}
-		closeCtx, cancel := context.WithTimeout(context.Background(), finalCloseTimeout)
+		closeCtx, cancel := context.WithTimeout(context.Background(), transport.FinalCloseTimeout)
 		defer cancel()
 		if err := watcher.Close(closeCtx); err != nil {
 			logger.Warn("the prompt watcher did not stop in time", "error", err)
@@ -219,7 +220,7 @@ func Boot(ctx context.Context, o BootOptions) error {
 	switch o.Transport {
 	case Stdio:
 		logger.Info(fmt.Sprintf("serving on stdio; [server].bind (%s) and [server].api_key are not used on this transport", cfg.Server.Bind))
-		if err := srv.ServeStdio(serveCtx, o.Stdin, o.Stdout, o.DrainTimeout); err != nil {
+		if err := transport.ServeStdio(serveCtx, o.Stdin, o.Stdout, srv.Backend(), o.DrainTimeout); err != nil {
 			return step(StepServe, err)
 		}
 		return nil
@@ -233,7 +234,8 @@ func Boot(ctx context.Context, o BootOptions) error {
 		if o.Listening != nil {
 			o.Listening(ln.Addr())
 		}
-		if err := srv.Serve(serveCtx, ln, httpOpts); err != nil {
+		httpOpts.Metrics = metrics.Handler()
+		if err := transport.ServeHTTP(serveCtx, ln, srv.Backend(), httpOpts); err != nil {
 			return step(StepServe, err)
 		}
 		return nil

@@ -21,6 +21,8 @@ import (
 	"github.com/promptforge-go/promptforge/internal/config"
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
+	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
 // bootDir writes prompts.toml (with the given [server] lines and gateway)
@@ -125,7 +127,7 @@ func TestHTTPRefusalsComeBeforeAnythingSlow(t *testing.T) {
 	os.WriteFile(path, []byte("[server]\n[paths]\nprompts = \"/nonexistent\"\n[gateway]\nurl = \"http://127.0.0.1:1/v1\"\napi_key = \"k\"\n"), 0o644)
 	err := Boot(context.Background(), BootOptions{ConfigPath: path, Transport: HTTP})
 	var se *StepError
-	if !errors.As(err, &se) || se.Step != StepServe || !errors.Is(err, ErrMissingToken) {
+	if !errors.As(err, &se) || se.Step != StepServe || !errors.Is(err, transport.ErrMissingToken) {
 		t.Fatalf("got %v", err)
 	}
 	if !strings.Contains(report(err), "[server].api_key") {
@@ -237,7 +239,7 @@ func TestBootServesHTTPAndPicksUpNewPrompts(t *testing.T) {
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "boot", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: &http.Client{Transport: authTransport{"k", tr}}, MaxRetries: -1}, nil)
+		&mcp.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: &http.Client{Transport: servertest.Bearer{Token: "k", Base: tr}}, MaxRetries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

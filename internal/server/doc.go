@@ -1,14 +1,20 @@
 // Package server is the MCP face of PromptForge: it publishes the four
 // built-in tools (list_prompts, run_prompt, need_prompt, check_run) over the
 // live catalog, runs prompts through the run registry and the engine,
-// forwards progress, renders results, and serves it all over stdio or
-// streamable HTTP. Boot wires the whole process from prompts.toml.
+// forwards progress, renders results, and answers tools/list in its own
+// order and pages. Boot wires the whole process from prompts.toml.
 //
-// Why it is one package: the tool surface, the transports and the boot
-// sequence share one Server value (catalog handle, run registry, gateway
-// client and model catalog, live tools, file roots, metrics), and the wire
-// contract they implement together (spec mcp-server.md §4, §6, §9, §10) is
-// easier to keep exact in one place.
+// The transports (streamable HTTP and stdio) and the go-sdk workarounds
+// they need live in the transport subpackage, which imports nothing of
+// server: the server registers its tool handlers through a
+// transport.Calls and hands the transports a transport.Backend
+// ((*Server).Backend).
+//
+// Why the rest is one package: the tool surface and the boot sequence
+// share one Server value (catalog handle, run registry, gateway client and
+// model catalog, live tools, file roots, metrics), and the wire contract
+// they implement together (spec mcp-server.md §4, §6, §9, §10) is easier
+// to keep exact in one place.
 //
 // Decisions that differ from the reference server (DESIGN.md §3 wins):
 //
@@ -17,7 +23,7 @@
 //     back and the record says the caller cancelled. On streamable HTTP a
 //     dropped POST is turned into a notifications/cancelled for the calls
 //     it carried, because the SDK's stateful transport does not end the
-//     handler on its own.
+//     handler on its own (see the transport package).
 //   - A DELETE of an HTTP session cancels the calls in flight on it before
 //     the SDK closes it (the SDK's close waits for handlers), so their runs
 //     stop, their slots come back and the DELETE is answered promptly.
@@ -54,8 +60,9 @@
 // next call sees the reloaded (possibly broken) entry.
 //
 // Goroutines: each run is the registry's; each call with a progress token
-// owns one pump goroutine that it stops before replying; the HTTP transport
-// owns one keep-alive goroutine per open SSE response and stops it when the
-// response ends. Boot owns the watcher and the transport and stops both on
-// shutdown.
+// owns one pump goroutine that it stops before replying. The transport
+// package documents the goroutines it owns (the listener, the shutdown,
+// one keep-alive goroutine per open SSE response, the stdio session's
+// waiter). Boot owns the watcher and the transport it serves on, and stops
+// both on shutdown by cancelling their context.
 package server

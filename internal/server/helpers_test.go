@@ -17,6 +17,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
 )
 
 func TestMain(m *testing.M) {
@@ -194,14 +195,7 @@ func wireError(t testing.TB, err error) *jsonrpc.Error {
 // textOf is the single text block of a result.
 func textOf(t testing.TB, res *mcp.CallToolResult) string {
 	t.Helper()
-	if len(res.Content) != 1 {
-		t.Fatalf("result has %d content blocks, want 1: %+v", len(res.Content), res.Content)
-	}
-	tc, ok := res.Content[0].(*mcp.TextContent)
-	if !ok {
-		t.Fatalf("content is %T, want text", res.Content[0])
-	}
-	return tc.Text
+	return servertest.TextOf(t, res)
 }
 
 // structuredOf is the result's structuredContent as a generic object.
@@ -224,18 +218,11 @@ func structuredOf(t testing.TB, res *mcp.CallToolResult) map[string]any {
 // tcpGateway is a scripted gateway on loopback and a client for it.
 func tcpGateway(t testing.TB) (*gatewaytest.Server, *gateway.Client) {
 	t.Helper()
-	g := gatewaytest.New(t)
-	c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: g.APIKey()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.CloseIdleConnections)
-	return g, c
+	return servertest.Gateway(t)
 }
 
 // testModel is what gatewaytest serves by default.
-var testModel = gateway.Model{ID: "test-model", Description: "A general assistant model for tests",
-	Context: 32768, Thinking: gateway.ThinkingNever, Dialect: gateway.DialectOpenAI}
+var testModel = servertest.TestModel
 
 // withGateway points runs at c with the test model.
 func withGateway(c *gateway.Client) func(*Options) {

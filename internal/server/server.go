@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -14,6 +13,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/runs"
+	"github.com/promptforge-go/promptforge/internal/server/transport"
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
@@ -78,15 +78,9 @@ type Server struct {
 	published  []*mcp.Tool
 	mcp        *mcp.Server
 
-	// calls tracks tools/call handlers in flight, so a shutdown can wait
-	// for them to answer before closing sessions.
-	callsMu sync.Mutex
-	calls   int
-	idle    chan struct{} // closed while calls == 0; replaced when one starts
-	// bySession holds the cancel func of every call in flight on an
-	// addressable (HTTP) session, so ending the session can end its calls:
-	// the SDK's session close waits for handlers instead of cancelling them.
-	bySession map[string]map[*context.CancelCauseFunc]struct{}
+	// calls tracks the tools/call handlers in flight for the transports:
+	// every handler is registered through it.
+	calls *transport.Calls
 
 	// terminal, when set (tests), sees every run's terminal record.
 	terminal func(runs.Result)
@@ -138,8 +132,6 @@ func New(opts Options) (*Server, error) {
 	if version == "" {
 		version = "0.0.0"
 	}
-	idle := make(chan struct{})
-	close(idle)
 	s = &Server{
 		catalog: opts.Catalog,
 		runs:    reg,
@@ -154,15 +146,14 @@ func New(opts Options) (*Server, error) {
 		log:        logger,
 		metrics:    metrics,
 		needPrompt: !opts.NoRetrieval,
-		idle:       idle,
-		bySession:  map[string]map[*context.CancelCauseFunc]struct{}{},
+		calls:      &transport.Calls{},
 	}
 	s.published = builtinTools(s.needPrompt)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		// Tools only, and no listChanged: the tool list never changes.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
-		Logger:       sdkLogger(logger, "mcp"),
+		Logger:       transport.SDKLogger(logger, "mcp"),
 	})
 	handlers := map[string]mcp.ToolHandler{
 		ToolListPrompts: s.listPrompts,
@@ -171,7 +162,7 @@ func New(opts Options) (*Server, error) {
 		ToolCheckRun:    s.checkRun,
 	}
 	for _, t := range s.published {
-		s.mcp.AddTool(t, s.tracked(handlers[t.Name]))
+		s.mcp.AddTool(t, s.calls.Track(handlers[t.Name]))
 	}
 	s.mcp.AddReceivingMiddleware(s.toolsListMiddleware)
 	return s, nil
@@ -179,6 +170,12 @@ func New(opts Options) (*Server, error) {
 
 // MCP is the SDK server every transport connects sessions to.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Backend is what the transports serve: the SDK server, the tracker the
+// tools were registered through, and Close to stop the runs at shutdown.
+func (s *Server) Backend() transport.Backend {
+	return transport.Backend{MCP: s.mcp, Calls: s.calls, CloseRuns: s.Close, Logger: s.log}
+}
 
 // Registry is the run registry all sessions share.
 func (s *Server) Registry() *runs.Registry { return s.runs }
@@ -199,87 +196,12 @@ func (s *Server) Close(ctx context.Context) error {
 	return nil
 }
 
-// errSessionEnded is the cause a call's context carries when its session
-// was closed under it.
-var errSessionEnded = errors.New("the client ended its session before the reply")
-
-// tracked counts a handler as in flight while it runs, and files its
-// cancel func under its session so cancelSession can reach it.
-func (s *Server) tracked(h mcp.ToolHandler) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		ctx, cancel := context.WithCancelCause(ctx)
-		defer cancel(nil)
-		sid := ""
-		if req.Session != nil {
-			sid = req.Session.ID()
-		}
-		key := &cancel
-		s.callsMu.Lock()
-		if s.calls == 0 {
-			s.idle = make(chan struct{})
-		}
-		s.calls++
-		if sid != "" {
-			if s.bySession[sid] == nil {
-				s.bySession[sid] = map[*context.CancelCauseFunc]struct{}{}
-			}
-			s.bySession[sid][key] = struct{}{}
-		}
-		s.callsMu.Unlock()
-		defer func() {
-			s.callsMu.Lock()
-			s.calls--
-			if s.calls == 0 {
-				close(s.idle)
-			}
-			if sid != "" {
-				delete(s.bySession[sid], key)
-				if len(s.bySession[sid]) == 0 {
-					delete(s.bySession, sid)
-				}
-			}
-			s.callsMu.Unlock()
-		}()
-		return h(ctx, req)
-	}
-}
-
-// cancelSession cancels every call in flight on the session id names, so
-// their runs stop (the records say the caller cancelled) and the session
-// can close without waiting for them. It reports how many it cancelled.
-func (s *Server) cancelSession(id string) int {
-	if id == "" {
-		return 0
-	}
-	s.callsMu.Lock()
-	calls := s.bySession[id]
-	delete(s.bySession, id)
-	s.callsMu.Unlock()
-	for c := range calls {
-		(*c)(errSessionEnded)
-	}
-	return len(calls)
-}
-
-// waitCalls waits until no tools/call handler is running, or ctx ends.
-func (s *Server) waitCalls(ctx context.Context) error {
-	for {
-		s.callsMu.Lock()
-		idle, n := s.idle, s.calls
-		s.callsMu.Unlock()
-		if n == 0 {
-			return nil
-		}
-		select {
-		case <-idle:
-		case <-ctx.Done():
-			return fmt.Errorf("wait for %d call(s) in flight: %w", n, context.Cause(ctx))
-		}
-	}
-}
-
 // toolsListMiddleware answers tools/list itself: in the published order
-// (the SDK sorts by name) and with the decimal offset cursors of spec §4.2.
+// and with the decimal offset cursors of spec §4.2. go-sdk v1.8.0 lists
+// tools sorted by name and pages with its own opaque cursor
+// (mcp/server.go, Server.listTools and paginateList; mcp/features.go,
+// featureSet.all); no upstream issue found, as both are its documented
+// choice. The transports are not involved, so this stays in server.
 func (s *Server) toolsListMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		lr, ok := req.(*mcp.ListToolsRequest)

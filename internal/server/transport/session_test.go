@@ -1,7 +1,8 @@
-package server
+package transport_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 	"github.com/promptforge-go/promptforge/internal/runs"
+	"github.com/promptforge-go/promptforge/internal/server"
 )
 
 // Ending an HTTP session while a run_prompt is in flight cancels that
@@ -30,15 +32,17 @@ func TestEndingAnHTTPSessionCancelsItsCalls(t *testing.T) {
 			gate := gatewaytest.NewGate()
 			g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("too late")))
 			defer gate.Release()
-			limits := Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: 240 * time.Second, RetainCompleted: time.Hour}
-			hh := newHTTPHarness(t, fixture{limits: limits, opts: withGateway(c)}, nil)
-			ended := make(chan runs.Result, 1)
-			hh.srv.terminal = func(res runs.Result) { ended <- res }
+			limits := server.Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: 240 * time.Second, RetainCompleted: time.Hour}
+			ended := make(terminals, 1)
+			hh := newHTTPHarness(t, fixture{limits: limits, opts: func(o *server.Options) {
+				withGateway(c)(o)
+				o.Logger = slog.New(ended)
+			}}, nil)
 			cs := hh.clientWith(t, nil, true)
 
 			errc := make(chan error, 1)
 			go func() {
-				_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
+				_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
 				errc <- err
 			}()
 			<-gate.Arrived()
@@ -61,8 +65,11 @@ func TestEndingAnHTTPSessionCancelsItsCalls(t *testing.T) {
 					t.Fatalf("DELETE answered %d", resp.StatusCode)
 				}
 			}
-			res := <-ended
+			res, ok := hh.srv.Registry().Check(<-ended)
 			gate.Release()
+			if !ok {
+				t.Fatal("the ended run has no record")
+			}
 			if res.Status != runs.StatusFailed || !strings.Contains(res.Error, runs.ErrCallerCancelled.Error()) {
 				t.Fatalf("record %+v, want failed because the caller cancelled", res)
 			}

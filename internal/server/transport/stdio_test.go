@@ -1,4 +1,4 @@
-package server
+package transport_test
 
 import (
 	"bufio"
@@ -14,67 +14,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/server"
+	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
-
-func readAll(t *testing.T, r io.Reader) string {
-	t.Helper()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func TestLineFilter(t *testing.T) {
-	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
-	for _, tc := range []struct {
-		name, in, want string
-	}{
-		{"a normal line is delivered", ping + "\n", ping + "\n"},
-		{"the last line needs no newline", ping, ping + "\n"},
-		{"CRLF and a BOM are tolerated", "\xef\xbb\xbf" + ping + "\r\n", ping + "\n"},
-		{"blank lines are skipped", "\n  \n" + ping + "\n", ping + "\n"},
-		{"malformed JSON is dropped", "{not json\n" + ping + "\n", ping + "\n"},
-		{"JSON that is not JSON-RPC is dropped", "[1,2]\n\"hello\"\n{\"id\":1}\n" + ping + "\n", ping + "\n"},
-		{"two values on one line are dropped", ping + ping + "\n" + ping + "\n", ping + "\n"},
-		{"an over-cap line is dropped and the next arrives", `{"jsonrpc":"2.0","method":"x","params":"` + strings.Repeat("a", 200) + "\"}\n" + ping + "\n", ping + "\n"},
-		{"EOF ends the stream", "", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newLineFilter(strings.NewReader(tc.in), 100, discard())
-			if got := readAll(t, f); got != tc.want {
-				t.Fatalf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-// An over-cap line is skipped without being buffered: the line buffer
-// never grows past the cap plus one read chunk.
-func TestLineFilterMemoryIsBounded(t *testing.T) {
-	const capBytes = 64 << 10
-	huge := strings.Repeat("x", 10<<20)
-	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
-	f := newLineFilter(strings.NewReader(huge+"\n"+ping+"\n"), capBytes, discard())
-	buf := make([]byte, 4096)
-	var out strings.Builder
-	for {
-		n, err := f.Read(buf)
-		out.Write(buf[:n])
-		if c := cap(f.line); c > capBytes+readChunk+readChunk {
-			t.Fatalf("the line buffer grew to %d bytes", c)
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if out.String() != ping+"\n" {
-		t.Fatalf("got %q", out.String())
-	}
-}
 
 // stdioPeer drives ServeStdio over in-process pipes with raw JSON-RPC.
 type stdioPeer struct {
@@ -92,7 +34,7 @@ func newStdioPeer(t *testing.T, h *harness) *stdioPeer {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &stdioPeer{t: t, w: inW, r: bufio.NewReader(outR), served: make(chan error, 1), cancel: cancel}
 	go func() {
-		err := h.srv.ServeStdio(ctx, inR, outW, time.Second)
+		err := transport.ServeStdio(ctx, inR, outW, h.srv.Backend(), time.Second)
 		outW.Close()
 		p.served <- err
 	}()
@@ -143,7 +85,7 @@ func TestStdioSurvivesAHostilePeer(t *testing.T) {
 
 	// An over-long line, malformed JSON and a wrong argument type: each is
 	// dropped or answered, and the session goes on.
-	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"echo","args":"` + strings.Repeat("x", MaxLineBytes) + `"}}}`)
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"echo","args":"` + strings.Repeat("x", transport.MaxLineBytes) + `"}}}`)
 	p.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call",`)
 	p.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":["echo"]}}}`)
 	m := p.recv()
@@ -192,7 +134,7 @@ func stdioClient(t *testing.T, h *harness, opts *mcp.ClientOptions) *mcp.ClientS
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- h.srv.ServeStdio(context.Background(), inR, outW, time.Second)
+		done <- transport.ServeStdio(context.Background(), inR, outW, h.srv.Backend(), time.Second)
 		outW.Close()
 	}()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio", Version: "1"}, opts).Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
@@ -213,19 +155,16 @@ func TestStdioProgressAndCancellation(t *testing.T) {
 	gate := gatewaytest.NewGate()
 	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("too late")))
 	defer gate.Release()
-	prompts := map[string]string{"trio.md": trioPrompt}
-	for k, v := range basePrompts {
-		prompts[k] = v
-	}
+	prompts := map[string]string{"trio.md": trioPrompt, "echo.md": echoPrompt, "summarize.md": summarizePrompt}
 	h := newHarness(t, fixture{prompts: prompts, opts: withGateway(c),
-		limits: Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: time.Minute, RetainCompleted: time.Hour}})
+		limits: server.Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: time.Minute, RetainCompleted: time.Hour}})
 	frames := make(chan float64, 16)
 	cs := stdioClient(t, h, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 		frames <- r.Params.Progress
 	}})
 	t.Logf("negotiated protocol %s", cs.InitializeResult().ProtocolVersion)
 
-	params := &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "trio"}}
+	params := &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "trio"}}
 	params.SetProgressToken("p")
 	if res, err := cs.CallTool(context.Background(), params); err != nil || textOf(t, res) != "trio done" {
 		t.Fatalf("trio: %v %+v", err, res)
@@ -243,13 +182,13 @@ func TestStdioProgressAndCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
 		errc <- err
 	}()
 	<-gate.Arrived()
 	cancel()
 	<-errc
-	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": "next"}}); err != nil || textOf(t, res) != "next" {
+	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": "next"}}); err != nil || textOf(t, res) != "next" {
 		t.Fatalf("after the cancelled call: %v %+v", err, res)
 	}
 }
@@ -274,7 +213,9 @@ func TestStdioAnswersEverythingReadBeforeEOF(t *testing.T) {
 	}, "\n") + "\n"
 	inR, inW := io.Pipe()
 	served := make(chan error, 1)
-	go func() { served <- h.srv.ServeStdio(context.Background(), inR, &out, 30*time.Second) }()
+	go func() {
+		served <- transport.ServeStdio(context.Background(), inR, &out, h.srv.Backend(), 30*time.Second)
+	}()
 	go func() {
 		io.WriteString(inW, in)
 		inW.Close()

@@ -1,4 +1,4 @@
-package server
+package transport_test
 
 import (
 	"bytes"
@@ -9,16 +9,10 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-)
 
-// Idle keep-alive connections and slow headers are bounded (B4).
-func TestHTTPServerBoundsIdleConnections(t *testing.T) {
-	h := newHarness(t, fixture{})
-	srv := h.srv.httpServer(http.NotFoundHandler())
-	if srv.ReadHeaderTimeout <= 0 || srv.IdleTimeout <= 0 {
-		t.Fatalf("ReadHeaderTimeout %v, IdleTimeout %v: both must be set", srv.ReadHeaderTimeout, srv.IdleTimeout)
-	}
-}
+	"github.com/promptforge-go/promptforge/internal/server"
+	"github.com/promptforge-go/promptforge/internal/server/transport"
+)
 
 func rawPost(hd http.Handler, session, body string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", strings.NewReader(body))
@@ -39,10 +33,10 @@ func rawPost(hd http.Handler, session, body string) *httptest.ResponseRecorder {
 func TestIdleHTTPSessionsExpire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs bytes.Buffer
-		h := newHarness(t, fixture{opts: func(o *Options) {
+		h := newHarness(t, fixture{opts: func(o *server.Options) {
 			o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		}})
-		hd, err := h.srv.HTTPHandler(HTTPOptions{APIKey: testToken, AllowedHosts: []string{"localhost"}})
+		hd, err := transport.HTTPHandler(h.srv.Backend(), transport.HTTPOptions{APIKey: testToken, AllowedHosts: []string{"localhost"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +49,7 @@ func TestIdleHTTPSessionsExpire(t *testing.T) {
 		if rec := rawPost(hd, session, `{"jsonrpc":"2.0","id":2,"method":"ping"}`); rec.Code != http.StatusOK {
 			t.Fatalf("ping on a live session: %d", rec.Code)
 		}
-		time.Sleep(SessionIdleTimeout + time.Second)
+		time.Sleep(transport.SessionIdleTimeout + time.Second)
 		synctest.Wait()
 		if rec := rawPost(hd, session, `{"jsonrpc":"2.0","id":3,"method":"ping"}`); rec.Code != http.StatusNotFound {
 			t.Fatalf("ping on an expired session: %d, want 404", rec.Code)

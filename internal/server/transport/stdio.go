@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"bufio"
@@ -33,8 +33,16 @@ var utf8BOM = []byte("\xef\xbb\xbf")
 // well-formed JSON-RPC messages, one per line. A line over MaxLineBytes is
 // discarded without being buffered (the reader skips to its newline), and
 // a line that is not one JSON-RPC message is dropped; either way the next
-// line is read as usual. The SDK's reader would end the session on the
-// first bad line, so it only ever sees lines that passed here.
+// line is read as usual.
+//
+// go-sdk v1.8.0's reader would end the session on the first bad line: the
+// decoding goroutine of newIOConnLimited (mcp/transport.go) returns on the
+// first error from its one streaming json.Decoder, and ioConn.Read passes
+// that error, or one from readBatch, to the connection, whose read loop
+// (internal/jsonrpc2/conn.go, readIncoming) then stops for good. A line
+// over IOTransport.MaxLineLength ends it the same way. So the SDK only
+// ever sees lines that passed here (upstream
+// modelcontextprotocol/go-sdk#1209).
 type lineFilter struct {
 	src *bufio.Reader
 	log *slog.Logger
@@ -112,10 +120,13 @@ func (f *lineFilter) next() {
 }
 
 // replyTracker knows which requests read from stdin have not been
-// answered yet. The SDK ends the session as soon as its reader reports the
-// end of input, dropping the replies of requests it has read but not
-// answered; holding the end of input back until they are answered is what
-// makes piped use (requests, then EOF) reliable.
+// answered yet. go-sdk v1.8.0 ends the session as soon as its reader
+// reports the end of input, dropping the replies of requests it has read
+// but not answered: the connection's read loop (internal/jsonrpc2/conn.go,
+// readIncoming) cancels every request in flight with the read error and
+// the connection then refuses their responses (upstream
+// modelcontextprotocol/go-sdk#1061). Holding the end of input back until
+// they are answered is what makes piped use (requests, then EOF) reliable.
 type replyTracker struct {
 	mu      sync.Mutex
 	pending map[string]struct{}
@@ -219,21 +230,17 @@ func (w stdoutWriter) Write(p []byte) (int, error) {
 
 func (stdoutWriter) Close() error { return nil }
 
-// ServeStdio serves one session on in/out until the peer closes in, or
-// until ctx ends, then closes the session. Calls still in flight when ctx
-// ends, or when in ends, get up to drain to answer first.
-func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, drain time.Duration) error {
-	return s.serveStdio(ctx, s.mcp, in, out, drain)
-}
-
-// serveStdio serves mcpServer; benchmarks use it to put a bare SDK server
-// behind exactly the same line handling.
-func (s *Server) serveStdio(ctx context.Context, mcpServer *mcp.Server, in io.Reader, out io.Writer, drain time.Duration) error {
+// ServeStdio serves one session of b on in/out until the peer closes in,
+// or until ctx ends, then closes the session. Calls still in flight when
+// ctx ends, or when in ends, get up to drain to answer first; 0 means
+// DefaultDrainTimeout.
+func ServeStdio(ctx context.Context, in io.Reader, out io.Writer, b Backend, drain time.Duration) error {
 	if drain <= 0 {
 		drain = DefaultDrainTimeout
 	}
+	log := b.logger()
 	calls := newReplyTracker()
-	filter := newLineFilter(in, MaxLineBytes, s.log)
+	filter := newLineFilter(in, MaxLineBytes, log)
 	filter.calls = calls
 	t := &mcp.IOTransport{
 		Reader: &stdinReader{filter: filter, src: in, calls: calls, drain: drain},
@@ -242,7 +249,7 @@ func (s *Server) serveStdio(ctx context.Context, mcpServer *mcp.Server, in io.Re
 		// so it never refuses what we let through.
 		MaxLineLength: MaxLineBytes + readChunk,
 	}
-	ss, err := mcpServer.Connect(ctx, t, nil)
+	ss, err := b.MCP.Connect(ctx, t, nil)
 	if err != nil {
 		return fmt.Errorf("connect the stdio session: %w", err)
 	}
@@ -256,8 +263,8 @@ func (s *Server) serveStdio(ctx context.Context, mcpServer *mcp.Server, in io.Re
 		return nil
 	case <-ctx.Done():
 	}
-	s.log.Info("shutdown signal received; draining")
-	s.stopSessions(drain)
+	log.Info("shutdown signal received; draining")
+	b.stopSessions(drain)
 	ss.Close()
 	<-ended
 	return nil

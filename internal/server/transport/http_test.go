@@ -1,4 +1,4 @@
-package server
+package transport_test
 
 import (
 	"context"
@@ -6,23 +6,24 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/server"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
+	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
 const testToken = "s3cret-token"
 
-// httpHarness is a Server behind a real listener on 127.0.0.1.
+// httpHarness is a Server served by ServeHTTP on a real listener on
+// 127.0.0.1.
 type httpHarness struct {
 	*harness
 	url    string // http://127.0.0.1:port
@@ -43,31 +44,19 @@ func newHTTPHarness(t *testing.T, f fixture, hosts []string) *httpHarness {
 	ctx, cancel := context.WithCancel(context.Background())
 	hh := &httpHarness{harness: h, url: "http://" + ln.Addr().String(), cancel: cancel, served: make(chan error, 1)}
 	go func() {
-		hh.served <- h.srv.Serve(ctx, ln, HTTPOptions{APIKey: testToken, AllowedHosts: hosts, DrainTimeout: 5 * time.Second})
+		hh.served <- transport.ServeHTTP(ctx, ln, h.srv.Backend(), transport.HTTPOptions{APIKey: testToken, AllowedHosts: hosts, DrainTimeout: 5 * time.Second, Metrics: h.srv.Metrics().Handler()})
 	}()
 	t.Cleanup(func() { hh.stop(t) })
 	return hh
 }
 
-// stop shuts the server down and waits for Serve to return.
+// stop shuts the server down and waits for ServeHTTP to return.
 func (hh *httpHarness) stop(t *testing.T) {
 	hh.cancel()
 	if err, ok := <-hh.served; ok && err != nil {
-		t.Errorf("Serve: %v", err)
+		t.Errorf("ServeHTTP: %v", err)
 	}
 	close(hh.served)
-}
-
-// authTransport adds a bearer token to every request.
-type authTransport struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+a.token)
-	return a.base.RoundTrip(r)
 }
 
 // client connects a real go-sdk client over streamable HTTP.
@@ -83,7 +72,7 @@ func (hh *httpHarness) clientWith(t *testing.T, opts *mcp.ClientOptions, noStand
 	t.Cleanup(tr.CloseIdleConnections)
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:             hh.url + "/mcp",
-		HTTPClient:           &http.Client{Transport: authTransport{testToken, tr}},
+		HTTPClient:           &http.Client{Transport: servertest.Bearer{Token: testToken, Base: tr}},
 		MaxRetries:           -1,
 		DisableStandaloneSSE: noStandalone,
 	}
@@ -218,54 +207,31 @@ func TestHostValidation(t *testing.T) {
 	}
 }
 
-func TestAuthorityMatching(t *testing.T) {
-	allowed, err := parseAllowedHosts([]string{"localhost", "::1", "example.com:8080", "[fe80::1]:9310"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		host string
-		ok   bool
-	}{
-		{"localhost:9310", true}, {"LOCALHOST", true}, {"[::1]:9310", true}, {"[::1]", true},
-		{"example.com:8080", true}, {"example.com:8081", false}, {"example.com", false},
-		{"[fe80::1]:9310", true}, {"[fe80::1]:1", false}, {"127.0.0.1", false}, {"", false}, {"[::1", false},
-	} {
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodGet, "/mcp", nil)
-		req.Host = tc.host
-		hostCheck(allowed, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(rec, req)
-		if got := rec.Code == http.StatusOK; got != tc.ok {
-			t.Errorf("Host %q: status %d, want allowed=%v", tc.host, rec.Code, tc.ok)
-		}
-	}
-}
-
 func TestResolveAllowedHosts(t *testing.T) {
-	got, err := ResolveAllowedHosts(netip.MustParseAddrPort("127.0.0.1:9310"), nil)
+	got, err := transport.ResolveAllowedHosts(netip.MustParseAddrPort("127.0.0.1:9310"), nil)
 	if err != nil || !slices.Equal(got, []string{"localhost", "127.0.0.1", "::1"}) {
 		t.Fatalf("loopback: %v %v", got, err)
 	}
-	if got, err = ResolveAllowedHosts(netip.MustParseAddrPort("[::1]:9310"), nil); err != nil || len(got) != 3 {
+	if got, err = transport.ResolveAllowedHosts(netip.MustParseAddrPort("[::1]:9310"), nil); err != nil || len(got) != 3 {
 		t.Fatalf("::1: %v %v", got, err)
 	}
-	if _, err := ResolveAllowedHosts(netip.MustParseAddrPort("0.0.0.0:9310"), nil); err == nil || !strings.Contains(err.Error(), "allowed_hosts") {
+	if _, err := transport.ResolveAllowedHosts(netip.MustParseAddrPort("0.0.0.0:9310"), nil); err == nil || !strings.Contains(err.Error(), "allowed_hosts") {
 		t.Fatalf("wildcard without hosts: %v", err)
 	}
 	explicit := []string{"example.com", "example.com:8080"}
-	if got, err = ResolveAllowedHosts(netip.MustParseAddrPort("0.0.0.0:8080"), explicit); err != nil || !slices.Equal(got, explicit) {
+	if got, err = transport.ResolveAllowedHosts(netip.MustParseAddrPort("0.0.0.0:8080"), explicit); err != nil || !slices.Equal(got, explicit) {
 		t.Fatalf("explicit: %v %v", got, err)
 	}
 }
 
 func TestHTTPNeedsAToken(t *testing.T) {
 	h := newHarness(t, fixture{})
-	_, err := h.srv.HTTPHandler(HTTPOptions{APIKey: "  ", AllowedHosts: []string{"localhost"}})
-	if !errors.Is(err, ErrMissingToken) || !strings.Contains(err.Error(), "[server].api_key") {
+	_, err := transport.HTTPHandler(h.srv.Backend(), transport.HTTPOptions{APIKey: "  ", AllowedHosts: []string{"localhost"}})
+	if !errors.Is(err, transport.ErrMissingToken) || !strings.Contains(err.Error(), "[server].api_key") {
 		t.Fatalf("got %v", err)
 	}
-	if DefaultKeepAlive != 15*time.Second {
-		t.Fatalf("keep-alive %v, want 15s", DefaultKeepAlive)
+	if transport.DefaultKeepAlive != 15*time.Second {
+		t.Fatalf("keep-alive %v, want 15s", transport.DefaultKeepAlive)
 	}
 }
 
@@ -275,7 +241,7 @@ func TestRunPromptOverHTTPWithProgress(t *testing.T) {
 	cs := hh.client(t, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 		frames <- r.Params.Progress
 	}})
-	params := &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "trio"}}
+	params := &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "trio"}}
 	params.SetProgressToken(42)
 	res, err := cs.CallTool(context.Background(), params)
 	if err != nil {
@@ -308,14 +274,14 @@ func TestACancelledHTTPCallFreesItsSlot(t *testing.T) {
 	gate := gatewaytest.NewGate()
 	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("too late")))
 	defer gate.Release()
-	limits := Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: 240 * time.Second, RetainCompleted: time.Hour}
+	limits := server.Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: 240 * time.Second, RetainCompleted: time.Hour}
 	hh := newHTTPHarness(t, fixture{limits: limits, opts: withGateway(c)}, nil)
 	cs := hh.client(t, nil)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
 		errc <- err
 	}()
 	<-gate.Arrived()
@@ -323,7 +289,7 @@ func TestACancelledHTTPCallFreesItsSlot(t *testing.T) {
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the cancelled call returned %v", err)
 	}
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": "next"}})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": "next"}})
 	if err != nil || res.IsError || textOf(t, res) != "next" {
 		t.Fatalf("the next call: %v %+v", err, res)
 	}
@@ -336,7 +302,7 @@ func TestADisconnectedHTTPCallCancelsItsRun(t *testing.T) {
 	gate := gatewaytest.NewGate()
 	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("too late")))
 	defer gate.Release()
-	limits := Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: 240 * time.Second, RetainCompleted: time.Hour}
+	limits := server.Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: 240 * time.Second, RetainCompleted: time.Hour}
 	hh := newHTTPHarness(t, fixture{limits: limits, opts: withGateway(c)}, nil)
 	mcpURL := hh.url + "/mcp"
 	auth := "Bearer " + testToken
@@ -376,7 +342,7 @@ func TestADisconnectedHTTPCallCancelsItsRun(t *testing.T) {
 func TestMetricsEndpoint(t *testing.T) {
 	hh := newHTTPHarness(t, fixture{}, nil)
 	cs := hh.client(t, nil)
-	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "echo"}}); err != nil {
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "echo"}}); err != nil {
 		t.Fatal(err)
 	}
 	req, _ := http.NewRequest(http.MethodGet, hh.url+"/metrics", nil)
@@ -412,7 +378,7 @@ func TestMetricsEndpoint(t *testing.T) {
 
 func TestOversizedBodyIsRefused(t *testing.T) {
 	hh := newHTTPHarness(t, fixture{}, nil)
-	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", maxBodyBytes) + `"}}`
+	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", transport.MaxBodyBytes) + `"}}`
 	resp := post(t, context.Background(), hh.url+"/mcp", "Bearer "+testToken, "", big, "")
 	drain(resp)
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
@@ -435,7 +401,7 @@ func TestShutdownDrainsCallsInFlight(t *testing.T) {
 	}
 	got := make(chan reply, 1)
 	go func() {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
 		got <- reply{res, err}
 	}()
 	<-gate.Arrived()
@@ -446,69 +412,12 @@ func TestShutdownDrainsCallsInFlight(t *testing.T) {
 		t.Fatalf("the call in flight: %v %+v", r.err, r.res)
 	}
 	if err := <-hh.served; err != nil {
-		t.Fatalf("Serve: %v", err)
+		t.Fatalf("ServeHTTP: %v", err)
 	}
 	hh.served <- nil // for the cleanup's stop
 	if _, err := http.Get(hh.url + "/healthz"); err == nil {
 		t.Fatal("the listener still accepts after shutdown")
 	}
-}
-
-// lockedRecorder is a ResponseWriter whose body can be read while a
-// handler is still writing.
-type lockedRecorder struct {
-	mu     sync.Mutex
-	header http.Header
-	body   strings.Builder
-}
-
-func (l *lockedRecorder) Header() http.Header { return l.header }
-func (l *lockedRecorder) WriteHeader(int)     {}
-func (l *lockedRecorder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.body.Write(p)
-}
-func (l *lockedRecorder) Flush() {}
-func (l *lockedRecorder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.body.String()
-}
-
-func TestIdleEventStreamsGetAKeepAliveComment(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		handler := keepAliveSSE(DefaultKeepAlive, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.WriteHeader(http.StatusOK)
-			io.WriteString(w, "data: first\n\n")
-			<-release
-		}))
-		rec := &lockedRecorder{header: http.Header{}}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/mcp", nil))
-		}()
-		time.Sleep(DefaultKeepAlive - time.Millisecond)
-		synctest.Wait()
-		if strings.Contains(rec.String(), "keep-alive") {
-			t.Fatalf("pinged before the stream was idle for 15s: %q", rec.String())
-		}
-		time.Sleep(2 * time.Millisecond)
-		synctest.Wait()
-		if got := rec.String(); got != "data: first\n\n: keep-alive\n\n" {
-			t.Fatalf("stream %q", got)
-		}
-		close(release)
-		<-done
-		// Nothing is written after the handler returned.
-		time.Sleep(time.Minute)
-		if got := rec.String(); strings.Count(got, "keep-alive") != 1 {
-			t.Fatalf("stream after the handler returned: %q", got)
-		}
-	})
 }
 
 // An open standalone SSE stream does not hold a shutdown up: the sessions
@@ -543,7 +452,7 @@ func TestShutdownEndsOpenEventStreams(t *testing.T) {
 	case err := <-hh.served:
 		hh.served <- err
 	case <-time.After(20 * time.Second):
-		t.Fatal("Serve is still waiting on an open event stream")
+		t.Fatal("ServeHTTP is still waiting on an open event stream")
 	}
 	<-ended
 }
@@ -563,7 +472,7 @@ func TestAHostileCallerCannotHurtOtherRuns(t *testing.T) {
 	}
 	got := make(chan reply, 1)
 	go func() {
-		res, err := victim.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
+		res, err := victim.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
 		got <- reply{res, err}
 	}()
 	<-gate.Arrived()

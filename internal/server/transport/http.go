@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"bytes"
@@ -24,9 +24,6 @@ const (
 	// line, so proxies and clients do not take a long run for a dead
 	// connection.
 	DefaultKeepAlive = 15 * time.Second
-	// DefaultDrainTimeout bounds how long a shutdown waits for calls in
-	// flight to be answered before their runs are cancelled.
-	DefaultDrainTimeout = 10 * time.Second
 	// maxBodyBytes caps an MCP request body (413 beyond).
 	maxBodyBytes = 4 << 20
 	// SessionIdleTimeout closes an HTTP session nobody has used for this
@@ -40,9 +37,6 @@ const (
 	// idleConnTimeout closes a keep-alive connection that carries no
 	// request for this long; open SSE responses are not idle.
 	idleConnTimeout = 2 * time.Minute
-	// finalCloseTimeout bounds the last phase of a shutdown: cancelling
-	// the runs still going and closing every session.
-	finalCloseTimeout = 5 * time.Second
 
 	headerSessionID       = "Mcp-Session-Id"
 	headerProtocolVersion = "Mcp-Protocol-Version"
@@ -66,6 +60,9 @@ type HTTPOptions struct {
 	// DrainTimeout bounds a graceful shutdown's wait for calls in flight;
 	// 0 means DefaultDrainTimeout.
 	DrainTimeout time.Duration
+	// Metrics serves /metrics, behind the same checks as /mcp; nil
+	// answers 404 there.
+	Metrics http.Handler
 }
 
 // ResolveAllowedHosts applies spec §9.3: a configured list is used as
@@ -84,13 +81,7 @@ func ResolveAllowedHosts(bind netip.AddrPort, configured []string) ([]string, er
 
 // HTTPHandler routes /mcp (streamable HTTP, stateful sessions, behind the
 // bearer and Host checks), /metrics (the same checks) and /healthz (open).
-func (s *Server) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
-	return s.httpHandler(s.mcp, opts)
-}
-
-// httpHandler serves mcpServer behind the transport's checks; benchmarks
-// use it to put a bare SDK server behind exactly the same stack.
-func (s *Server) httpHandler(mcpServer *mcp.Server, opts HTTPOptions) (http.Handler, error) {
+func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 	token := strings.TrimSpace(opts.APIKey)
 	if token == "" {
 		return nil, ErrMissingToken
@@ -103,20 +94,26 @@ func (s *Server) httpHandler(mcpServer *mcp.Server, opts HTTPOptions) (http.Hand
 	if keepAlive <= 0 {
 		keepAlive = DefaultKeepAlive
 	}
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, &mcp.StreamableHTTPOptions{
-		Logger:              sdkLogger(s.log, "mcp-http"),
+	log := b.logger()
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.MCP }, &mcp.StreamableHTTPOptions{
+		Logger:              SDKLogger(log, "mcp-http"),
 		MaxRequestBodyBytes: maxBodyBytes,
 		SessionTimeout:      SessionIdleTimeout,
-		// Our Host check below replaces the SDK's loopback-only rule, which
+		// Our Host check below replaces the SDK's loopback-only rule
+		// (StreamableHTTPHandler.ServeHTTP, mcp/streamable.go), which
 		// would refuse an operator's allowed_hosts on a loopback bind.
 		DisableLocalhostProtection: true,
 	})
 	guard := func(h http.Handler) http.Handler {
 		return bearer([]byte(token), hostCheck(hosts, h))
 	}
+	metrics := opts.Metrics
+	if metrics == nil {
+		metrics = http.NotFoundHandler()
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", guard(s.cancelOnDisconnect(keepAliveSSE(keepAlive, sdk))))
-	mux.Handle("/metrics", guard(s.metrics.Handler()))
+	mux.Handle("/mcp", guard(cancelOnDisconnect(b.Calls, log, keepAliveSSE(keepAlive, sdk))))
+	mux.Handle("/metrics", guard(metrics))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"status":"serving"}`)
@@ -240,22 +237,31 @@ func hostCheck(allowed []authority, next http.Handler) http.Handler {
 }
 
 // cancelOnDisconnect makes a client that drops its POST cancel the calls
-// it carried. The SDK's stateful transport keeps a call's handler running
-// when its POST goes away (the response could be resumed), so a
+// it carried. go-sdk v1.8.0's stateful transport keeps a call's handler
+// running when its POST goes away, since the response could be resumed:
+// streamableServerConn.servePOST (mcp/streamable.go) hands the messages to
+// the session without tying them to the request's context, and
+// StreamableHTTPOptions.PropagateRequestCancellation applies only to the
+// 2026-07-28 protocol, which stateful sessions do not speak (upstream
+// modelcontextprotocol/go-sdk#1093 asked for it on stateless servers). A
 // disconnect would otherwise leave the run holding its slot until the
 // reply deadline. After the SDK returns from a POST whose request context
 // ended, each tools/call it carried gets a notifications/cancelled on the
 // same session, which the SDK routes to the handler's context like a
-// client's own cancellation.
+// client's own cancellation. The body is read here, and handed on as a
+// copy, to learn those calls' ids.
 //
-// A DELETE ends its session: the SDK's session close waits for the calls in
-// flight rather than cancelling them, so they are cancelled first and the
-// DELETE is answered as soon as their runs have stopped.
-func (s *Server) cancelOnDisconnect(next http.Handler) http.Handler {
+// A DELETE ends its session: go-sdk v1.8.0's serveStatefulDELETE
+// (mcp/streamable.go) calls ServerSession.Close, which waits for the calls
+// in flight rather than cancelling them (internal/jsonrpc2/conn.go,
+// Connection.Close; no upstream issue found for tools/call, the same wait
+// is behind modelcontextprotocol/go-sdk#1160), so they are cancelled first
+// and the DELETE is answered as soon as their runs have stopped.
+func cancelOnDisconnect(calls *Calls, log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodDelete {
-			if n := s.cancelSession(r.Header.Get(headerSessionID)); n > 0 {
-				s.log.Debug("cancelled the calls of a session the client ended", "calls", n)
+			if n := calls.CancelSession(r.Header.Get(headerSessionID)); n > 0 {
+				log.Debug("cancelled the calls of a session the client ended", "calls", n)
 			}
 		}
 		if r.Method != http.MethodPost {
@@ -278,7 +284,7 @@ func (s *Server) cancelOnDisconnect(next http.Handler) http.Handler {
 			return
 		}
 		for _, id := range callIDs(body) {
-			s.injectCancel(next, r, session, id)
+			injectCancel(log, next, r, session, id)
 		}
 	})
 }
@@ -307,7 +313,7 @@ func callIDs(body []byte) []json.RawMessage {
 	return ids
 }
 
-func (s *Server) injectCancel(next http.Handler, orig *http.Request, session string, id json.RawMessage) {
+func injectCancel(log *slog.Logger, next http.Handler, orig *http.Request, session string, id json.RawMessage) {
 	note, err := json.Marshal(map[string]any{
 		"jsonrpc": "2.0",
 		"method":  "notifications/cancelled",
@@ -316,7 +322,7 @@ func (s *Server) injectCancel(next http.Handler, orig *http.Request, session str
 	if err != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(orig.Context()), finalCloseTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(orig.Context()), FinalCloseTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, orig.URL.String(), bytes.NewReader(note))
 	if err != nil {
@@ -330,7 +336,7 @@ func (s *Server) injectCancel(next http.Handler, orig *http.Request, session str
 		req.Header.Set(headerProtocolVersion, v)
 	}
 	next.ServeHTTP(discardResponse{header: http.Header{}}, req)
-	s.log.Debug("cancelled a call whose client disconnected", "session", session)
+	log.Debug("cancelled a call whose client disconnected", "session", session)
 }
 
 // discardResponse absorbs the SDK's answer to an injected notification.
@@ -341,8 +347,13 @@ func (d discardResponse) Write(p []byte) (int, error) { return len(p), nil }
 func (d discardResponse) WriteHeader(int)             {}
 
 // keepAliveSSE sends an SSE comment on any event stream that has been
-// quiet for interval. The SDK writes each event with one Write followed by
-// a Flush; the lock keeps a comment from landing inside one.
+// quiet for interval. go-sdk v1.8.0 writes nothing on an idle event
+// stream (its ServerOptions.KeepAlive sends JSON-RPC pings, which the
+// client must answer, and are not per stream), so a proxy or client may
+// take a long run for a dead connection (upstream
+// modelcontextprotocol/go-sdk#1229, whose StreamKeepAlive covers only
+// subscriptions/listen streams). The SDK writes each event with one Write
+// followed by a Flush; the lock keeps a comment from landing inside one.
 func keepAliveSSE(interval time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		kw := &keepAliveWriter{ResponseWriter: w, interval: interval}
@@ -437,16 +448,18 @@ func (k *keepAliveWriter) stopPinging() {
 	}
 }
 
-// Serve serves HTTP on ln until ctx ends, then shuts down gracefully: it
-// stops accepting, lets the calls in flight answer (up to DrainTimeout),
-// cancels the runs that are still going, closes every session (which ends
-// the open SSE streams) and waits for the connections to finish.
-func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) error {
-	h, err := s.HTTPHandler(opts)
+// ServeHTTP serves b over HTTP on ln until ctx ends, then shuts down
+// gracefully: it stops accepting, lets the calls in flight answer (up to
+// opts.DrainTimeout), cancels the runs that are still going, closes every
+// session (which ends the open SSE streams) and waits for the connections
+// to finish.
+func ServeHTTP(ctx context.Context, ln net.Listener, b Backend, opts HTTPOptions) error {
+	h, err := HTTPHandler(b, opts)
 	if err != nil {
 		return err
 	}
-	srv := s.httpServer(h)
+	log := b.logger()
+	srv := httpServer(h, log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -454,16 +467,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) e
 		return fmt.Errorf("serve http on %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
-	s.log.Info("shutdown signal received; draining")
+	log.Info("shutdown signal received; draining")
 	drain := opts.DrainTimeout
 	if drain <= 0 {
 		drain = DefaultDrainTimeout
 	}
-	shutCtx, cancelShut := context.WithTimeout(context.Background(), drain+finalCloseTimeout)
+	shutCtx, cancelShut := context.WithTimeout(context.Background(), drain+FinalCloseTimeout)
 	defer cancelShut()
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(shutCtx) }()
-	s.stopSessions(drain)
+	b.stopSessions(drain)
 	if err := <-shut; err != nil {
 		srv.Close()
 	}
@@ -473,55 +486,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) e
 
 // httpServer is the listener-side configuration: bounded header reads and
 // idle keep-alive connections, so unauthenticated sockets cannot pile up.
-func (s *Server) httpServer(h http.Handler) *http.Server {
+func httpServer(h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleConnTimeout,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 }
-
-// stopSessions waits up to drain for tools/call handlers to answer, then
-// cancels the runs still going (so their calls answer at once) and closes
-// every session.
-func (s *Server) stopSessions(drain time.Duration) {
-	drainCtx, cancel := context.WithTimeout(context.Background(), drain)
-	defer cancel()
-	if err := s.waitCalls(drainCtx); err != nil {
-		s.log.Warn("calls still in flight after the drain timeout; cancelling their runs", "error", err)
-	}
-	closeCtx, cancelClose := context.WithTimeout(context.Background(), finalCloseTimeout)
-	defer cancelClose()
-	if err := s.Close(closeCtx); err != nil {
-		s.log.Warn("runs did not stop in time", "error", err)
-	}
-	if err := s.waitCalls(closeCtx); err != nil {
-		s.log.Warn("calls did not answer in time", "error", err)
-	}
-	for ss := range s.mcp.Sessions() {
-		ss.Close()
-	}
-}
-
-// sdkLogger is the logger handed to the SDK: it logs every session's
-// connect and disconnect at INFO, which on a busy server is noise outside
-// the server's own log policy, so only its warnings and errors pass.
-func sdkLogger(l *slog.Logger, component string) *slog.Logger {
-	return slog.New(minLevel{l.Handler(), slog.LevelWarn}).With("component", component)
-}
-
-// minLevel drops records below min on top of what the wrapped handler drops.
-type minLevel struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= m.min && m.Handler.Enabled(ctx, l)
-}
-
-func (m minLevel) WithAttrs(a []slog.Attr) slog.Handler {
-	return minLevel{m.Handler.WithAttrs(a), m.min}
-}
-func (m minLevel) WithGroup(n string) slog.Handler { return minLevel{m.Handler.WithGroup(n), m.min} }

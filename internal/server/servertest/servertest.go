@@ -1,0 +1,61 @@
+// Package servertest holds the helpers that the server's tests and its
+// transport's tests share: both drive the real server with the real go-sdk
+// client, from two packages that cannot see each other's test files.
+//
+// It imports nothing of server, so server's own (internal) tests can use
+// it without an import cycle.
+package servertest
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+)
+
+// TextOf is the single text block of a result; the test fails otherwise.
+func TextOf(t testing.TB, res *mcp.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) != 1 {
+		t.Fatalf("result has %d content blocks, want 1: %+v", len(res.Content), res.Content)
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("content is %T, want text", res.Content[0])
+	}
+	return tc.Text
+}
+
+// Bearer is a RoundTripper that adds "Authorization: Bearer <Token>" to
+// every request it passes to Base.
+type Bearer struct {
+	Token string
+	Base  http.RoundTripper
+}
+
+// RoundTrip implements http.RoundTripper.
+func (b Bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.Token)
+	return b.Base.RoundTrip(r)
+}
+
+// TestModel is the model gatewaytest serves by default.
+var TestModel = gateway.Model{ID: "test-model", Description: "A general assistant model for tests",
+	Context: 32768, Thinking: gateway.ThinkingNever, Dialect: gateway.DialectOpenAI}
+
+// Gateway is a scripted gateway on loopback and a client for it; both are
+// closed when the test ends.
+func Gateway(t testing.TB) (*gatewaytest.Server, *gateway.Client) {
+	t.Helper()
+	g := gatewaytest.New(t)
+	c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: g.APIKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.CloseIdleConnections)
+	return g, c
+}

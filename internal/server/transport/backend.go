@@ -1,0 +1,109 @@
+package transport
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const (
+	// DefaultDrainTimeout bounds how long a shutdown waits for calls in
+	// flight to be answered before their runs are cancelled.
+	DefaultDrainTimeout = 10 * time.Second
+	// FinalCloseTimeout bounds the last phase of a shutdown: cancelling
+	// the runs still going and closing every session. A host bounds its
+	// own closing steps after serving (the server's runs, the watcher)
+	// with it too.
+	FinalCloseTimeout = 5 * time.Second
+)
+
+// Backend is what a transport serves: the SDK server sessions connect to,
+// the tracker its tool handlers were registered through, and what stops
+// the work behind them at shutdown. The transports import nothing of the
+// server that builds it; server.(*Server).Backend returns one.
+type Backend struct {
+	// MCP is the SDK server every session connects to (required).
+	MCP *mcp.Server
+	// Calls is the tracker MCP's tool handlers were registered through
+	// with Calls.Track (required): a shutdown waits on it, and an HTTP
+	// DELETE cancels the session's calls through it.
+	Calls *Calls
+	// CloseRuns stops the work behind the calls still in flight once the
+	// drain timeout has passed, so those calls answer at once; it waits
+	// for that work, bounded by ctx. nil: there is nothing to stop.
+	CloseRuns func(ctx context.Context) error
+	// Logger receives the transport's lines; nil discards them.
+	Logger *slog.Logger
+}
+
+func (b Backend) logger() *slog.Logger {
+	if b.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return b.Logger
+}
+
+// stopSessions waits up to drain for tools/call handlers to answer, then
+// cancels the runs still going (so their calls answer at once) and closes
+// every session.
+//
+// The sessions are closed one by one through mcp.Server.Sessions because
+// go-sdk v1.8.0 has no exported way to close a StreamableHTTPHandler's
+// sessions (its closeAll, mcp/streamable.go, is unexported; upstream
+// proposal modelcontextprotocol/go-sdk#440), and http.Server.Shutdown does
+// not end an open SSE response: the SDK holds it until the session ends
+// (streamableServerConn.hangResponse, mcp/streamable.go). The calls are
+// drained first because ServerSession.Close waits for handlers rather
+// than cancelling them (see Calls).
+func (b Backend) stopSessions(drain time.Duration) {
+	log := b.logger()
+	drainCtx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	if err := b.Calls.Wait(drainCtx); err != nil {
+		log.Warn("calls still in flight after the drain timeout; cancelling their runs", "error", err)
+	}
+	closeCtx, cancelClose := context.WithTimeout(context.Background(), FinalCloseTimeout)
+	defer cancelClose()
+	if b.CloseRuns != nil {
+		if err := b.CloseRuns(closeCtx); err != nil {
+			log.Warn("runs did not stop in time", "error", err)
+		}
+	}
+	if err := b.Calls.Wait(closeCtx); err != nil {
+		log.Warn("calls did not answer in time", "error", err)
+	}
+	for ss := range b.MCP.Sessions() {
+		ss.Close()
+	}
+}
+
+// SDKLogger is the logger to hand the SDK (mcp.ServerOptions.Logger,
+// mcp.StreamableHTTPOptions.Logger): only its warnings and errors pass,
+// tagged with component.
+//
+// go-sdk v1.8.0 logs every session's lifecycle at INFO ("server
+// connecting", "server session connected", "server session disconnected"
+// and "session initialized" in mcp/server.go: Server.Connect, Server.bind,
+// Server.disconnect, ServerSession.initialized), which on a busy server is noise
+// outside the server's own log policy (upstream
+// modelcontextprotocol/go-sdk#1204).
+func SDKLogger(l *slog.Logger, component string) *slog.Logger {
+	return slog.New(minLevel{l.Handler(), slog.LevelWarn}).With("component", component)
+}
+
+// minLevel drops records below min on top of what the wrapped handler drops.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{m.Handler.WithAttrs(a), m.min}
+}
+func (m minLevel) WithGroup(n string) slog.Handler { return minLevel{m.Handler.WithGroup(n), m.min} }

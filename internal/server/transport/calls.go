@@ -1,0 +1,114 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// errSessionEnded is the cause a call's context carries when its session
+// was closed under it.
+var errSessionEnded = errors.New("the client ended its session before the reply")
+
+// Calls tracks the tools/call handlers in flight. A shutdown waits on it
+// for the calls to answer before closing sessions, and the HTTP transport
+// ends the calls of a session the client DELETEs through it. The zero value
+// is ready to use; a Calls must not be copied after first use.
+//
+// It exists because of two go-sdk v1.8.0 behaviours: the SDK offers no way
+// to wait for the handlers of every session at once, and
+// ServerSession.Close (mcp/server.go) waits for the handlers in flight
+// (internal/jsonrpc2/conn.go, Connection.Close) instead of cancelling
+// them.
+type Calls struct {
+	mu sync.Mutex
+	n  int
+	// idle is closed when n drops to 0 and replaced when a call starts;
+	// nil before the first call (Wait reads n first).
+	idle chan struct{}
+	// bySession holds the cancel func of every call in flight on an
+	// addressable (HTTP) session, so ending the session can end its calls.
+	bySession map[string]map[*context.CancelCauseFunc]struct{}
+}
+
+// Track wraps h so that each call counts as in flight while it runs and
+// files its cancel func under its session, where CancelSession can reach
+// it. Register every tool handler through it.
+func (c *Calls) Track(h mcp.ToolHandler) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		sid := ""
+		if req.Session != nil {
+			sid = req.Session.ID()
+		}
+		key := &cancel
+		c.mu.Lock()
+		if c.n == 0 {
+			c.idle = make(chan struct{})
+		}
+		c.n++
+		if sid != "" {
+			if c.bySession == nil {
+				c.bySession = map[string]map[*context.CancelCauseFunc]struct{}{}
+			}
+			if c.bySession[sid] == nil {
+				c.bySession[sid] = map[*context.CancelCauseFunc]struct{}{}
+			}
+			c.bySession[sid][key] = struct{}{}
+		}
+		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			c.n--
+			if c.n == 0 {
+				close(c.idle)
+			}
+			if sid != "" {
+				delete(c.bySession[sid], key)
+				if len(c.bySession[sid]) == 0 {
+					delete(c.bySession, sid)
+				}
+			}
+			c.mu.Unlock()
+		}()
+		return h(ctx, req)
+	}
+}
+
+// CancelSession cancels every call in flight on the session id names, so
+// the work behind them stops and the session can close without waiting
+// for them. It reports how many it cancelled.
+func (c *Calls) CancelSession(id string) int {
+	if id == "" {
+		return 0
+	}
+	c.mu.Lock()
+	calls := c.bySession[id]
+	delete(c.bySession, id)
+	c.mu.Unlock()
+	for cancel := range calls {
+		(*cancel)(errSessionEnded)
+	}
+	return len(calls)
+}
+
+// Wait waits until no tracked call is running, or ctx ends.
+func (c *Calls) Wait(ctx context.Context) error {
+	for {
+		c.mu.Lock()
+		idle, n := c.idle, c.n
+		c.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %d call(s) in flight: %w", n, context.Cause(ctx))
+		}
+	}
+}

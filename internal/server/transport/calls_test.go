@@ -1,0 +1,48 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A call counts as in flight while its handler runs: Wait gives up with a
+// count while it does, and returns once it has answered. A call without an
+// addressable session is never filed under one.
+func TestCallsWaitForTheHandlersInFlight(t *testing.T) {
+	var calls Calls
+	if err := calls.Wait(context.Background()); err != nil {
+		t.Fatalf("the zero Calls: %v", err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	h := calls.Track(func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		close(entered)
+		<-release
+		return &mcp.CallToolResult{}, nil
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h(context.Background(), &mcp.CallToolRequest{})
+		done <- err
+	}()
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if err := calls.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "wait for 1 call(s) in flight") {
+		t.Fatalf("Wait with a call in flight: %v", err)
+	}
+	if n := calls.CancelSession(""); n != 0 {
+		t.Fatalf("CancelSession(\"\") cancelled %d", n)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := calls.Wait(context.Background()); err != nil {
+		t.Fatalf("Wait after the call answered: %v", err)
+	}
+}

@@ -1,0 +1,74 @@
+// Package transport serves an MCP server over streamable HTTP and stdio,
+// and owns every adaptation of the go-sdk (v1.8.0) that serving needs.
+//
+// What it owns: the tools/call tracker ([Calls]) that a shutdown waits on
+// and an HTTP DELETE cancels through; the HTTP face ([ServeHTTP],
+// [HTTPHandler]: the bearer check, the Host check and [ResolveAllowedHosts],
+// the body cap, /healthz and the routing of /metrics, graceful shutdown);
+// the stdio face ([ServeStdio]: line framing and the drain at the end of
+// input); and the filter on the SDK's own log lines ([SDKLogger]).
+//
+// Why it is a package of its own: this code deals in bytes and sessions,
+// not prompts, and nearly every piece of it exists because of one specific
+// SDK behaviour. Kept together, each with a comment naming that behaviour,
+// an SDK upgrade can delete them one at a time: remove the workaround, run
+// this package's tests and the e2e suite. It imports nothing of the server:
+// it takes the *mcp.Server, the tracker and what stops the runs as a
+// [Backend], which server.(*Server).Backend returns.
+//
+// The workarounds, each against go-sdk v1.8.0 (file and function in the
+// SDK; upstream issue where one was found):
+//
+//   - A dropped POST ends its calls (cancelOnDisconnect, injectCancel): the
+//     stateful streamable handler does not end a call's handler when its
+//     POST goes away (mcp/streamable.go, streamableServerConn.servePOST;
+//     StreamableHTTPOptions.PropagateRequestCancellation covers only the
+//     2026-07-28 protocol, which stateful sessions do not speak; upstream
+//     modelcontextprotocol/go-sdk#1093 for stateless servers). Each
+//     tools/call of a dropped POST gets a synthetic
+//     notifications/cancelled.
+//   - A DELETE cancels its session's calls first (cancelOnDisconnect,
+//     [Calls.CancelSession]): ServerSession.Close waits for the handlers in
+//     flight instead of cancelling them (mcp/server.go, ServerSession.Close;
+//     internal/jsonrpc2/conn.go, Connection.Close). No upstream issue found
+//     for tools/call; the same wait is behind
+//     modelcontextprotocol/go-sdk#1160.
+//   - A shutdown drains, cancels, then closes each session (stopSessions):
+//     the same wait, plus no exported way to close a StreamableHTTPHandler's
+//     sessions (mcp/streamable.go, the unexported closeAll; upstream
+//     proposal modelcontextprotocol/go-sdk#440), and http.Server.Shutdown
+//     does not end an SSE response the SDK holds open until its session ends
+//     (mcp/streamable.go, streamableServerConn.hangResponse).
+//   - Idle event streams get a comment line (keepAliveSSE): the SDK writes
+//     nothing on a quiet SSE stream (ServerOptions.KeepAlive sends JSON-RPC
+//     pings instead; upstream modelcontextprotocol/go-sdk#1229, whose
+//     StreamKeepAlive covers only subscriptions/listen streams).
+//   - Our Host check replaces the SDK's (StreamableHTTPOptions.
+//     DisableLocalhostProtection): its rule (mcp/streamable.go,
+//     StreamableHTTPHandler.ServeHTTP) refuses any non-loopback Host on a
+//     loopback bind, so an operator's allowed_hosts could not work there.
+//     This is a configuration choice, not a defect; no upstream issue.
+//   - A bad stdio line is dropped, not fatal (lineFilter): the SDK's stdio
+//     reader ends the session on the first line it cannot decode or that is
+//     too long (mcp/transport.go, newIOConnLimited and ioConn.Read;
+//     internal/jsonrpc2/conn.go, readIncoming; upstream
+//     modelcontextprotocol/go-sdk#1209).
+//   - The end of stdin waits for the replies owed (replyTracker,
+//     stdinReader, stdoutWriter): at EOF the SDK cancels the requests in
+//     flight and drops replies not yet written (internal/jsonrpc2/conn.go,
+//     readIncoming; upstream modelcontextprotocol/go-sdk#1061).
+//   - The SDK's INFO lines are dropped (SDKLogger): it logs every session's
+//     lifecycle at INFO (mcp/server.go: Server.Connect, Server.bind,
+//     Server.disconnect, ServerSession.initialized; upstream
+//     modelcontextprotocol/go-sdk#1204).
+//
+// Goroutines: [ServeHTTP] owns the http.Server's Serve goroutine and, at
+// shutdown, one Shutdown goroutine, and waits for both before it returns;
+// net/http owns one goroutine per connection and Shutdown stops them. The
+// HTTP handler owns one keep-alive goroutine per open SSE response and
+// stops it before the response ends. [ServeStdio] owns one goroutine
+// waiting on its session and returns only after the session has ended;
+// the SDK's own reader goroutine ends when the stdin reader is closed,
+// which happens when the session closes. Whoever calls ServeHTTP or
+// ServeStdio stops all of them by cancelling ctx.
+package transport

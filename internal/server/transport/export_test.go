@@ -1,0 +1,4 @@
+package transport
+
+// MaxBodyBytes is the /mcp body cap, for the tests that send one byte more.
+const MaxBodyBytes = maxBodyBytes
