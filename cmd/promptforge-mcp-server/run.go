@@ -223,7 +223,7 @@ func locate(path string, err error) string {
 // with the rules run_prompt applies to input_file but none of its
 // confinement: the operator names any file they can read.
 func seedInput(st *store.Store, p *prompt.Prompt, path string) error {
-	err := server.SeedDeclaredInput(st, p, func() (string, error) {
+	err := engine.SeedDeclaredInput(st, p, func() (string, error) {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return "", fmt.Errorf("read --input: %w", err)
@@ -233,7 +233,7 @@ func seedInput(st *store.Store, p *prompt.Prompt, path string) error {
 		}
 		return string(data), nil
 	})
-	if errors.Is(err, server.ErrInputUndeclared) {
+	if errors.Is(err, engine.ErrInputUndeclared) {
 		return errors.New("--input was given but the prompt declares no input; drop --input or declare `input: {path, description}` in the frontmatter")
 	}
 	return err
@@ -245,7 +245,7 @@ func seedInput(st *store.Store, p *prompt.Prompt, path string) error {
 // server would append to the value as a note goes to stderr instead, so
 // stdout carries only the answer.
 func extractOutput(st *store.Store, p *prompt.Prompt, value, outPath string, stderr io.Writer) (string, error) {
-	out, err := server.ExtractDeclaredOutput(st, p)
+	out, err := engine.ExtractDeclaredOutput(st, p)
 	switch {
 	case err != nil:
 		return "", err

@@ -16,11 +16,9 @@ import (
 	"github.com/promptforge-go/promptforge/internal/store"
 )
 
-// Failed-run messages the reference pins (spec appendix A).
-const (
-	msgInputUndeclared = "input_file or input_text was provided but the prompt declares no input"
-	msgDuplicateRun    = "the run id was already in use"
-)
+// msgDuplicateRun is the failed-run message the reference pins (spec
+// appendix A); the undeclared-input one is engine.ErrInputUndeclared's.
+const msgDuplicateRun = "the run id was already in use"
 
 // msgShuttingDown is the refusal of a call that arrives once shutdown has
 // begun, whether admission or launch noticed it first.
@@ -193,7 +191,7 @@ func seedStore(st *store.Store, p *prompt.Prompt, r runRequest) error {
 	if !r.inputGiven {
 		return nil
 	}
-	return SeedDeclaredInput(st, p, func() (string, error) {
+	return engine.SeedDeclaredInput(st, p, func() (string, error) {
 		if r.input == nil {
 			return r.inputText, nil
 		}
@@ -207,7 +205,7 @@ func seedStore(st *store.Store, p *prompt.Prompt, r runRequest) error {
 
 // extractOutput applies spec §5.1 step 5 to a completed run's value.
 func extractOutput(st *store.Store, p *prompt.Prompt, value string, r runRequest) string {
-	out, err := ExtractDeclaredOutput(st, p)
+	out, err := engine.ExtractDeclaredOutput(st, p)
 	switch {
 	case out.Path == "":
 		// output_file without a declared output has nothing to write.
