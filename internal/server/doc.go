@@ -2,13 +2,14 @@
 // built-in tools (list_prompts, run_prompt, need_prompt, check_run) over the
 // live catalog, runs prompts through the run registry and the engine,
 // forwards progress, renders results, and serves it all over stdio or
-// streamable HTTP. Boot wires the whole process from prompts.toml.
+// streamable HTTP. It builds nothing from prompts.toml: package app
+// assembles the process and hands a Server everything in Options.
 //
-// Why it is one package: the tool surface, the transports and the boot
-// sequence share one Server value (catalog handle, run registry, gateway
-// client and model catalog, live tools, file roots, metrics), and the wire
-// contract they implement together (spec mcp-server.md §4, §6, §9, §10) is
-// easier to keep exact in one place.
+// Why it is one package: the tool surface and the transports share one
+// Server value (catalog handle, run registry, gateway client and model
+// catalog, live tools, file roots, metrics), and the wire contract they
+// implement together (spec mcp-server.md §4, §6, §9, §10) is easier to
+// keep exact in one place.
 //
 // Decisions that differ from the reference server (DESIGN.md §3 wins):
 //
@@ -29,8 +30,8 @@
 //     input_file may never be prompts.toml or its env file (the gateway
 //     key), and output_file may never be those nor anything inside
 //     [paths].prompts, so a caller cannot rewrite what the watcher
-//     publishes to every caller. Boot warns when a root is / or the home
-//     directory. An existing output_file must be a regular file and is
+//     publishes to every caller. app.Boot warns when a root is / or the
+//     home directory. An existing output_file must be a regular file and is
 //     opened without blocking (a FIFO would otherwise hold the run in
 //     open(2) forever). output_file on a prompt that declares no output is
 //     ignored, unchecked (spec §4.5).
@@ -56,6 +57,5 @@
 // Goroutines: each run is the registry's; each call with a progress token
 // owns one pump goroutine that it stops before replying; the HTTP transport
 // owns one keep-alive goroutine per open SSE response and stops it when the
-// response ends. Boot owns the watcher and the transport and stops both on
-// shutdown.
+// response ends. The transport is app.Boot's, which stops it on shutdown.
 package server

@@ -74,20 +74,6 @@ func (a fileAccess) check(key, p string, write bool) (place, error) {
 	return pl, nil
 }
 
-// broadRoots are the roots worth a warning at boot: the filesystem root
-// or the user's home directory exposes far more than prompts need.
-func broadRoots(roots []string) []string {
-	home, _ := os.UserHomeDir()
-	var out []string
-	for _, r := range roots {
-		real := evalExisting(r)
-		if real == string(filepath.Separator) || filepath.Dir(real) == real || (home != "" && real == evalExisting(home)) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // callerError turns a filesystem error into what a caller reads: without
 // the os.Root operation names (statat, openat) and with an escaping link
 // said in plain words.

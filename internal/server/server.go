@@ -25,7 +25,7 @@ type Limits struct {
 	RetainCompleted   time.Duration
 }
 
-// Options is everything a Server is built from. Boot fills it from
+// Options is everything a Server is built from. app.Boot fills it from
 // prompts.toml; tests fill it directly.
 type Options struct {
 	// Catalog is the live catalog (required). The Server reads one
