@@ -76,12 +76,13 @@ func mapsEqual(a, b map[string]any) bool {
 func TestObservationsCarryTheRunID(t *testing.T) {
 	var mu sync.Mutex
 	var seen []engine.Event
-	h := newHarness(t, fixture{})
-	h.srv.observe = func(ev engine.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		seen = append(seen, ev)
-	}
+	h := newHarness(t, fixture{opts: func(o *Options) {
+		o.Observer = engine.ObserverFunc(func(ev engine.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, ev)
+		})
+	}})
 	res := h.ok(ToolRunPrompt, map[string]any{"prompt": "echo", "args": "x"})
 	id := structuredOf(t, res)["run_id"].(string)
 	mu.Lock()

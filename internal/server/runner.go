@@ -117,7 +117,7 @@ func (s *Server) runPrompt(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if req.Session != nil {
 		notify = req.Session.NotifyProgress
 	}
-	obs := newProgress(ctx, s.log, req.Params.GetProgressToken(), notify)
+	obs := newProgress(ctx, req.Params.GetProgressToken(), notify)
 	res, refusal := s.launch(ctx, entry, r, obs)
 	dropped, disconnected := obs.finish()
 	s.metrics.framesDropped(dropFull, dropped)
@@ -162,21 +162,16 @@ func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progres
 		if err := seedStore(st, p, r); err != nil {
 			return runs.Outcome{Err: err}
 		}
-		var observer engine.Observer = obs
-		if s.observe != nil {
-			observer = engine.ObserverFunc(func(ev engine.Event) {
-				s.observe(ev)
-				obs.Observe(ev)
-			})
-		}
 		res, err := engine.Run(ctx, p, r.args, st, engine.Config{
 			Execution: id,
 			Client:    s.client,
 			Models:    s.models,
 			Tools:     s.tools,
-			Observer:  observer,
+			Observer:  engine.Observers(s.observer, obs),
 		})
-		turns := obs.turns.Load()
+		// The engine counts the turns, failed runs included; nothing here
+		// counts them again.
+		turns := uint32(res.Turns)
 		if err != nil {
 			return runs.Outcome{Err: err, Turns: turns}
 		}

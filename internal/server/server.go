@@ -61,7 +61,23 @@ type Options struct {
 	Metrics *Metrics
 	// Version is the serverInfo version.
 	Version string
+	// Observer, when set, sees every observation of every run, after the
+	// server's own log narration and before the call's progress. Like
+	// every engine.Observer it must not block; it is called on the run's
+	// goroutine (and concurrently by fanout arms).
+	Observer engine.Observer
+	// OnTerminal, when set, is called once per launched run with its
+	// terminal record, after the server has counted it in its metrics and
+	// the record is collectable. It runs on the run's goroutine and must
+	// not block.
+	OnTerminal func(runs.Result)
 }
+
+// serveNarration is how the server logs its runs: the run starting at
+// info and failures at warn, with progress at debug (callers get it over
+// MCP), and no line carries a section name or anything else an author
+// wrote (mcp-server spec §1.3): many callers share one log.
+var serveNarration = engine.Narration{Progress: slog.LevelDebug}
 
 // Server is the MCP server over one catalog and one run registry, shared
 // by every session on every transport.
@@ -73,6 +89,7 @@ type Server struct {
 	tools      []tools.Tool
 	files      fileAccess
 	log        *slog.Logger
+	observer   engine.Observer // the narration, then Options.Observer
 	metrics    *Metrics
 	needPrompt bool
 	published  []*mcp.Tool
@@ -87,12 +104,6 @@ type Server struct {
 	// addressable (HTTP) session, so ending the session can end its calls:
 	// the SDK's session close waits for handlers instead of cancelling them.
 	bySession map[string]map[*context.CancelCauseFunc]struct{}
-
-	// terminal, when set (tests), sees every run's terminal record.
-	terminal func(runs.Result)
-
-	// observe, when set (tests), sees every observation of every run.
-	observe func(engine.Event)
 }
 
 // New builds the server and its run registry, and registers the tools.
@@ -112,9 +123,7 @@ func New(opts Options) (*Server, error) {
 	if client == nil {
 		client = gateway.NewDisabled("no gateway is configured for this server: set [gateway].url and [gateway].api_key in prompts.toml")
 	}
-	// s is assigned below; the registry's callback reads it only once a
-	// run has ended, which is after New returned.
-	var s *Server
+	onTerminal := opts.OnTerminal
 	reg, err := runs.New(runs.Config{
 		MaxConcurrentRuns: opts.Limits.MaxConcurrentRuns,
 		AdmissionTimeout:  opts.Limits.AdmissionTimeout,
@@ -123,8 +132,8 @@ func New(opts Options) (*Server, error) {
 		Logger:            logger,
 		OnTerminal: func(res runs.Result) {
 			metrics.runEnded(res)
-			if s != nil && s.terminal != nil {
-				s.terminal(res)
+			if onTerminal != nil {
+				onTerminal(res)
 			}
 		},
 	})
@@ -140,7 +149,7 @@ func New(opts Options) (*Server, error) {
 	}
 	idle := make(chan struct{})
 	close(idle)
-	s = &Server{
+	s := &Server{
 		catalog: opts.Catalog,
 		runs:    reg,
 		client:  client,
@@ -152,6 +161,7 @@ func New(opts Options) (*Server, error) {
 			published: []string{opts.PromptsDir},
 		},
 		log:        logger,
+		observer:   engine.Observers(engine.LogObserver(logger, serveNarration), opts.Observer),
 		metrics:    metrics,
 		needPrompt: !opts.NoRetrieval,
 		idle:       idle,

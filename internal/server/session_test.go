@@ -31,9 +31,11 @@ func TestEndingAnHTTPSessionCancelsItsCalls(t *testing.T) {
 			g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("too late")))
 			defer gate.Release()
 			limits := Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: 240 * time.Second, RetainCompleted: time.Hour}
-			hh := newHTTPHarness(t, fixture{limits: limits, opts: withGateway(c)}, nil)
 			ended := make(chan runs.Result, 1)
-			hh.srv.terminal = func(res runs.Result) { ended <- res }
+			hh := newHTTPHarness(t, fixture{limits: limits, opts: func(o *Options) {
+				withGateway(c)(o)
+				o.OnTerminal = func(res runs.Result) { ended <- res }
+			}}, nil)
 			cs := hh.clientWith(t, nil, true)
 
 			errc := make(chan error, 1)
