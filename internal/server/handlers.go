@@ -64,13 +64,14 @@ func marshal(v any) ([]byte, error) {
 }
 
 // runResult renders a run record: structuredContent is the seven-key wire
-// object, the text is Result.Text, and only a failed run is an error.
+// object (record), the text is recordText, and only a failed run is an
+// error.
 func runResult(res runs.Result) (*mcp.CallToolResult, error) {
-	body, err := marshal(res)
+	body, err := marshal(record(res))
 	if err != nil {
 		return nil, internalError("render the run result: %v", err)
 	}
-	return structured(body, res.Text(), res.IsError()), nil
+	return structured(body, recordText(res), recordIsError(res)), nil
 }
 
 // listingEntry is one list_prompts entry. Fields are in alphabetical order
