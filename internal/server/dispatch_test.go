@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
@@ -239,7 +240,7 @@ func TestUnpublishedToolNamesAreRefused(t *testing.T) {
 			t.Errorf("%s: code %d message %q", name, we.Code, we.Message)
 		}
 	}
-	off := newHarness(t, fixture{opts: func(o *Options) { o.NoRetrieval = true }})
+	off := newHarness(t, fixture{catalog: catalog.Options{NoRetrieval: true}})
 	for _, args := range []any{map[string]any{}, map[string]any{"capability": "Summarize a text."}} {
 		we := off.protocolError(ToolNeedPrompt, args)
 		if we.Code != jsonrpc.CodeInvalidParams {

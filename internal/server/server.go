@@ -29,11 +29,10 @@ type Limits struct {
 // prompts.toml; tests fill it directly.
 type Options struct {
 	// Catalog is the live catalog (required). The Server reads one
-	// generation per call and never closes the Handle.
+	// generation per call and never closes the Handle. need_prompt is
+	// published exactly when the Handle was built with retrieval
+	// (catalog.Options.NoRetrieval false).
 	Catalog *catalog.Handle
-	// NoRetrieval leaves need_prompt unpublished; it should match the
-	// catalog.Options the Handle was built with.
-	NoRetrieval bool
 	// Limits configure the run registry the Server creates and owns.
 	Limits Limits
 	// Client is the gateway every run's model calls go to; nil gives runs
@@ -82,18 +81,20 @@ var serveNarration = engine.Narration{Progress: slog.LevelDebug}
 // Server is the MCP server over one catalog and one run registry, shared
 // by every session on every transport.
 type Server struct {
-	catalog    *catalog.Handle
-	runs       *runs.Registry
-	client     *gateway.Client
-	models     []gateway.Model
-	tools      []tools.Tool
-	files      fileAccess
-	log        *slog.Logger
-	observer   engine.Observer // the narration, then Options.Observer
-	metrics    *Metrics
-	needPrompt bool
-	published  []*mcp.Tool
-	mcp        *mcp.Server
+	catalog  *catalog.Handle
+	runs     *runs.Registry
+	client   *gateway.Client
+	models   []gateway.Model
+	tools    []tools.Tool
+	files    fileAccess
+	log      *slog.Logger
+	observer engine.Observer // the narration, then Options.Observer
+	metrics  *Metrics
+	// publishNeedPrompt: the catalog ranks prompts, so need_prompt is
+	// published.
+	publishNeedPrompt bool
+	published         []*mcp.Tool
+	mcp               *mcp.Server
 
 	// calls tracks tools/call handlers in flight, so a shutdown can wait
 	// for them to answer before closing sessions.
@@ -160,14 +161,14 @@ func New(opts Options) (*Server, error) {
 			secret:    opts.ConfigFiles,
 			published: []string{opts.PromptsDir},
 		},
-		log:        logger,
-		observer:   engine.Observers(engine.LogObserver(logger, serveNarration), opts.Observer),
-		metrics:    metrics,
-		needPrompt: !opts.NoRetrieval,
-		idle:       idle,
-		bySession:  map[string]map[*context.CancelCauseFunc]struct{}{},
+		log:               logger,
+		observer:          engine.Observers(engine.LogObserver(logger, serveNarration), opts.Observer),
+		metrics:           metrics,
+		publishNeedPrompt: opts.Catalog.RetrievalEnabled(),
+		idle:              idle,
+		bySession:         map[string]map[*context.CancelCauseFunc]struct{}{},
 	}
-	s.published = builtinTools(s.needPrompt)
+	s.published = builtinTools(s.publishNeedPrompt)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		// Tools only, and no listChanged: the tool list never changes.
@@ -177,7 +178,7 @@ func New(opts Options) (*Server, error) {
 	handlers := map[string]mcp.ToolHandler{
 		ToolListPrompts: s.listPrompts,
 		ToolRunPrompt:   s.runPrompt,
-		ToolNeedPrompt:  s.needPromptCall,
+		ToolNeedPrompt:  s.needPrompt,
 		ToolCheckRun:    s.checkRun,
 	}
 	for _, t := range s.published {
@@ -192,9 +193,6 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // Registry is the run registry all sessions share.
 func (s *Server) Registry() *runs.Registry { return s.runs }
-
-// Metrics are the series /metrics serves.
-func (s *Server) Metrics() *Metrics { return s.metrics }
 
 // Tools returns the published tools in tools/list order. The slice is
 // the caller's; the tools are shared and must not be modified.
