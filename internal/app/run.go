@@ -46,7 +46,9 @@ type RunOptions struct {
 // at info, author text included, since the operator is the author's
 // audience (README: "progress (run and section starts, model turns, Lua
 // log() lines) and errors go to stderr").
-var runNarration = engine.Narration{Progress: slog.LevelInfo, AuthorText: true}
+func runNarration() engine.Narration {
+	return engine.Narration{Progress: slog.LevelInfo, AuthorText: true}
+}
 
 // RunOnce executes one prompt once, the body of the run command, and
 // returns the value to print. It applies the rules run_prompt applies to
@@ -99,7 +101,7 @@ func RunOnce(ctx context.Context, o RunOptions) (string, error) {
 		Client:   env.client,
 		Models:   env.models,
 		Tools:    env.tools,
-		Observer: engine.LogObserver(logger, runNarration),
+		Observer: engine.LogObserver(logger, runNarration()),
 	})
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", locate(o.Target, err), err)

@@ -72,12 +72,6 @@ type Options struct {
 	OnTerminal func(runs.Result)
 }
 
-// serveNarration is how the server logs its runs: the run starting at
-// info and failures at warn, with progress at debug (callers get it over
-// MCP), and no line carries a section name or anything else an author
-// wrote (mcp-server spec §1.3): many callers share one log.
-var serveNarration = engine.Narration{Progress: slog.LevelDebug}
-
 // Server is the MCP server over one catalog and one run registry, shared
 // by every session on every transport.
 type Server struct {
@@ -162,7 +156,7 @@ func New(opts Options) (*Server, error) {
 			published: []string{opts.PromptsDir},
 		},
 		log:               logger,
-		observer:          engine.Observers(engine.LogObserver(logger, serveNarration), opts.Observer),
+		observer:          engine.Observers(engine.LogObserver(logger, serveNarration()), opts.Observer),
 		metrics:           metrics,
 		publishNeedPrompt: opts.Catalog.RetrievalEnabled(),
 		idle:              idle,
@@ -187,6 +181,12 @@ func New(opts Options) (*Server, error) {
 	s.mcp.AddReceivingMiddleware(s.toolsListMiddleware)
 	return s, nil
 }
+
+// serveNarration is how the server logs its runs: the run starting at
+// info and failures at warn, with progress at debug (callers get it over
+// MCP), and no line carries a section name or anything else an author
+// wrote (mcp-server spec §1.3): many callers share one log.
+func serveNarration() engine.Narration { return engine.Narration{Progress: slog.LevelDebug} }
 
 // MCP is the SDK server every transport connects sessions to.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
