@@ -119,7 +119,7 @@ func New(opts Options) (*Server, error) {
 		client = gateway.NewDisabled("no gateway is configured for this server: set [gateway].url and [gateway].api_key in prompts.toml")
 	}
 	onTerminal := opts.OnTerminal
-	reg, err := runs.New(runs.Config{
+	reg, err := runs.New(runs.Options{
 		MaxConcurrentRuns: opts.Limits.MaxConcurrentRuns,
 		AdmissionTimeout:  opts.Limits.AdmissionTimeout,
 		ReplyDeadline:     opts.Limits.ReplyDeadline,
