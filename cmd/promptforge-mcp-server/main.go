@@ -1,8 +1,9 @@
 // Command promptforge-mcp-server serves a catalog of PromptForge prompts to
 // MCP clients and runs single prompts from the terminal.
 //
-// This file only parses the command line, wires packages together and maps
-// outcomes to exit codes; the behaviour lives in internal/.
+// The command parses the command line, builds the logger, handles signals
+// and maps outcomes to exit codes; internal/app assembles and runs
+// everything else, and is the only package of ours it imports.
 package main
 
 import (

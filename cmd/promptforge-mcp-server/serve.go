@@ -7,8 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/promptforge-go/promptforge/internal/config"
-	"github.com/promptforge-go/promptforge/internal/server"
+	"github.com/promptforge-go/promptforge/internal/app"
 )
 
 // serveFlags is the parsed command line of "serve".
@@ -76,35 +75,30 @@ func parseConfigFlags(cmd string, args []string, withStdio bool) (serveFlags, er
 // stdout is the JSON-RPC wire on stdio and stays clean on HTTP.
 func cmdServe(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer, lookup env) int {
 	f, err := parseServeFlags(argv)
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n\n%s", err, usageText)
-		return exitUsage
+	logger, code := prologue(stderr, lookup, err, f.logLevel, "")
+	if logger == nil {
+		return code
 	}
-	logger, err := newLogger(stderr, f.logLevel, lookup)
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return exitUsage
-	}
-	opts := server.BootOptions{
+	opts := app.BootOptions{
 		ConfigPath: f.configPath,
-		Transport:  server.HTTP,
+		Transport:  app.HTTP,
 		Logger:     logger,
-		LookupEnv:  config.LookupFunc(lookup),
+		LookupEnv:  lookup,
 		Stdin:      stdin,
 		Stdout:     stdout,
 		Version:    version,
 	}
 	if f.stdio {
-		opts.Transport = server.Stdio
+		opts.Transport = app.Stdio
 	}
-	if err := server.Boot(ctx, opts); err != nil {
+	if err := app.Boot(ctx, opts); err != nil {
 		if ctx.Err() != nil {
 			// A signal during boot is an operator stopping the server, not a
 			// failure: whatever step it interrupted is not worth reporting.
 			logger.Info("stopped by a signal before serving", "step", stepOf(err))
 			return exitOK
 		}
-		server.WriteReport(stderr, err)
+		app.WriteReport(stderr, err)
 		return exitFailure
 	}
 	return exitOK
@@ -112,7 +106,7 @@ func cmdServe(ctx context.Context, argv []string, stdin io.Reader, stdout, stder
 
 // stepOf names the boot step err failed in, "" when it names none.
 func stepOf(err error) string {
-	var se *server.StepError
+	var se *app.StepError
 	if errors.As(err, &se) {
 		return se.Step
 	}

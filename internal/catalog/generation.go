@@ -122,6 +122,12 @@ func (h *Handle) Current() *Generation { return h.current.Load() }
 // Root is the prompts root resolution uses, fixed at boot.
 func (h *Handle) Root() string { return h.root }
 
+// RetrievalEnabled reports whether the Handle was built with retrieval
+// (Options.NoRetrieval false), so its generations can rank prompts for
+// need_prompt. It is fixed at boot; whether the current index can answer
+// is the generation's Retrieval.
+func (h *Handle) RetrievalEnabled() bool { return h.ranker != nil }
+
 // Shutdown stops publishing: a reload in progress, or any later one, is
 // dropped. It is what makes "no reload after the shutdown signal" hold.
 func (h *Handle) Shutdown() {

@@ -12,7 +12,7 @@ import (
 
 func oneSlot(t *testing.T, admission time.Duration) (*Registry, *capture) {
 	t.Helper()
-	cfg := testConfig(time.Hour)
+	cfg := testOptions(time.Hour)
 	cfg.MaxConcurrentRuns = 1
 	cfg.AdmissionTimeout = admission
 	return newRegistry(t, cfg)
@@ -237,7 +237,7 @@ func TestRefusedErrorNamesTheWait(t *testing.T) {
 
 func TestSlotIsHeldUntilTheRunEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := testConfig(50 * time.Millisecond)
+		cfg := testOptions(50 * time.Millisecond)
 		cfg.MaxConcurrentRuns = 1
 		cfg.AdmissionTimeout = 10 * time.Second
 		r, _ := newRegistry(t, cfg)

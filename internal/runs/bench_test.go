@@ -11,7 +11,7 @@ import (
 // BenchmarkLaunchSettle is the registry's cost for one call whose run ends
 // inside the deadline: admit, launch, settle.
 func BenchmarkLaunchSettle(b *testing.B) {
-	r, err := New(Config{MaxConcurrentRuns: 64, AdmissionTimeout: time.Minute, ReplyDeadline: time.Hour, RetainCompleted: time.Hour})
+	r, err := New(Options{MaxConcurrentRuns: 64, AdmissionTimeout: time.Minute, ReplyDeadline: time.Hour, RetainCompleted: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func BenchmarkHeldRunsMemory(b *testing.B) {
 	}
 	var heapPerRun, stackPerRun float64
 	for b.Loop() {
-		r, err := New(Config{MaxConcurrentRuns: held, AdmissionTimeout: time.Minute, ReplyDeadline: time.Hour, RetainCompleted: time.Hour})
+		r, err := New(Options{MaxConcurrentRuns: held, AdmissionTimeout: time.Minute, ReplyDeadline: time.Hour, RetainCompleted: time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -39,7 +39,7 @@ func equalBools(a, b []bool) bool {
 }
 
 func TestZeroBoundsMeanTheDefaults(t *testing.T) {
-	r, err := New(testConfig(time.Second))
+	r, err := New(testOptions(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestZeroBoundsMeanTheDefaults(t *testing.T) {
 
 func TestCountBoundEvictsTheOldestFinished(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := testConfig(time.Hour)
+		cfg := testOptions(time.Hour)
 		cfg.MaxRetainedRuns = 3
 		r, logs := newRegistry(t, cfg)
 		ids := []string{"a", "b", "c", "d", "e"}
@@ -88,7 +88,7 @@ func TestCountBoundEvictsTheOldestFinished(t *testing.T) {
 
 func TestByteBoundCountsValuesAndErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := testConfig(time.Hour)
+		cfg := testOptions(time.Hour)
 		cfg.MaxRetainedBytes = 10
 		r, _ := newRegistry(t, cfg)
 		finishRun(t, r, "a", Outcome{Value: "aaaa"})
@@ -112,7 +112,7 @@ func TestByteBoundCountsValuesAndErrors(t *testing.T) {
 
 func TestBoundsNeverEvictRunningRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := testConfig(time.Millisecond)
+		cfg := testOptions(time.Millisecond)
 		cfg.MaxRetainedRuns = 1
 		cfg.MaxRetainedBytes = 1
 		r, _ := newRegistry(t, cfg)
@@ -139,7 +139,7 @@ func TestBoundsNeverEvictRunningRecords(t *testing.T) {
 
 func TestBoundsEvictInFinishingOrderNotLaunchOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := testConfig(time.Millisecond)
+		cfg := testOptions(time.Millisecond)
 		cfg.MaxRetainedRuns = 2
 		r, _ := newRegistry(t, cfg)
 		gates := map[string]chan struct{}{}
@@ -160,7 +160,7 @@ func TestBoundsEvictInFinishingOrderNotLaunchOrder(t *testing.T) {
 
 func TestBoundsAndRetentionWindowTogether(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := testConfig(time.Hour)
+		cfg := testOptions(time.Hour)
 		cfg.RetainCompleted = 10 * time.Second
 		cfg.MaxRetainedRuns = 2
 		r, logs := newRegistry(t, cfg)
@@ -202,7 +202,7 @@ func TestBoundsAndRetentionWindowTogether(t *testing.T) {
 
 func TestHugeSingleRecordIsKeptUntilTheNextFinishes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := testConfig(time.Hour)
+		cfg := testOptions(time.Hour)
 		cfg.MaxRetainedBytes = 1 << 10
 		r, _ := newRegistry(t, cfg)
 		huge := strings.Repeat("x", 1<<20)

@@ -41,8 +41,8 @@ var (
 	ErrClosed = errPoolClosed
 )
 
-// Config holds the [server] limits the registry enforces.
-type Config struct {
+// Options holds the [server] limits the registry enforces.
+type Options struct {
 	MaxConcurrentRuns int           // run slots; at least 1
 	AdmissionTimeout  time.Duration // how long Admit waits for a slot
 	ReplyDeadline     time.Duration // how long Settle waits before answering running
@@ -64,7 +64,7 @@ type Config struct {
 	OnTerminal func(Result)
 }
 
-// Defaults for the retention bounds, used when Config leaves them zero. They
+// Defaults for the retention bounds, used when Options leaves them zero. They
 // are far above what a working server holds within RetainCompleted; they
 // exist so that a burst of runs cannot pin memory for the whole window.
 const (
@@ -160,50 +160,50 @@ type Registry struct {
 	idleSet       bool
 }
 
-// New builds a registry over cfg's limits.
-func New(cfg Config) (*Registry, error) {
-	if cfg.MaxConcurrentRuns < 1 {
-		return nil, fmt.Errorf("create the run registry: max_concurrent_runs is %d; set it to 1 or more", cfg.MaxConcurrentRuns)
+// New builds a registry over the limits in opts.
+func New(opts Options) (*Registry, error) {
+	if opts.MaxConcurrentRuns < 1 {
+		return nil, fmt.Errorf("create the run registry: max_concurrent_runs is %d; set it to 1 or more", opts.MaxConcurrentRuns)
 	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{
-		{"admission_timeout", cfg.AdmissionTimeout},
-		{"reply_deadline", cfg.ReplyDeadline},
-		{"retain_completed", cfg.RetainCompleted},
+		{"admission_timeout", opts.AdmissionTimeout},
+		{"reply_deadline", opts.ReplyDeadline},
+		{"retain_completed", opts.RetainCompleted},
 	} {
 		if d.v < 0 {
 			return nil, fmt.Errorf("create the run registry: %s is %s; it cannot be negative", d.name, d.v)
 		}
 	}
-	if cfg.MaxRetainedRuns < 0 {
-		return nil, fmt.Errorf("create the run registry: max_retained_runs is %d; set it to 1 or more, or 0 for the default", cfg.MaxRetainedRuns)
+	if opts.MaxRetainedRuns < 0 {
+		return nil, fmt.Errorf("create the run registry: max_retained_runs is %d; set it to 1 or more, or 0 for the default", opts.MaxRetainedRuns)
 	}
-	if cfg.MaxRetainedBytes < 0 {
-		return nil, fmt.Errorf("create the run registry: max_retained_bytes is %d; set it to 1 or more, or 0 for the default", cfg.MaxRetainedBytes)
+	if opts.MaxRetainedBytes < 0 {
+		return nil, fmt.Errorf("create the run registry: max_retained_bytes is %d; set it to 1 or more, or 0 for the default", opts.MaxRetainedBytes)
 	}
-	maxRuns, maxBytes := cfg.MaxRetainedRuns, cfg.MaxRetainedBytes
+	maxRuns, maxBytes := opts.MaxRetainedRuns, opts.MaxRetainedBytes
 	if maxRuns == 0 {
 		maxRuns = DefaultMaxRetainedRuns
 	}
 	if maxBytes == 0 {
 		maxBytes = DefaultMaxRetainedBytes
 	}
-	logger := cfg.Logger
+	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	base, stop := context.WithCancelCause(context.Background())
 	return &Registry{
-		admissionTimeout: cfg.AdmissionTimeout,
-		replyDeadline:    cfg.ReplyDeadline,
-		retain:           cfg.RetainCompleted,
+		admissionTimeout: opts.AdmissionTimeout,
+		replyDeadline:    opts.ReplyDeadline,
+		retain:           opts.RetainCompleted,
 		maxRetainedRuns:  maxRuns,
 		maxRetainedBytes: maxBytes,
 		log:              logger,
-		onTerminal:       cfg.OnTerminal,
-		slots:            newSlotPool(cfg.MaxConcurrentRuns),
+		onTerminal:       opts.OnTerminal,
+		slots:            newSlotPool(opts.MaxConcurrentRuns),
 		base:             base,
 		stop:             stop,
 		records:          make(map[string]*record),

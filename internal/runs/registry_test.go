@@ -15,10 +15,10 @@ import (
 
 const retention = 3600 * time.Second
 
-// testConfig is the [server] block most tests use: generous slots and
+// testOptions is the [server] block most tests use: generous slots and
 // waits, the reference's 1h retention, and a reply deadline each test sets.
-func testConfig(deadline time.Duration) Config {
-	return Config{
+func testOptions(deadline time.Duration) Options {
+	return Options{
 		MaxConcurrentRuns: 4,
 		AdmissionTimeout:  30 * time.Second,
 		ReplyDeadline:     deadline,
@@ -28,7 +28,7 @@ func testConfig(deadline time.Duration) Config {
 
 // newRegistry builds a registry whose log lines are captured, and closes it
 // when the test ends so no run goroutine outlives the bubble.
-func newRegistry(t *testing.T, cfg Config) (*Registry, *capture) {
+func newRegistry(t *testing.T, cfg Options) (*Registry, *capture) {
 	t.Helper()
 	logs := &capture{}
 	cfg.Logger = slog.New(logs)
@@ -85,7 +85,7 @@ func mustCheck(t *testing.T, r *Registry, id string) Result {
 
 func TestRunPastTheDeadlineIsAnsweredRunningAndKeepsGoing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, _ := newRegistry(t, testConfig(50*time.Millisecond))
+		r, _ := newRegistry(t, testOptions(50*time.Millisecond))
 		start := time.Now()
 		h := launch(t, r, id32, "slow", sleeper(5*time.Second, "done", 1))
 
@@ -107,7 +107,7 @@ func TestRunPastTheDeadlineIsAnsweredRunningAndKeepsGoing(t *testing.T) {
 
 func TestRunInsideTheDeadlineIsAnsweredWithItsResult(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, _ := newRegistry(t, testConfig(300*time.Second))
+		r, _ := newRegistry(t, testOptions(300*time.Second))
 		h := launch(t, r, id32, "quick", sleeper(40*time.Millisecond, "value", 2))
 
 		want := Completed(id32, "quick", "value", 2, 40*time.Millisecond)
@@ -148,7 +148,7 @@ func TestRunThatDoesNotReturnIsRecordedFailed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				r, logs := newRegistry(t, testConfig(300*time.Second))
+				r, logs := newRegistry(t, testOptions(300*time.Second))
 				h := launch(t, r, id32, "fragile", tt.run)
 
 				want := Failed(id32, "fragile", tt.wantError, 0, 0)
@@ -176,7 +176,7 @@ func TestRunThatDoesNotReturnIsRecordedFailed(t *testing.T) {
 
 func TestBackgroundedPanicIsCollectableThenEvicted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, _ := newRegistry(t, testConfig(50*time.Millisecond))
+		r, _ := newRegistry(t, testOptions(50*time.Millisecond))
 		h := launch(t, r, id32, "fragile", func(context.Context) Outcome {
 			time.Sleep(time.Second)
 			panic("boom")
@@ -218,7 +218,7 @@ func TestAbandonedSettleCancelsTheRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				cfg := testConfig(300 * time.Second)
+				cfg := testOptions(300 * time.Second)
 				cfg.MaxConcurrentRuns = 1
 				cfg.AdmissionTimeout = 50 * time.Second
 				r, _ := newRegistry(t, cfg)
@@ -269,7 +269,7 @@ func TestAbandonedSettleCancelsTheRun(t *testing.T) {
 
 func TestCallerEndingAfterTheDeadlineDoesNotCancelTheRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, _ := newRegistry(t, testConfig(50*time.Millisecond))
+		r, _ := newRegistry(t, testOptions(50*time.Millisecond))
 		var cancelled atomic.Bool
 		h := launch(t, r, id32, "slow", func(ctx context.Context) Outcome {
 			select {
@@ -298,7 +298,7 @@ func TestCallerEndingAfterTheDeadlineDoesNotCancelTheRun(t *testing.T) {
 
 func TestAbandonedSettleStillHonoursTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, logs := newRegistry(t, testConfig(300*time.Second))
+		r, logs := newRegistry(t, testOptions(300*time.Second))
 		start := time.Now()
 		// A run that never looks at its context.
 		h := launch(t, r, id32, "stubborn", sleeper(1000*time.Second, "late", 0))
@@ -330,7 +330,7 @@ func TestAbandonedSettleStillHonoursTheDeadline(t *testing.T) {
 
 func TestDuplicateIDIsRefusedAndNeverSpawned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, _ := newRegistry(t, testConfig(50*time.Millisecond))
+		r, _ := newRegistry(t, testOptions(50*time.Millisecond))
 		release := make(chan struct{})
 		launch(t, r, id32, "first", gated(release, "one"))
 
@@ -367,7 +367,7 @@ func TestDuplicateIDIsRefusedAndNeverSpawned(t *testing.T) {
 
 func TestFirstTerminalResultWins(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := testConfig(300 * time.Second)
+		cfg := testOptions(300 * time.Second)
 		var terminal []Result
 		cfg.OnTerminal = func(res Result) { terminal = append(terminal, res) }
 		r, logs := newRegistry(t, cfg)
@@ -400,7 +400,7 @@ func TestFirstTerminalResultWins(t *testing.T) {
 
 func TestRegisteredRunIsVisibleAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, _ := newRegistry(t, testConfig(50*time.Millisecond))
+		r, _ := newRegistry(t, testOptions(50*time.Millisecond))
 		release := make(chan struct{})
 		h := launch(t, r, id32, "p", gated(release, "v"))
 		if got, want := mustCheck(t, r, id32), Running(id32, "p", 0); got != want {
@@ -419,7 +419,7 @@ func TestRegisteredRunIsVisibleAtOnce(t *testing.T) {
 
 func TestBackgroundingLogsExactlyOneInfo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, logs := newRegistry(t, testConfig(50*time.Millisecond))
+		r, logs := newRegistry(t, testOptions(50*time.Millisecond))
 		h := launch(t, r, id32, "slow", sleeper(5*time.Second, "done", 3))
 		r.Settle(t.Context(), h)
 
@@ -454,7 +454,7 @@ func TestBackgroundingLogsExactlyOneInfo(t *testing.T) {
 
 func TestAdmissionIsRefusedAfterItsTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := testConfig(50 * time.Millisecond)
+		cfg := testOptions(50 * time.Millisecond)
 		cfg.MaxConcurrentRuns = 1
 		cfg.AdmissionTimeout = 30 * time.Second
 		r, logs := newRegistry(t, cfg)
@@ -502,7 +502,7 @@ func TestAdmissionIsRefusedAfterItsTimeout(t *testing.T) {
 
 func TestRetentionWindowIsHalfOpen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, logs := newRegistry(t, testConfig(50*time.Millisecond))
+		r, logs := newRegistry(t, testOptions(50*time.Millisecond))
 		h := launch(t, r, id32, "p", sleeper(0, "v", 0))
 		<-h.Done()
 
@@ -526,7 +526,7 @@ func TestRetentionWindowIsHalfOpen(t *testing.T) {
 
 func TestSweepEvictsOnlyExpiredRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := testConfig(time.Hour)
+		cfg := testOptions(time.Hour)
 		cfg.RetainCompleted = 10 * time.Second
 		r, _ := newRegistry(t, cfg)
 		ids := []string{"a", "b", "c"}
@@ -554,7 +554,7 @@ func TestSweepEvictsOnlyExpiredRecords(t *testing.T) {
 
 func TestRunningRecordIsNeverEvicted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, _ := newRegistry(t, testConfig(50*time.Millisecond))
+		r, _ := newRegistry(t, testOptions(50*time.Millisecond))
 		release := make(chan struct{})
 		h := launch(t, r, id32, "p", gated(release, "v"))
 
@@ -570,7 +570,7 @@ func TestRunningRecordIsNeverEvicted(t *testing.T) {
 
 func TestUnknownIDIsUnknown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, _ := newRegistry(t, testConfig(50*time.Millisecond))
+		r, _ := newRegistry(t, testOptions(50*time.Millisecond))
 		if got, ok := r.Check(strings.Repeat("0", 32)); ok {
 			t.Errorf("Check of an id never launched = %+v, want unknown", got)
 		}
@@ -580,7 +580,7 @@ func TestUnknownIDIsUnknown(t *testing.T) {
 
 func TestCancelStopsTheRunAndIsIdempotent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, _ := newRegistry(t, testConfig(50*time.Millisecond))
+		r, _ := newRegistry(t, testOptions(50*time.Millisecond))
 		h := launch(t, r, id32, "p", func(ctx context.Context) Outcome {
 			time.Sleep(time.Second)
 			<-ctx.Done()
@@ -602,7 +602,7 @@ func TestCancelStopsTheRunAndIsIdempotent(t *testing.T) {
 
 func TestCloseStopsRunsAndRefusesNewOnes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := testConfig(50 * time.Millisecond)
+		cfg := testOptions(50 * time.Millisecond)
 		cfg.MaxConcurrentRuns = 2
 		r, err := New(cfg)
 		if err != nil {
@@ -663,7 +663,7 @@ func TestCloseStopsRunsAndRefusesNewOnes(t *testing.T) {
 
 func TestCloseIsBoundedByItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, err := New(testConfig(50 * time.Millisecond))
+		r, err := New(testOptions(50 * time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -682,7 +682,7 @@ func TestCloseIsBoundedByItsContext(t *testing.T) {
 
 func TestStatsCountRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, _ := newRegistry(t, testConfig(50*time.Millisecond))
+		r, _ := newRegistry(t, testOptions(50*time.Millisecond))
 		release := make(chan struct{})
 		<-launch(t, r, "ok", "p", sleeper(0, "v", 0)).Done()
 		<-launch(t, r, "bad", "p", func(context.Context) Outcome { return Outcome{Err: errors.New("no")} }).Done()
@@ -704,8 +704,8 @@ func TestStatsCountRuns(t *testing.T) {
 
 func TestLaunchRefusesBadArguments(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, _ := newRegistry(t, testConfig(50*time.Millisecond))
-		other, _ := newRegistry(t, testConfig(50*time.Millisecond))
+		r, _ := newRegistry(t, testOptions(50*time.Millisecond))
+		other, _ := newRegistry(t, testOptions(50*time.Millisecond))
 		run := sleeper(0, "v", 0)
 
 		if _, err := r.Launch(nil, "a", "p", run); err == nil {
@@ -739,25 +739,25 @@ func TestLaunchRefusesBadArguments(t *testing.T) {
 func TestNewRefusesImpossibleLimits(t *testing.T) {
 	tests := []struct {
 		name string
-		edit func(*Config)
+		edit func(*Options)
 	}{
-		{"no slots", func(c *Config) { c.MaxConcurrentRuns = 0 }},
-		{"negative admission_timeout", func(c *Config) { c.AdmissionTimeout = -time.Second }},
-		{"negative reply_deadline", func(c *Config) { c.ReplyDeadline = -time.Second }},
-		{"negative retain_completed", func(c *Config) { c.RetainCompleted = -time.Second }},
-		{"negative max_retained_runs", func(c *Config) { c.MaxRetainedRuns = -1 }},
-		{"negative max_retained_bytes", func(c *Config) { c.MaxRetainedBytes = -1 }},
+		{"no slots", func(c *Options) { c.MaxConcurrentRuns = 0 }},
+		{"negative admission_timeout", func(c *Options) { c.AdmissionTimeout = -time.Second }},
+		{"negative reply_deadline", func(c *Options) { c.ReplyDeadline = -time.Second }},
+		{"negative retain_completed", func(c *Options) { c.RetainCompleted = -time.Second }},
+		{"negative max_retained_runs", func(c *Options) { c.MaxRetainedRuns = -1 }},
+		{"negative max_retained_bytes", func(c *Options) { c.MaxRetainedBytes = -1 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := testConfig(time.Second)
+			cfg := testOptions(time.Second)
 			tt.edit(&cfg)
 			if r, err := New(cfg); err == nil {
 				t.Errorf("New accepted %+v: %v", cfg, r)
 			}
 		})
 	}
-	cfg := testConfig(0)
+	cfg := testOptions(0)
 	cfg.AdmissionTimeout, cfg.RetainCompleted = 0, 0
 	r, err := New(cfg)
 	if err != nil {

@@ -65,7 +65,7 @@ func backendFor(h *harness, mcpServer *mcp.Server) transport.Backend {
 // transport stack and returns its /mcp URL.
 func serveHTTPFor(b *testing.B, h *harness, mcpServer *mcp.Server) string {
 	b.Helper()
-	handler, err := transport.HTTPHandler(backendFor(h, mcpServer), transport.HTTPOptions{APIKey: testToken, AllowedHosts: []string{"127.0.0.1"}, Metrics: h.srv.Metrics().Handler()})
+	handler, err := transport.HTTPHandler(backendFor(h, mcpServer), transport.HTTPOptions{APIKey: testToken, AllowedHosts: []string{"127.0.0.1"}, Metrics: h.srv.metrics.Handler()})
 	if err != nil {
 		b.Fatal(err)
 	}

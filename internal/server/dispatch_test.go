@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
@@ -76,12 +77,13 @@ func mapsEqual(a, b map[string]any) bool {
 func TestObservationsCarryTheRunID(t *testing.T) {
 	var mu sync.Mutex
 	var seen []engine.Event
-	h := newHarness(t, fixture{})
-	h.srv.observe = func(ev engine.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		seen = append(seen, ev)
-	}
+	h := newHarness(t, fixture{opts: func(o *Options) {
+		o.Observer = engine.ObserverFunc(func(ev engine.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, ev)
+		})
+	}})
 	res := h.ok(ToolRunPrompt, map[string]any{"prompt": "echo", "args": "x"})
 	id := structuredOf(t, res)["run_id"].(string)
 	mu.Lock()
@@ -238,7 +240,7 @@ func TestUnpublishedToolNamesAreRefused(t *testing.T) {
 			t.Errorf("%s: code %d message %q", name, we.Code, we.Message)
 		}
 	}
-	off := newHarness(t, fixture{opts: func(o *Options) { o.NoRetrieval = true }})
+	off := newHarness(t, fixture{catalog: catalog.Options{NoRetrieval: true}})
 	for _, args := range []any{map[string]any{}, map[string]any{"capability": "Summarize a text."}} {
 		we := off.protocolError(ToolNeedPrompt, args)
 		if we.Code != jsonrpc.CodeInvalidParams {

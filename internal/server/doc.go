@@ -2,7 +2,8 @@
 // built-in tools (list_prompts, run_prompt, need_prompt, check_run) over the
 // live catalog, runs prompts through the run registry and the engine,
 // forwards progress, renders results, and answers tools/list in its own
-// order and pages. Boot wires the whole process from prompts.toml.
+// order and pages. It builds nothing from prompts.toml: package app
+// assembles the process and hands a Server everything in Options.
 //
 // The transports (streamable HTTP and stdio) and the go-sdk workarounds
 // they need live in the transport subpackage, which imports nothing of
@@ -10,11 +11,10 @@
 // transport.Calls and hands the transports a transport.Backend
 // ((*Server).Backend).
 //
-// Why the rest is one package: the tool surface and the boot sequence
-// share one Server value (catalog handle, run registry, gateway client and
-// model catalog, live tools, file roots, metrics), and the wire contract
-// they implement together (spec mcp-server.md §4, §6, §9, §10) is easier
-// to keep exact in one place.
+// Why the rest is one package: the tool surface shares one Server value
+// (catalog handle, run registry, gateway client and model catalog, live
+// tools, file roots, metrics), and the wire contract it implements
+// (spec mcp-server.md §4, §6) is easier to keep exact in one place.
 //
 // Decisions that differ from the reference server (DESIGN.md §3 wins):
 //
@@ -35,8 +35,8 @@
 //     input_file may never be prompts.toml or its env file (the gateway
 //     key), and output_file may never be those nor anything inside
 //     [paths].prompts, so a caller cannot rewrite what the watcher
-//     publishes to every caller. Boot warns when a root is / or the home
-//     directory. An existing output_file must be a regular file and is
+//     publishes to every caller. app.Boot warns when a root is / or the
+//     home directory. An existing output_file must be a regular file and is
 //     opened without blocking (a FIFO would otherwise hold the run in
 //     open(2) forever). output_file on a prompt that declares no output is
 //     ignored, unchecked (spec §4.5).
@@ -63,6 +63,6 @@
 // owns one pump goroutine that it stops before replying. The transport
 // package documents the goroutines it owns (the listener, the shutdown,
 // one keep-alive goroutine per open SSE response, the stdio session's
-// waiter). Boot owns the watcher and the transport it serves on, and stops
-// both on shutdown by cancelling their context.
+// waiter). app.Boot owns the watcher and the transport it serves on, and
+// stops both on shutdown by cancelling their context.
 package server

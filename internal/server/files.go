@@ -47,10 +47,12 @@ func (e *refusedError) Error() string {
 	return fmt.Sprintf("%s %s was refused: %s; name another file", e.key, strconv.Quote(e.path), e.why)
 }
 
+func (e *refusedError) refusal() {}
+
 // check confines p to a root and refuses the server's own files: for
 // input_file the configuration and its env file, for output_file those and
 // anything inside the prompts directory.
-func (a fileAccess) check(key, p string, write bool) (place, error) {
+func (a fileAccess) check(key, p string, write bool) (confinedPath, error) {
 	pl, err := a.roots.confine(key, p)
 	if err != nil {
 		return pl, err
@@ -58,7 +60,7 @@ func (a fileAccess) check(key, p string, write bool) (place, error) {
 	real := filepath.Join(pl.dir, pl.rel)
 	for _, f := range a.secret {
 		if f != "" && evalExisting(f) == real {
-			return place{}, &refusedError{key, p, "it is this server's configuration, which callers may not read or write"}
+			return confinedPath{}, &refusedError{key, p, "it is this server's configuration, which callers may not read or write"}
 		}
 	}
 	if write {
@@ -67,31 +69,17 @@ func (a fileAccess) check(key, p string, write bool) (place, error) {
 				continue
 			}
 			if _, ok := under(evalExisting(d), real); ok {
-				return place{}, &refusedError{key, p, fmt.Sprintf("it is inside the prompts directory (%s), which callers may not write", d)}
+				return confinedPath{}, &refusedError{key, p, fmt.Sprintf("it is inside the prompts directory (%s), which callers may not write", d)}
 			}
 		}
 	}
 	return pl, nil
 }
 
-// broadRoots are the roots worth a warning at boot: the filesystem root
-// or the user's home directory exposes far more than prompts need.
-func broadRoots(roots []string) []string {
-	home, _ := os.UserHomeDir()
-	var out []string
-	for _, r := range roots {
-		real := evalExisting(r)
-		if real == string(filepath.Separator) || filepath.Dir(real) == real || (home != "" && real == evalExisting(home)) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // callerError turns a filesystem error into what a caller reads: without
 // the os.Root operation names (statat, openat) and with an escaping link
 // said in plain words.
-func (pl place) callerError(err error) error {
+func (pl confinedPath) callerError(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err
@@ -102,10 +90,10 @@ func (pl place) callerError(err error) error {
 	return err
 }
 
-// place is a caller's path confined to one root: the file is opened as rel
-// under an os.Root at dir, which refuses to follow any link out of dir even
-// if the tree changes after the check.
-type place struct {
+// confinedPath is a caller's path confined to one root: the file is opened
+// as rel under an os.Root at dir, which refuses to follow any link out of
+// dir even if the tree changes after the check.
+type confinedPath struct {
 	caller string // as the caller spelt it, for messages
 	dir    string // the root, symlinks evaluated
 	rel    string
@@ -118,6 +106,8 @@ type outsideError struct {
 	roots     fileRoots
 }
 
+func (e *outsideError) refusal() {}
+
 func (e *outsideError) Error() string {
 	if len(e.roots) == 0 {
 		return fmt.Sprintf("%s %s was refused: this server reads and writes no files, because [paths].files in its prompts.toml lists no directory; pass the text with input_text, or omit output_file to receive the output in the reply", e.key, strconv.Quote(e.path))
@@ -128,23 +118,23 @@ func (e *outsideError) Error() string {
 // confine resolves p (relative paths against the working directory) with
 // every symlink along its existing prefix evaluated, and finds the root it
 // lies in. key names the argument in the error.
-func (r fileRoots) confine(key, p string) (place, error) {
+func (r fileRoots) confine(key, p string) (confinedPath, error) {
 	outside := &outsideError{key: key, path: p, roots: r}
 	if p == "" || strings.ContainsRune(p, 0) {
-		return place{}, outside
+		return confinedPath{}, outside
 	}
 	abs, err := filepath.Abs(p)
 	if err != nil {
-		return place{}, outside
+		return confinedPath{}, outside
 	}
 	real := evalExisting(abs)
 	for _, root := range r {
 		dir := evalExisting(root)
 		if rel, ok := under(dir, real); ok {
-			return place{caller: p, dir: dir, rel: rel}, nil
+			return confinedPath{caller: p, dir: dir, rel: rel}, nil
 		}
 	}
-	return place{}, outside
+	return confinedPath{}, outside
 }
 
 // evalExisting evaluates the symlinks of the longest prefix of abs that
@@ -201,7 +191,7 @@ func under(dir, path string) (string, bool) {
 
 // read returns the file's text: a regular UTF-8 file of at most
 // maxInputFileBytes.
-func (pl place) read() (string, error) {
+func (pl confinedPath) read() (string, error) {
 	text, err := pl.readRaw()
 	if err != nil {
 		return "", pl.callerError(err)
@@ -209,7 +199,7 @@ func (pl place) read() (string, error) {
 	return text, nil
 }
 
-func (pl place) readRaw() (string, error) {
+func (pl confinedPath) readRaw() (string, error) {
 	root, err := os.OpenRoot(pl.dir)
 	if err != nil {
 		return "", err
@@ -245,14 +235,14 @@ func (pl place) readRaw() (string, error) {
 // existing target must be a regular file, and the open does not block:
 // opening a FIFO for writing would otherwise wait for a reader forever,
 // where no cancellation can reach it.
-func (pl place) write(content string) error {
+func (pl confinedPath) write(content string) error {
 	if err := pl.writeRaw(content); err != nil {
 		return pl.callerError(err)
 	}
 	return nil
 }
 
-func (pl place) writeRaw(content string) error {
+func (pl confinedPath) writeRaw(content string) error {
 	root, err := os.OpenRoot(pl.dir)
 	if err != nil {
 		return err

@@ -147,16 +147,3 @@ func TestCallerPathSpellings(t *testing.T) {
 		t.Fatal("a file was written outside the roots through a dangling link")
 	}
 }
-
-// Boot warns about a file root that is the filesystem root or the home
-// directory (B2).
-func TestBroadRootsAreNamed(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	narrow := filepath.Join(home, "work")
-	writeTree(t, narrow, map[string]string{"x": ""})
-	got := broadRoots([]string{"/", home, narrow})
-	if len(got) != 2 || got[0] != "/" || got[1] != home {
-		t.Fatalf("broad roots %q, want / and the home directory", got)
-	}
-}

@@ -26,12 +26,12 @@ const maxCapabilityBytes = 4096
 // shortlistSize is how many prompts need_prompt offers at most.
 const shortlistSize = 3
 
-// Argument keys per tool, in schema order.
+// Argument keys per tool, in schema order: the schemas' properties.
 var (
-	listPromptsKeys = []string{"cursor"}
-	runPromptKeys   = []string{"prompt", "args", "input_file", "input_text", "output_file"}
-	needPromptKeys  = []string{"capability"}
-	checkRunKeys    = []string{"run_id"}
+	listPromptsKeys = keysOf(listPromptsProps)
+	runPromptKeys   = keysOf(runPromptProps)
+	needPromptKeys  = keysOf(needPromptProps)
+	checkRunKeys    = keysOf(checkRunProps)
 )
 
 // textResult is a model-correctable failure: isError with one text block
@@ -64,13 +64,14 @@ func marshal(v any) ([]byte, error) {
 }
 
 // runResult renders a run record: structuredContent is the seven-key wire
-// object, the text is Result.Text, and only a failed run is an error.
+// object (record), the text is recordText, and only a failed run is an
+// error.
 func runResult(res runs.Result) (*mcp.CallToolResult, error) {
-	body, err := marshal(res)
+	body, err := marshal(record(res))
 	if err != nil {
 		return nil, internalError("render the run result: %v", err)
 	}
-	return structured(body, res.Text(), res.IsError()), nil
+	return structured(body, recordText(res), recordIsError(res)), nil
 }
 
 // listingEntry is one list_prompts entry. Fields are in alphabetical order
@@ -145,7 +146,7 @@ type shortlist struct {
 	Prompts []candidate `json:"prompts"`
 }
 
-func (s *Server) needPromptCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) needPrompt(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	args, err := parseArguments(ToolNeedPrompt, req.Params.Arguments, needPromptKeys)
 	if err != nil {
 		return nil, err

@@ -153,6 +153,25 @@ func TestTurnsCount(t *testing.T) {
 	}
 }
 
+// A run that fails after a model turn still reports the turn: the record's
+// turns are the engine's result, which is set on failure too.
+func TestAFailedRunCountsItsTurns(t *testing.T) {
+	g, c := tcpGateway(t)
+	g.Enqueue(gatewaytest.Text("spoken"))
+	h := newHarness(t, fixture{
+		prompts: map[string]string{"speak.md": promptFile("speak", "Speak, then fail.", "",
+			"# Speak\n\n```lua\nmodels.default(\"writer\", \"A general assistant model\")\n```\n\n## Say\n\nSay something.\n\n## Fail\n\n```lua\nerror(\"after the turn\")\n```\n")},
+		opts: withGateway(c),
+	})
+	res, err := h.call(ToolRunPrompt, map[string]any{"prompt": "speak"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := structuredOf(t, res); s["status"] != "failed" || s["turns"] != float64(1) {
+		t.Fatalf("failed run: %v", s)
+	}
+}
+
 func TestInputAndOutput(t *testing.T) {
 	const (
 		readsInput  = "input:\n  path: in.txt\n  description: the text\n"

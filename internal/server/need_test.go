@@ -70,12 +70,22 @@ func TestNeedPromptRefusesAnOverlongCapability(t *testing.T) {
 	}
 }
 
+// need_prompt is published whenever the catalog ranks prompts; when the
+// index could not be built at boot it answers with list_prompts instead.
 func TestNeedPromptWithoutAnIndexPointsAtListPrompts(t *testing.T) {
-	h := newHarness(t, fixture{catalog: catalog.Options{NoRetrieval: true}})
+	h := newHarness(t, fixture{catalog: catalog.Options{Ranker: unindexableRanker{}}})
 	res := h.ok(ToolNeedPrompt, map[string]any{"capability": "Summarize a text."})
 	if !res.IsError || res.StructuredContent != nil || !strings.Contains(textOf(t, res), "list_prompts") {
 		t.Fatalf("got %+v %q", res, textOf(t, res))
 	}
+}
+
+// unindexableRanker cannot index, like an embeddings endpoint that is down
+// at boot: the catalog keeps retrieval on with an idle index.
+type unindexableRanker struct{}
+
+func (unindexableRanker) Index(context.Context, []match.Doc) (match.Index, error) {
+	return nil, errors.New("the embeddings endpoint is unreachable")
 }
 
 // brokenRanker indexes fine and fails every query, like an embeddings

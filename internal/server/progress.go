@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,14 +20,6 @@ const progressQueue = 64
 // the client, so progress can never hold an answer back for long.
 const progressGrace = 250 * time.Millisecond
 
-// Log lines the progress observer emits (spec §1.3). None carries a
-// section name or anything else an author wrote.
-const (
-	msgRunStarted      = "run started"
-	msgModelTurnFailed = "model turn failed"
-	msgToolCallFailed  = "tool call failed"
-)
-
 // frame is one notifications/progress.
 type frame struct {
 	progress float64
@@ -38,15 +29,13 @@ type frame struct {
 // notifyFunc sends one frame; the session's NotifyProgress in production.
 type notifyFunc func(ctx context.Context, p *mcp.ProgressNotificationParams) error
 
-// progress is a run's observer. It counts completed model turns for the
-// run record, logs the few observations an operator should see, and, when
-// the call carried a progress token, turns the run start and each section
-// start into a frame on a bounded queue that one pump goroutine delivers.
-// Observe never blocks.
+// progress is a call's progress forwarding. When the call carried a
+// progress token, it turns the run start and each section start into a
+// frame on a bounded queue that one pump goroutine delivers. Observe never
+// blocks. It neither logs (the server's narration does, see
+// serveNarration) nor counts turns (the engine's result does).
 type progress struct {
-	log   *slog.Logger
 	token any // nil: the caller asked for no progress
-	turns atomic.Uint32
 
 	mu       sync.Mutex
 	queue    chan frame // nil without a token
@@ -64,8 +53,8 @@ type progress struct {
 // which sends through notify with ctx's values (on streamable HTTP they
 // route the frame to the call's own SSE stream) but not its cancellation:
 // finish decides when the pump stops.
-func newProgress(ctx context.Context, log *slog.Logger, token any, notify notifyFunc) *progress {
-	p := &progress{log: log, token: token}
+func newProgress(ctx context.Context, token any, notify notifyFunc) *progress {
+	p := &progress{token: token}
 	if token == nil || notify == nil {
 		p.token = nil
 		return p
@@ -82,16 +71,9 @@ func newProgress(ctx context.Context, log *slog.Logger, token any, notify notify
 func (p *progress) Observe(ev engine.Event) {
 	switch ev.Detail {
 	case engine.RunStarted:
-		p.log.Info(msgRunStarted)
 		p.emit(false, ev.Section)
 	case engine.SectionStarted:
 		p.emit(true, ev.Section)
-	case engine.ModelTurnCompleted:
-		p.turns.Add(1)
-	case engine.ModelTurnFailed:
-		p.log.Warn(msgModelTurnFailed)
-	case engine.ToolCallFailed:
-		p.log.Warn(msgToolCallFailed)
 	}
 }
 

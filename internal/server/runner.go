@@ -16,11 +16,9 @@ import (
 	"github.com/promptforge-go/promptforge/internal/store"
 )
 
-// Failed-run messages the reference pins (spec appendix A).
-const (
-	msgInputUndeclared = "input_file or input_text was provided but the prompt declares no input"
-	msgDuplicateRun    = "the run id was already in use"
-)
+// msgDuplicateRun is the failed-run message the reference pins (spec
+// appendix A); the undeclared-input one is engine.ErrInputUndeclared's.
+const msgDuplicateRun = "the run id was already in use"
 
 // msgShuttingDown is the refusal of a call that arrives once shutdown has
 // begun, whether admission or launch noticed it first.
@@ -30,7 +28,7 @@ const msgShuttingDown = "the server is shutting down and starts no new runs; ret
 type runRequest struct {
 	name, args    string
 	inputText     string
-	input, output *place // nil when not given
+	input, output *confinedPath // nil when not given
 	inputGiven    bool
 	// outputFile is output_file as spelt; it is confined only once the
 	// prompt is known to declare an output, since otherwise it is ignored.
@@ -69,26 +67,40 @@ func (s *Server) parseRun(raw []byte) (runRequest, error) {
 	return r, nil
 }
 
-// pathRefusal is the caller-facing text of a refused input_file or
-// output_file, or "" when err is not such a refusal.
-func pathRefusal(err error) string {
-	var outside *outsideError
-	var refused *refusedError
-	switch {
-	case errors.As(err, &outside):
-		return outside.Error()
-	case errors.As(err, &refused):
-		return refused.Error()
-	}
-	return ""
+// refusal is a run_prompt call the server declines without running
+// anything: a path outside the roots, a prompt that does not exist, no
+// slot in time, a shutdown. The caller gets its text as an isError result
+// a model can act on, not as a protocol error; runPrompt renders every
+// refusal that way, in one place.
+type refusal interface {
+	error
+	refusal()
 }
 
+// refused is a refusal worded where it is decided.
+type refused string
+
+func (r refused) Error() string { return string(r) }
+func (refused) refusal()        {}
+
 func (s *Server) runPrompt(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	r, err := s.parseRun(req.Params.Arguments)
-	if text := pathRefusal(err); text != "" {
-		return textResult(text), nil
-	} else if err != nil {
+	res, err := s.startRun(ctx, req)
+	var no refusal
+	switch {
+	case errors.As(err, &no):
+		return textResult(no.Error()), nil
+	case err != nil:
 		return nil, err
+	}
+	return runResult(res)
+}
+
+// startRun checks a run_prompt call, runs it and returns its record. A
+// refusal means no run was started; any other error is a protocol error.
+func (s *Server) startRun(ctx context.Context, req *mcp.CallToolRequest) (runs.Result, error) {
+	r, err := s.parseRun(req.Params.Arguments)
+	if err != nil {
+		return runs.Result{}, err
 	}
 
 	// One generation for the whole call: the entry found here is the one
@@ -97,20 +109,18 @@ func (s *Server) runPrompt(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		var le *catalog.LookupError
 		if errors.As(err, &le) && errors.Is(err, catalog.ErrNotFound) {
-			return textResult(le.Error()), nil
+			return runs.Result{}, refused(le.Error())
 		}
-		return nil, internalError("%v", err)
+		return runs.Result{}, internalError("%v", err)
 	}
 	if entry.Broken() {
 		// Never registered: there is nothing to collect later.
-		return runResult(runs.Failed(runs.NewRunID(), entry.Name(), entry.Problem(), 0, 0))
+		return runs.Failed(runs.NewRunID(), entry.Name(), entry.Problem(), 0, 0), nil
 	}
 	if r.outputFile != "" && entry.Prompt().Frontmatter.Output != nil {
 		pl, err := s.files.check("output_file", r.outputFile, true)
-		if text := pathRefusal(err); text != "" {
-			return textResult(text), nil
-		} else if err != nil {
-			return nil, err
+		if err != nil {
+			return runs.Result{}, err
 		}
 		r.output = &pl
 	}
@@ -119,41 +129,38 @@ func (s *Server) runPrompt(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if req.Session != nil {
 		notify = req.Session.NotifyProgress
 	}
-	obs := newProgress(ctx, s.log, req.Params.GetProgressToken(), notify)
-	res, refusal := s.launch(ctx, entry, r, obs)
+	obs := newProgress(ctx, req.Params.GetProgressToken(), notify)
+	res, err := s.launch(ctx, entry, r, obs)
 	dropped, disconnected := obs.finish()
 	s.metrics.framesDropped(dropFull, dropped)
 	s.metrics.framesDropped(dropDisconnected, disconnected)
-	if refusal != "" {
-		return textResult(refusal), nil
-	}
-	return runResult(res)
+	return res, err
 }
 
-// launch admits, launches and settles one run. A non-empty refusal means no
-// run was started and is the text the caller gets.
-func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, obs *progress) (res runs.Result, refusal string) {
+// launch admits, launches and settles one run. A refusal means no run was
+// started.
+func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, obs *progress) (runs.Result, error) {
 	slot, err := s.runs.Admit(ctx)
-	var refused *runs.RefusedError
+	var busy *runs.RefusedError
 	switch {
-	case errors.As(err, &refused):
-		return res, fmt.Sprintf("every run slot is busy and none came free within %s; retry in a moment", config.FormatDuration(refused.Wait))
+	case errors.As(err, &busy):
+		return runs.Result{}, refused(fmt.Sprintf("every run slot is busy and none came free within %s; retry in a moment", config.FormatDuration(busy.Wait)))
 	case errors.Is(err, runs.ErrClosed):
-		return res, msgShuttingDown
+		return runs.Result{}, refused(msgShuttingDown)
 	case err != nil:
-		return res, "the call ended before a run slot came free, so nothing was run"
+		return runs.Result{}, refused("the call ended before a run slot came free, so nothing was run")
 	}
 	id := runs.NewRunID()
 	h, err := s.runs.Launch(slot, id, entry.Name(), s.runFunc(id, entry.Prompt(), r, obs))
 	switch {
 	case errors.Is(err, runs.ErrDuplicateRun):
-		return runs.Failed(id, entry.Name(), msgDuplicateRun, 0, 0), ""
+		return runs.Failed(id, entry.Name(), msgDuplicateRun, 0, 0), nil
 	case errors.Is(err, runs.ErrClosed):
-		return res, msgShuttingDown
+		return runs.Result{}, refused(msgShuttingDown)
 	case err != nil:
-		return runs.Failed(id, entry.Name(), err.Error(), 0, 0), ""
+		return runs.Failed(id, entry.Name(), err.Error(), 0, 0), nil
 	}
-	return s.runs.Settle(ctx, h), ""
+	return s.runs.Settle(ctx, h), nil
 }
 
 // runFunc is the body of one run: seed the store, execute the prompt the
@@ -164,21 +171,16 @@ func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progres
 		if err := seedStore(st, p, r); err != nil {
 			return runs.Outcome{Err: err}
 		}
-		var observer engine.Observer = obs
-		if s.observe != nil {
-			observer = engine.ObserverFunc(func(ev engine.Event) {
-				s.observe(ev)
-				obs.Observe(ev)
-			})
-		}
 		res, err := engine.Run(ctx, p, r.args, st, engine.Config{
 			Execution: id,
 			Client:    s.client,
 			Models:    s.models,
 			Tools:     s.tools,
-			Observer:  observer,
+			Observer:  engine.Observers(s.observer, obs),
 		})
-		turns := obs.turns.Load()
+		// The engine counts the turns, failed runs included; nothing here
+		// counts them again.
+		turns := uint32(res.Turns)
 		if err != nil {
 			return runs.Outcome{Err: err, Turns: turns}
 		}
@@ -193,7 +195,7 @@ func seedStore(st *store.Store, p *prompt.Prompt, r runRequest) error {
 	if !r.inputGiven {
 		return nil
 	}
-	return SeedDeclaredInput(st, p, func() (string, error) {
+	return engine.SeedDeclaredInput(st, p, func() (string, error) {
 		if r.input == nil {
 			return r.inputText, nil
 		}
@@ -207,7 +209,7 @@ func seedStore(st *store.Store, p *prompt.Prompt, r runRequest) error {
 
 // extractOutput applies spec §5.1 step 5 to a completed run's value.
 func extractOutput(st *store.Store, p *prompt.Prompt, value string, r runRequest) string {
-	out, err := ExtractDeclaredOutput(st, p)
+	out, err := engine.ExtractDeclaredOutput(st, p)
 	switch {
 	case out.Path == "":
 		// output_file without a declared output has nothing to write.

@@ -25,29 +25,36 @@ import (
 // it.
 
 // speakingHarness serves one prose prompt, "speak", against g.
-func speakingHarness(t testing.TB, g *memGateway, limits Limits) *harness {
+// Each of more may set further options.
+func speakingHarness(t testing.TB, g *memGateway, limits Limits, more ...func(*Options)) *harness {
 	return newHarness(t, fixture{
 		prompts: map[string]string{"speak.md": speakPrompt("speak"), "echo.md": luaPrompt("echo", "Return the arguments.", "return args")},
 		limits:  limits,
 		opts: func(o *Options) {
 			o.Client = g.client
 			o.Models = []gateway.Model{testModel}
+			for _, f := range more {
+				f(o)
+			}
 		},
 	})
 }
 
-// runIDs records the run id of every run the server starts.
-func runIDs(h *harness) func() []string {
+// runIDs records the run id of every run a server started with
+// observing as Options.Observer starts.
+func runIDs() (observing func(*Options), started func() []string) {
 	var mu sync.Mutex
 	var ids []string
-	h.srv.observe = func(ev engine.Event) {
-		if ev.Detail == engine.RunStarted {
-			mu.Lock()
-			ids = append(ids, ev.Execution)
-			mu.Unlock()
-		}
+	observing = func(o *Options) {
+		o.Observer = engine.ObserverFunc(func(ev engine.Event) {
+			if ev.Detail == engine.RunStarted {
+				mu.Lock()
+				ids = append(ids, ev.Execution)
+				mu.Unlock()
+			}
+		})
 	}
-	return func() []string {
+	return observing, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]string(nil), ids...)
@@ -57,8 +64,8 @@ func runIDs(h *harness) func() []string {
 func TestAnAbandonedCallCancelsTheInFlightRunAndFreesItsSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newMemGateway(t)
-		h := speakingHarness(t, g, Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 50 * time.Second, ReplyDeadline: 300 * time.Second, RetainCompleted: time.Hour})
-		started := runIDs(h)
+		observing, started := runIDs()
+		h := speakingHarness(t, g, Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 50 * time.Second, ReplyDeadline: 300 * time.Second, RetainCompleted: time.Hour}, observing)
 
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

@@ -25,15 +25,14 @@ type Limits struct {
 	RetainCompleted   time.Duration
 }
 
-// Options is everything a Server is built from. Boot fills it from
+// Options is everything a Server is built from. app.Boot fills it from
 // prompts.toml; tests fill it directly.
 type Options struct {
 	// Catalog is the live catalog (required). The Server reads one
-	// generation per call and never closes the Handle.
+	// generation per call and never closes the Handle. need_prompt is
+	// published exactly when the Handle was built with retrieval
+	// (catalog.Options.NoRetrieval false).
 	Catalog *catalog.Handle
-	// NoRetrieval leaves need_prompt unpublished; it should match the
-	// catalog.Options the Handle was built with.
-	NoRetrieval bool
 	// Limits configure the run registry the Server creates and owns.
 	Limits Limits
 	// Client is the gateway every run's model calls go to; nil gives runs
@@ -61,32 +60,39 @@ type Options struct {
 	Metrics *Metrics
 	// Version is the serverInfo version.
 	Version string
+	// Observer, when set, sees every observation of every run, after the
+	// server's own log narration and before the call's progress. Like
+	// every engine.Observer it must not block; it is called on the run's
+	// goroutine (and concurrently by fanout arms).
+	Observer engine.Observer
+	// OnTerminal, when set, is called once per launched run with its
+	// terminal record, after the server has counted it in its metrics and
+	// the record is collectable. It runs on the run's goroutine and must
+	// not block.
+	OnTerminal func(runs.Result)
 }
 
 // Server is the MCP server over one catalog and one run registry, shared
 // by every session on every transport.
 type Server struct {
-	catalog    *catalog.Handle
-	runs       *runs.Registry
-	client     *gateway.Client
-	models     []gateway.Model
-	tools      []tools.Tool
-	files      fileAccess
-	log        *slog.Logger
-	metrics    *Metrics
-	needPrompt bool
-	published  []*mcp.Tool
-	mcp        *mcp.Server
+	catalog  *catalog.Handle
+	runs     *runs.Registry
+	client   *gateway.Client
+	models   []gateway.Model
+	tools    []tools.Tool
+	files    fileAccess
+	log      *slog.Logger
+	observer engine.Observer // the narration, then Options.Observer
+	metrics  *Metrics
+	// publishNeedPrompt: the catalog ranks prompts, so need_prompt is
+	// published.
+	publishNeedPrompt bool
+	published         []*mcp.Tool
+	mcp               *mcp.Server
 
 	// calls tracks the tools/call handlers in flight for the transports:
 	// every handler is registered through it.
 	calls *transport.Calls
-
-	// terminal, when set (tests), sees every run's terminal record.
-	terminal func(runs.Result)
-
-	// observe, when set (tests), sees every observation of every run.
-	observe func(engine.Event)
 }
 
 // New builds the server and its run registry, and registers the tools.
@@ -106,10 +112,8 @@ func New(opts Options) (*Server, error) {
 	if client == nil {
 		client = gateway.NewDisabled("no gateway is configured for this server: set [gateway].url and [gateway].api_key in prompts.toml")
 	}
-	// s is assigned below; the registry's callback reads it only once a
-	// run has ended, which is after New returned.
-	var s *Server
-	reg, err := runs.New(runs.Config{
+	onTerminal := opts.OnTerminal
+	reg, err := runs.New(runs.Options{
 		MaxConcurrentRuns: opts.Limits.MaxConcurrentRuns,
 		AdmissionTimeout:  opts.Limits.AdmissionTimeout,
 		ReplyDeadline:     opts.Limits.ReplyDeadline,
@@ -117,8 +121,8 @@ func New(opts Options) (*Server, error) {
 		Logger:            logger,
 		OnTerminal: func(res runs.Result) {
 			metrics.runEnded(res)
-			if s != nil && s.terminal != nil {
-				s.terminal(res)
+			if onTerminal != nil {
+				onTerminal(res)
 			}
 		},
 	})
@@ -132,7 +136,7 @@ func New(opts Options) (*Server, error) {
 	if version == "" {
 		version = "0.0.0"
 	}
-	s = &Server{
+	s := &Server{
 		catalog: opts.Catalog,
 		runs:    reg,
 		client:  client,
@@ -143,12 +147,13 @@ func New(opts Options) (*Server, error) {
 			secret:    opts.ConfigFiles,
 			published: []string{opts.PromptsDir},
 		},
-		log:        logger,
-		metrics:    metrics,
-		needPrompt: !opts.NoRetrieval,
-		calls:      &transport.Calls{},
+		log:               logger,
+		observer:          engine.Observers(engine.LogObserver(logger, serveNarration()), opts.Observer),
+		metrics:           metrics,
+		publishNeedPrompt: opts.Catalog.RetrievalEnabled(),
+		calls:             &transport.Calls{},
 	}
-	s.published = builtinTools(s.needPrompt)
+	s.published = builtinTools(s.publishNeedPrompt)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		// Tools only, and no listChanged: the tool list never changes.
@@ -158,7 +163,7 @@ func New(opts Options) (*Server, error) {
 	handlers := map[string]mcp.ToolHandler{
 		ToolListPrompts: s.listPrompts,
 		ToolRunPrompt:   s.runPrompt,
-		ToolNeedPrompt:  s.needPromptCall,
+		ToolNeedPrompt:  s.needPrompt,
 		ToolCheckRun:    s.checkRun,
 	}
 	for _, t := range s.published {
@@ -167,6 +172,12 @@ func New(opts Options) (*Server, error) {
 	s.mcp.AddReceivingMiddleware(s.toolsListMiddleware)
 	return s, nil
 }
+
+// serveNarration is how the server logs its runs: the run starting at
+// info and failures at warn, with progress at debug (callers get it over
+// MCP), and no line carries a section name or anything else an author
+// wrote (mcp-server spec §1.3): many callers share one log.
+func serveNarration() engine.Narration { return engine.Narration{Progress: slog.LevelDebug} }
 
 // MCP is the SDK server every transport connects sessions to.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
@@ -179,9 +190,6 @@ func (s *Server) Backend() transport.Backend {
 
 // Registry is the run registry all sessions share.
 func (s *Server) Registry() *runs.Registry { return s.runs }
-
-// Metrics are the series /metrics serves.
-func (s *Server) Metrics() *Metrics { return s.metrics }
 
 // Tools returns the published tools in tools/list order. The slice is
 // the caller's; the tools are shared and must not be modified.

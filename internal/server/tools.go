@@ -40,6 +40,36 @@ type property struct {
 	name, description string
 }
 
+// Each tool's parameters, in schema order. The schemas and the argument
+// checks (the key lists in handlers.go) are both built from these.
+var (
+	listPromptsProps = []property{
+		{"cursor", "The next_cursor of a previous listing, to read the page after it. Omit it for the first page."},
+	}
+	runPromptProps = []property{
+		{"prompt", "The name of the prompt to run, as list_prompts reports it."},
+		{"args", "The prompt's arguments as one raw string. Omitted means the empty string."},
+		{"input_file", "Path of a text file on the server's filesystem to place in the run's store as the prompt's declared input. Not together with input_text."},
+		{"input_text", "Text to place in the run's store as the prompt's declared input. Not together with input_file."},
+		{"output_file", "Path on the server's filesystem to write the prompt's declared output file to. Omit it to receive the output in the reply."},
+	}
+	needPromptProps = []property{
+		{"capability", capabilityRegister},
+	}
+	checkRunProps = []property{
+		{"run_id", "The run_id of an earlier running result."},
+	}
+)
+
+// keysOf is the names of props, in order: the argument keys a tool takes.
+func keysOf(props []property) []string {
+	keys := make([]string, len(props))
+	for i, p := range props {
+		keys[i] = p.name
+	}
+	return keys
+}
+
 // inputSchema renders {"type":"object","properties":{...},
 // "additionalProperties":false,"required":[...]} with properties in the
 // given order, so the published bytes (and the golden file) are stable.
@@ -117,16 +147,14 @@ const (
 // builtinTools returns the published tools in the order tools/list reports
 // them: list_prompts, run_prompt, need_prompt (when retrieval is on),
 // check_run. The list never depends on the catalog.
-func builtinTools(needPrompt bool) []*mcp.Tool {
+func builtinTools(publishNeedPrompt bool) []*mcp.Tool {
 	out := []*mcp.Tool{
 		{
 			Name: ToolListPrompts,
 			Description: "Lists the prompts this server can run. Each entry has the prompt's name, its description, " +
 				"and the problem that stops it from running (null when it runs). The listing is read fresh on every " +
 				"call, so prompts written since the last call appear. run_prompt takes a name from this list.",
-			InputSchema: inputSchema([]property{
-				{"cursor", "The next_cursor of a previous listing, to read the page after it. Omit it for the first page."},
-			}),
+			InputSchema:  inputSchema(listPromptsProps),
 			OutputSchema: json.RawMessage(listPromptsOutput),
 		},
 		{
@@ -134,25 +162,17 @@ func builtinTools(needPrompt bool) []*mcp.Tool {
 			Description: "Runs the named prompt and returns the value it produced. The server executes the prompts " +
 				"a caller names; prompt is the name exactly as list_prompts reports it. A run that outlasts the " +
 				"reply deadline comes back as running with a run_id for check_run. " + valueSentence,
-			InputSchema: inputSchema([]property{
-				{"prompt", "The name of the prompt to run, as list_prompts reports it."},
-				{"args", "The prompt's arguments as one raw string. Omitted means the empty string."},
-				{"input_file", "Path of a text file on the server's filesystem to place in the run's store as the prompt's declared input. Not together with input_text."},
-				{"input_text", "Text to place in the run's store as the prompt's declared input. Not together with input_file."},
-				{"output_file", "Path on the server's filesystem to write the prompt's declared output file to. Omit it to receive the output in the reply."},
-			}, "prompt"),
+			InputSchema:  inputSchema(runPromptProps, "prompt"),
 			OutputSchema: json.RawMessage(runRecordOutput),
 		},
 	}
-	if needPrompt {
+	if publishNeedPrompt {
 		out = append(out, &mcp.Tool{
 			Name: ToolNeedPrompt,
 			Description: "Finds the prompts that best match a described capability and returns up to three names, " +
 				"best first, with their descriptions. It runs nothing; pass the chosen name to run_prompt. It serves " +
 				"callers that were given a prompt by what it does rather than by name. " + capabilityRegister,
-			InputSchema: inputSchema([]property{
-				{"capability", capabilityRegister},
-			}, "capability"),
+			InputSchema:  inputSchema(needPromptProps, "capability"),
 			OutputSchema: json.RawMessage(needPromptOutput),
 		})
 	}
@@ -160,9 +180,7 @@ func builtinTools(needPrompt bool) []*mcp.Tool {
 		Name: ToolCheckRun,
 		Description: "Collects a run that outlived the call that started it. Takes the run_id of a running result " +
 			"and reports the run's status now, with its value once it has finished. " + valueSentence,
-		InputSchema: inputSchema([]property{
-			{"run_id", "The run_id of an earlier running result."},
-		}, "run_id"),
+		InputSchema:  inputSchema(checkRunProps, "run_id"),
 		OutputSchema: json.RawMessage(runRecordOutput),
 	})
 	return out

@@ -102,7 +102,7 @@ func TestToolsListOrderAndSchemas(t *testing.T) {
 	if !slices.Equal(names, []string{ToolListPrompts, ToolRunPrompt, ToolNeedPrompt, ToolCheckRun}) {
 		t.Fatalf("tools/list order %v", names)
 	}
-	off := newHarness(t, fixture{opts: func(o *Options) { o.NoRetrieval = true }})
+	off := newHarness(t, fixture{catalog: catalog.Options{NoRetrieval: true}})
 	names = names[:0]
 	for _, tool := range off.srv.Tools() {
 		names = append(names, tool.Name)
@@ -215,7 +215,7 @@ func TestReservedNamesAreTheBuiltins(t *testing.T) {
 		}
 	}
 	for _, noRetrieval := range []bool{false, true} {
-		h := newHarness(t, fixture{opts: func(o *Options) { o.NoRetrieval = noRetrieval }})
+		h := newHarness(t, fixture{catalog: catalog.Options{NoRetrieval: noRetrieval}})
 		published := map[string]bool{}
 		for _, tool := range h.srv.Tools() {
 			published[tool.Name] = true

@@ -2,7 +2,6 @@ package transport_test
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -54,7 +53,8 @@ func defaultLimits() server.Limits {
 // harness is the real server over a catalog of f's prompts; it is closed
 // when the test ends.
 type harness struct {
-	srv *server.Server
+	srv     *server.Server
+	metrics *server.Metrics // the series srv records, served at /metrics
 }
 
 func newHarness(t testing.TB, f fixture) *harness {
@@ -77,7 +77,8 @@ func newHarness(t testing.TB, f fixture) *harness {
 	if limits == (server.Limits{}) {
 		limits = defaultLimits()
 	}
-	opts := server.Options{Catalog: handle, Limits: limits, Version: "test", FileRoots: []string{dir}}
+	metrics := server.NewMetrics()
+	opts := server.Options{Catalog: handle, Limits: limits, Version: "test", FileRoots: []string{dir}, Metrics: metrics}
 	if f.opts != nil {
 		f.opts(&opts)
 	}
@@ -92,7 +93,7 @@ func newHarness(t testing.TB, f fixture) *harness {
 			t.Errorf("close the server: %v", err)
 		}
 	})
-	return &harness{srv: srv}
+	return &harness{srv: srv, metrics: metrics}
 }
 
 // tcpGateway is a scripted gateway on loopback and a client for it.
@@ -114,29 +115,3 @@ func textOf(t testing.TB, res *mcp.CallToolResult) string {
 	t.Helper()
 	return servertest.TextOf(t, res)
 }
-
-// terminals is a log handler that reports the run id of every terminal
-// record the run registry logs: how a test outside server learns that a
-// run has ended, and which record to read with Registry().Check.
-type terminals chan string
-
-func (terminals) Enabled(context.Context, slog.Level) bool { return true }
-
-func (t terminals) Handle(_ context.Context, r slog.Record) error {
-	if r.Message != "run reached its terminal state" {
-		return nil
-	}
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "run_id" {
-			select {
-			case t <- a.Value.String():
-			default:
-			}
-		}
-		return true
-	})
-	return nil
-}
-
-func (t terminals) WithAttrs([]slog.Attr) slog.Handler { return t }
-func (t terminals) WithGroup(string) slog.Handler      { return t }

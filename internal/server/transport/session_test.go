@@ -2,7 +2,6 @@ package transport_test
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -33,10 +32,10 @@ func TestEndingAnHTTPSessionCancelsItsCalls(t *testing.T) {
 			g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("too late")))
 			defer gate.Release()
 			limits := server.Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: 240 * time.Second, RetainCompleted: time.Hour}
-			ended := make(terminals, 1)
+			ended := make(chan runs.Result, 1)
 			hh := newHTTPHarness(t, fixture{limits: limits, opts: func(o *server.Options) {
 				withGateway(c)(o)
-				o.Logger = slog.New(ended)
+				o.OnTerminal = func(res runs.Result) { ended <- res }
 			}}, nil)
 			cs := hh.clientWith(t, nil, true)
 
@@ -65,11 +64,8 @@ func TestEndingAnHTTPSessionCancelsItsCalls(t *testing.T) {
 					t.Fatalf("DELETE answered %d", resp.StatusCode)
 				}
 			}
-			res, ok := hh.srv.Registry().Check(<-ended)
+			res := <-ended
 			gate.Release()
-			if !ok {
-				t.Fatal("the ended run has no record")
-			}
 			if res.Status != runs.StatusFailed || !strings.Contains(res.Error, runs.ErrCallerCancelled.Error()) {
 				t.Fatalf("record %+v, want failed because the caller cancelled", res)
 			}

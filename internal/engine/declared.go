@@ -1,4 +1,10 @@
-package server
+package engine
+
+// Declared input and output are the frontmatter's `input:` and `output:`
+// files (prompt-language §5.1). Every host that runs a prompt applies the
+// same rules to them, the MCP server and the run command alike, so they
+// live here, below both, and each host only words its own read and write
+// failures.
 
 import (
 	"errors"
@@ -10,8 +16,9 @@ import (
 
 // ErrInputUndeclared is returned by SeedDeclaredInput when input was given
 // to a prompt whose frontmatter declares none. Its text is the one the
-// reference pins for run_prompt's failed record.
-var ErrInputUndeclared = errors.New(msgInputUndeclared)
+// reference pins for run_prompt's failed record (spec appendix A); the run
+// command replaces it with advice about --input.
+var ErrInputUndeclared = errors.New("input_file or input_text was provided but the prompt declares no input")
 
 // SeedDeclaredInput places the caller's input at p's declared input path.
 // content is called only once p is known to declare an input, so a prompt

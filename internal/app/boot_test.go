@@ -1,4 +1,4 @@
-package server
+package app
 
 import (
 	"bytes"
@@ -19,10 +19,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/promptforge-go/promptforge/internal/config"
+	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 	"github.com/promptforge-go/promptforge/internal/server/servertest"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
+	"github.com/promptforge-go/promptforge/internal/prompt"
+	"github.com/promptforge-go/promptforge/internal/server"
 )
 
 // bootDir writes prompts.toml (with the given [server] lines and gateway)
@@ -169,32 +172,32 @@ func TestFetchModelsClassifiesFailures(t *testing.T) {
 	}
 	log := discard()
 
-	models, err := FetchModels(context.Background(), client(0), nil, log)
+	models, err := fetchModels(context.Background(), client(0), nil, false, log)
 	if err != nil || len(models) != 1 {
 		t.Fatalf("one served model: %v %v", models, err)
 	}
 
 	g.SetModelsReply(gatewaytest.Status(503, `{"error":"warming up"}`))
-	if models, err = FetchModels(context.Background(), client(0), nil, log); err != nil || len(models) != 0 {
+	if models, err = fetchModels(context.Background(), client(0), nil, false, log); err != nil || len(models) != 0 {
 		t.Fatalf("503 is transient: %v %v", models, err)
 	}
 
 	g.SetModelsReply(gatewaytest.Status(401, `{"error":"bad key"}`))
-	_, err = FetchModels(context.Background(), client(0), nil, log)
+	_, err = fetchModels(context.Background(), client(0), nil, false, log)
 	var ge *gateway.Error
 	if !errors.As(err, &ge) || ge.Status != 401 {
 		t.Fatalf("401 is fatal with the gateway error as cause: %v", err)
 	}
 
 	g.SetModelsReply(gatewaytest.Malformed(`{"data": 7}`))
-	if _, err = FetchModels(context.Background(), client(0), nil, log); err == nil {
+	if _, err = fetchModels(context.Background(), client(0), nil, false, log); err == nil {
 		t.Fatal("a malformed catalog is fatal")
 	}
 
 	// A gateway that accepts and never answers cannot hang boot: the
 	// timeout is transient.
 	g.SetModelsReply(gatewaytest.Hang())
-	if models, err = FetchModels(context.Background(), client(50*time.Millisecond), nil, log); err != nil || len(models) != 0 {
+	if models, err = fetchModels(context.Background(), client(50*time.Millisecond), nil, false, log); err != nil || len(models) != 0 {
 		t.Fatalf("a silent gateway: %v %v", models, err)
 	}
 }
@@ -255,7 +258,7 @@ func TestBootServesHTTPAndPicksUpNewPrompts(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("no reload within 10s; log:\n%s", log.text())
 	}
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "late"}})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "late"}})
 	if err != nil || textOf(t, res) != "late value" {
 		t.Fatalf("the new prompt: %v %+v", err, res)
 	}
@@ -263,7 +266,7 @@ func TestBootServesHTTPAndPicksUpNewPrompts(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("Boot returned %v after the shutdown signal", err)
 	}
-	for _, want := range []string{"serving on http://127.0.0.1:", "watching ", "shutdown signal received; draining"} {
+	for _, want := range []string{"serving on http url=http://127.0.0.1:", "watching ", "shutdown signal received; draining"} {
 		if !strings.Contains(log.text(), want) {
 			t.Errorf("log lacks %q:\n%s", want, log.text())
 		}
@@ -292,10 +295,10 @@ func TestBootServesStdioWithoutTouchingTheBind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if name := cs.InitializeResult().ServerInfo.Name; name != ServerName {
+	if name := cs.InitializeResult().ServerInfo.Name; name != server.ServerName {
 		t.Fatalf("serverInfo.name %q", name)
 	}
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": "over stdio"}})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": "over stdio"}})
 	if err != nil || textOf(t, res) != "over stdio" {
 		t.Fatalf("run_prompt: %v %+v", err, res)
 	}
@@ -308,7 +311,7 @@ func TestBootServesStdioWithoutTouchingTheBind(t *testing.T) {
 	}
 }
 
-func TestPrepareEnvironmentBuildsTheLiveTools(t *testing.T) {
+func TestTheConfigEnvironmentBuildsTheLiveTools(t *testing.T) {
 	g := gatewaytest.New(t)
 	path := bootDir(t, "", g, basePrompts)
 	os.WriteFile(path, append(mustRead(t, path), []byte("\n[tools]\nweb_fetch = true\nweb_search = true\n")...), 0o644)
@@ -316,30 +319,71 @@ func TestPrepareEnvironmentBuildsTheLiveTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := PrepareEnvironment(context.Background(), cfg, nil, nil)
+	plan, err := planConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := plan.build(context.Background(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer env.Close()
 	var ids []string
-	for _, tool := range env.Tools {
+	for _, tool := range env.tools {
 		ids = append(ids, tool.Descriptor().ID.String())
 	}
 	if strings.Join(ids, ",") != "promptforge/web_fetch,promptforge/web_search" {
 		t.Fatalf("live tools %v", ids)
 	}
-	if len(env.Models) != 1 || len(env.FileRoots) != 1 {
-		t.Fatalf("models %v, roots %v", env.Models, env.FileRoots)
+	if len(env.models) != 1 || len(env.fileRoots) != 1 {
+		t.Fatalf("models %v, roots %v", env.models, env.fileRoots)
 	}
 
 	// The execution binding reaches the real web_fetch by its description.
-	h := newHarness(t, fixture{
-		prompts: map[string]string{"fetcher.md": promptFile("fetcher", "Bind a tool.", "",
-			"# Bind\n\n```lua\ntools.need(\"fetch\", \"Fetch a web page and return its main content as markdown.\")\n```\n\n## Run\n\n```lua\nreturn \"bound\"\n```\n")},
-		opts: func(o *Options) { o.Tools = env.Tools },
-	})
-	if got := textOf(t, h.ok(ToolRunPrompt, map[string]any{"prompt": "fetcher"})); got != "bound" {
-		t.Fatalf("fetcher: %q", got)
+	fetcher, err := prompt.Parse([]byte(promptFile("fetcher", "Bind a tool.", "",
+		"# Bind\n\n```lua\ntools.need(\"fetch\", \"Fetch a web page and return its main content as markdown.\")\n```\n\n## Run\n\n```lua\nreturn \"bound\"\n```\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := engine.Run(context.Background(), fetcher, "", nil, engine.Config{Client: env.client, Models: env.models, Tools: env.tools})
+	if err != nil || res.Value != "bound" {
+		t.Fatalf("fetcher: %q, %v", res.Value, err)
+	}
+}
+
+// Without prompts.toml the run command plans as the reference CLI does:
+// web_fetch always, and the gateway, its models and web_search only when
+// both variables are set; then any model catalog failure is fatal.
+func TestTheRunCommandEnvironmentComesFromTheVariables(t *testing.T) {
+	none, err := planEnv(func(string) (string, bool) { return "", false })
+	if err != nil || none.gateway != nil || !none.webFetch || none.webSearch {
+		t.Fatalf("no variables: %+v, %v", none, err)
+	}
+	if _, err := planEnv(func(k string) (string, bool) {
+		if k == gateway.EnvAPIKey {
+			return "k", true
+		}
+		return "", false
+	}); err == nil || !strings.Contains(err.Error(), gateway.EnvURL+" is not set") {
+		t.Fatalf("only the key: %v", err)
+	}
+	g := gatewaytest.New(t)
+	vars := map[string]string{gateway.EnvURL: g.URL(), gateway.EnvAPIKey: g.APIKey()}
+	plan, err := planEnv(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	if err != nil || plan.gateway == nil || !plan.webSearch || !plan.referenceCLI {
+		t.Fatalf("both variables: %+v, %v", plan, err)
+	}
+	env, err := plan.build(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Close()
+	if len(env.models) != 1 || len(env.tools) != 2 {
+		t.Fatalf("models %v, tools %v", env.models, env.tools)
+	}
+	g.SetModelsReply(gatewaytest.Status(503, `{"error":"warming up"}`))
+	if _, err := plan.build(context.Background(), nil, nil); err == nil || !strings.Contains(err.Error(), "fetch the gateway's model catalog") {
+		t.Fatalf("a 503 fails the run command: %v", err)
 	}
 }
 

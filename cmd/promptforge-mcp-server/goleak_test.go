@@ -1,0 +1,11 @@
+package main
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// The tests boot servers and run prompts through realMain in this
+// process; every goroutine they start must be gone when they end.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,0 +1,205 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/promptforge-go/promptforge/internal/catalog"
+	"github.com/promptforge-go/promptforge/internal/config"
+	"github.com/promptforge-go/promptforge/internal/server"
+	"github.com/promptforge-go/promptforge/internal/server/transport"
+)
+
+// closeTimeout bounds each last phase of a shutdown that Boot owns:
+// stopping the watcher, and stopping the runs once the transport is done.
+// It is the transport's own final bound, so no phase outlasts another.
+const closeTimeout = transport.FinalCloseTimeout
+
+// Transport is how Boot serves.
+type Transport uint8
+
+const (
+	// HTTP serves streamable HTTP on [server].bind.
+	HTTP Transport = iota + 1
+	// Stdio serves one session on the process's stdin and stdout.
+	Stdio
+)
+
+// BootOptions configure Boot.
+type BootOptions struct {
+	ConfigPath string
+	Transport  Transport
+	// Logger receives every log line (stderr in the binary).
+	Logger *slog.Logger
+	// LookupEnv reads the environment for ${VAR}; nil is os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// Stdin and Stdout carry the stdio transport.
+	Stdin  io.Reader
+	Stdout io.Writer
+	// Version is the serverInfo version.
+	Version string
+	// Listening, when set, is told the HTTP address once it is bound.
+	Listening func(net.Addr)
+	// DrainTimeout bounds the wait for calls in flight at shutdown; 0
+	// means transport.DefaultDrainTimeout.
+	DrainTimeout time.Duration
+}
+
+// Boot runs the server the way mcp-server spec §10 orders it: load
+// prompts.toml, resolve the catalog (refusing to serve an incomplete one),
+// prepare the tool environment (the gateway's model catalog, fetched with
+// a timeout, and the live tools), start the watcher, and serve until ctx
+// ends or the stdio peer hangs up. A failure is a *StepError naming the
+// step; a clean shutdown returns nil.
+func Boot(ctx context.Context, o BootOptions) error {
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	loader := config.Loader{LookupEnv: o.LookupEnv, Logger: logger}
+	cfg, err := loader.Load(o.ConfigPath)
+	if err != nil {
+		return step(StepLoadConfig, err)
+	}
+
+	// HTTP-only settings are checked before anything slow, so a missing
+	// token is reported at once rather than after the gateway fetch.
+	var httpOpts transport.HTTPOptions
+	switch o.Transport {
+	case HTTP:
+		if cfg.Server.APIKey == nil {
+			return step(StepServe, transport.ErrMissingToken)
+		}
+		hosts, err := transport.ResolveAllowedHosts(cfg.Server.Bind, cfg.Server.AllowedHosts)
+		if err != nil {
+			return step(StepServe, err)
+		}
+		httpOpts = transport.HTTPOptions{APIKey: cfg.Server.APIKey.Reveal(), AllowedHosts: hosts, DrainTimeout: o.DrainTimeout}
+	case Stdio:
+	default:
+		return step(StepServe, fmt.Errorf("unknown transport %d", o.Transport))
+	}
+
+	handle, err := catalog.New(ctx, settingsOf(cfg), catalog.Options{Logger: logger, ConfigPath: o.ConfigPath})
+	if err != nil {
+		return step(StepResolve, err)
+	}
+
+	metrics := server.NewMetrics()
+	plan, err := planConfig(cfg)
+	if err != nil {
+		return step(StepPrepareTools, err)
+	}
+	env, err := plan.build(ctx, metrics, logger)
+	if err != nil {
+		return step(StepPrepareTools, err)
+	}
+	defer env.Close()
+
+	for _, r := range broadRoots(env.fileRoots) {
+		logger.Warn("input_file and output_file may reach everything under a file root; set [paths].files in the configuration to the directories callers need",
+			"root", r, "config", o.ConfigPath)
+	}
+	own, promptsDir := ownFiles(o.ConfigPath, cfg)
+	srv, err := server.New(server.Options{
+		Catalog:     handle,
+		Limits:      limitsOf(cfg),
+		Client:      env.client,
+		Models:      env.models,
+		Tools:       env.tools,
+		FileRoots:   env.fileRoots,
+		ConfigFiles: own,
+		PromptsDir:  promptsDir,
+		Logger:      logger,
+		Metrics:     metrics,
+		Version:     o.Version,
+	})
+	if err != nil {
+		return step(StepPrepareTools, err)
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		if err := srv.Close(closeCtx); err != nil {
+			logger.Warn("runs did not stop in time", "error", err)
+		}
+	}()
+
+	serveCtx, stopWatching, err := watch(ctx, handle, loader, o.ConfigPath, cfg, logger)
+	if err != nil {
+		return step(StepWatch, err)
+	}
+	defer stopWatching()
+
+	switch o.Transport {
+	case Stdio:
+		logger.Info("serving on stdio; [server].bind and [server].api_key are not used on this transport", "bind", cfg.Server.Bind.String())
+		if err := transport.ServeStdio(serveCtx, o.Stdin, o.Stdout, srv.Backend(), o.DrainTimeout); err != nil {
+			return step(StepServe, err)
+		}
+		return nil
+	default:
+		addr := cfg.Server.Bind.String()
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return step(StepServe, fmt.Errorf("bind %s: %w", addr, osCause(err)))
+		}
+		logger.Info("serving on http", "url", "http://"+ln.Addr().String()+"/mcp")
+		if o.Listening != nil {
+			o.Listening(ln.Addr())
+		}
+		httpOpts.Metrics = metrics.Handler()
+		if err := transport.ServeHTTP(serveCtx, ln, srv.Backend(), httpOpts); err != nil {
+			return step(StepServe, err)
+		}
+		return nil
+	}
+}
+
+// watch starts the prompt watcher when [server].watch is on and returns
+// the context the transport serves under. When ctx ends, one goroutine
+// (owned here, stopped by stop) stops the watcher first, so no reload
+// publishes while the transport drains; without a watcher it shuts the
+// handle instead. stop ends serving and waits for that goroutine.
+func watch(ctx context.Context, handle *catalog.Handle, loader config.Loader, path string, cfg *config.Config, logger *slog.Logger) (serveCtx context.Context, stop func(), err error) {
+	var watcher *catalog.Watcher
+	if cfg.Server.Watch {
+		watcher, err = catalog.Watch(ctx, handle, catalog.WatchOptions{
+			ConfigPath: path,
+			Debounce:   cfg.Server.WatchDebounce,
+			Load:       reloadFunc(loader, path, cfg),
+			Logger:     logger,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	} else {
+		logger.Info("[server].watch is false: prompts are read once, at boot")
+	}
+	stopWatch := func() {
+		if watcher == nil {
+			handle.Shutdown()
+			return
+		}
+		closeCtx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		if err := watcher.Close(closeCtx); err != nil {
+			logger.Warn("the prompt watcher did not stop in time", "error", err)
+		}
+	}
+	serveCtx, stopServing := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		<-serveCtx.Done()
+		stopWatch()
+	}()
+	return serveCtx, func() {
+		stopServing()
+		<-watchDone
+	}, nil
+}

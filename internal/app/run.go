@@ -1,0 +1,230 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/promptforge-go/promptforge/internal/catalog"
+	"github.com/promptforge-go/promptforge/internal/config"
+	"github.com/promptforge-go/promptforge/internal/engine"
+	"github.com/promptforge-go/promptforge/internal/prompt"
+	"github.com/promptforge-go/promptforge/internal/store"
+)
+
+// RunOptions configure RunOnce.
+type RunOptions struct {
+	// Target is a prompt file (a path ending in .md) or, with ConfigPath,
+	// a catalog name, matched as run_prompt matches it.
+	Target string
+	// Args is the prompt's args string, verbatim.
+	Args string
+	// ConfigPath is prompts.toml, "" for none: then Target must be a file
+	// and the gateway comes from PROMPTFORGE_GATEWAY_URL and
+	// PROMPTFORGE_GATEWAY_API_KEY.
+	ConfigPath string
+	// Input is a file to seed the prompt's declared input with; "" for
+	// none. Output is where the declared output goes; "" prints it instead
+	// of the run's value.
+	Input, Output string
+	// Logger narrates the run (see engine.LogObserver); nil discards.
+	Logger *slog.Logger
+	// LookupEnv reads the environment; nil is os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// Warnings receives what the server would append to a value as a note
+	// (an undeclared --output, an output that was not produced), so the
+	// value alone is the answer. nil discards them.
+	Warnings io.Writer
+}
+
+// runNarration is how the run command tells a run on stderr: its progress
+// at info, author text included, since the operator is the author's
+// audience (README: "progress (run and section starts, model turns, Lua
+// log() lines) and errors go to stderr").
+func runNarration() engine.Narration {
+	return engine.Narration{Progress: slog.LevelInfo, AuthorText: true}
+}
+
+// RunOnce executes one prompt once, the body of the run command, and
+// returns the value to print. It applies the rules run_prompt applies to
+// declared input and output, without run_prompt's file confinement: the
+// operator names any file they can read or write.
+func RunOnce(ctx context.Context, o RunOptions) (string, error) {
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	lookup := o.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	warnings := o.Warnings
+	if warnings == nil {
+		warnings = io.Discard
+	}
+	var (
+		p    *prompt.Prompt
+		plan envPlan
+		err  error
+	)
+	if o.ConfigPath != "" {
+		p, plan, err = fromConfig(ctx, o, logger, lookup)
+	} else {
+		if p, err = loadPromptFile(o.Target); err == nil {
+			plan, err = planEnv(lookup)
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	env, err := plan.build(ctx, nil, logger)
+	if err != nil {
+		if o.ConfigPath != "" {
+			return "", fmt.Errorf("prepare the tool environment: %w", err)
+		}
+		return "", err
+	}
+	defer env.Close()
+
+	st := store.New()
+	if o.Input != "" {
+		if err := seedInput(st, p, o.Input); err != nil {
+			return "", err
+		}
+	}
+	res, err := engine.Run(ctx, p, o.Args, st, engine.Config{
+		Client:   env.client,
+		Models:   env.models,
+		Tools:    env.tools,
+		Observer: engine.LogObserver(logger, runNarration()),
+	})
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", locate(o.Target, err), err)
+	}
+	logger.Info("run finished", "turns", res.Turns)
+	return extractOutput(st, p, res.Value, o.Output, warnings)
+}
+
+// loadPromptFile reads and parses a prompt file given by path.
+func loadPromptFile(path string) (*prompt.Prompt, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the prompt: %w", err)
+	}
+	// Parse first: a parsed prompt says whether it declares a version, so
+	// the lenient probe (a second YAML decode) is needed only to tell a
+	// broken prompt from a file that is no prompt at all.
+	p, err := prompt.Parse(src)
+	if err == nil && p.Frontmatter.HasVersion {
+		return p, nil
+	}
+	if err == nil {
+		return nil, notAPrompt(path)
+	}
+	if _, ok := prompt.Version(src); !ok {
+		return nil, notAPrompt(path)
+	}
+	return nil, fmt.Errorf("%s: %w", locate(path, err), err)
+}
+
+func notAPrompt(path string) error {
+	return fmt.Errorf("%s is not a promptforge prompt: its frontmatter declares no `promptforge:` version (add `promptforge: 1`)", path)
+}
+
+// fromConfig resolves o.Target through prompts.toml: a .md path is read
+// as is, anything else is a catalog name (matched as run_prompt matches
+// it). The environment is planned from the configuration, as serve plans
+// it; PROMPTFORGE_GATEWAY_* are not read.
+func fromConfig(ctx context.Context, o RunOptions, logger *slog.Logger, lookup func(string) (string, bool)) (*prompt.Prompt, envPlan, error) {
+	conf, err := config.Loader{LookupEnv: lookup, Logger: logger}.Load(o.ConfigPath)
+	if err != nil {
+		return nil, envPlan{}, fmt.Errorf("load the configuration: %w", err)
+	}
+	var p *prompt.Prompt
+	if strings.HasSuffix(o.Target, ".md") {
+		if p, err = loadPromptFile(o.Target); err != nil {
+			return nil, envPlan{}, err
+		}
+	} else {
+		// Retain: one broken prompt elsewhere in the catalog must not stop
+		// this one from running; a broken target reports its problem.
+		cat, err := catalog.Resolve(ctx, settingsOf(conf), catalog.Retain)
+		if err != nil {
+			return nil, envPlan{}, fmt.Errorf("resolve the prompt catalog: %w", err)
+		}
+		entry, err := cat.Lookup(o.Target)
+		if err != nil {
+			return nil, envPlan{}, err
+		}
+		if entry.Broken() {
+			return nil, envPlan{}, fmt.Errorf("prompt %s (%s) cannot run: %s", entry.Name(), entry.Path(), entry.Problem())
+		}
+		p = entry.Prompt()
+	}
+	plan, err := planConfig(conf)
+	if err != nil {
+		return nil, envPlan{}, fmt.Errorf("prepare the tool environment: %w", err)
+	}
+	return p, plan, nil
+}
+
+// locate prefixes an error with file:line when a parse error knows the line.
+func locate(path string, err error) string {
+	var pe *prompt.ParseError
+	if errors.As(err, &pe) && pe.Line > 0 {
+		return fmt.Sprintf("%s:%d", path, pe.Line)
+	}
+	return path
+}
+
+// seedInput puts the --input file at the prompt's declared input path,
+// with the rules run_prompt applies to input_file but none of its
+// confinement: the operator names any file they can read.
+func seedInput(st *store.Store, p *prompt.Prompt, path string) error {
+	err := engine.SeedDeclaredInput(st, p, func() (string, error) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("read --input: %w", err)
+		}
+		if !utf8.Valid(data) {
+			return "", fmt.Errorf("--input %s is not UTF-8 text", path)
+		}
+		return string(data), nil
+	})
+	if errors.Is(err, engine.ErrInputUndeclared) {
+		return errors.New("--input was given but the prompt declares no input; drop --input or declare `input: {path, description}` in the frontmatter")
+	}
+	return err
+}
+
+// extractOutput applies the declared-output rules run_prompt applies: the
+// store file replaces the value, or goes to outPath. Unlike output_file,
+// outPath is written wherever the operator points it, and what the server
+// would append to the value as a note goes to warnings instead, so stdout
+// carries only the answer.
+func extractOutput(st *store.Store, p *prompt.Prompt, value, outPath string, warnings io.Writer) (string, error) {
+	out, err := engine.ExtractDeclaredOutput(st, p)
+	switch {
+	case err != nil:
+		return "", err
+	case out.Path == "":
+		if outPath != "" {
+			fmt.Fprintf(warnings, "warning: --output %s ignored: the prompt declares no output\n", outPath)
+		}
+		return value, nil
+	case !out.Produced:
+		fmt.Fprintf(warnings, "warning: the prompt declares output %q but did not produce it\n", out.Path)
+		return value, nil
+	case outPath == "":
+		return out.Content, nil
+	}
+	if err := os.WriteFile(outPath, []byte(out.Content), 0o644); err != nil {
+		return "", fmt.Errorf("write --output: %w", err)
+	}
+	return value, nil
+}

@@ -1,0 +1,116 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/promptforge-go/promptforge/internal/runs"
+)
+
+// The run record's wire form lives here, beside the output schema that
+// describes it (runRecordOutput in tools.go): runs keeps records and knows
+// nothing about MCP; the server decides how a caller reads them.
+
+// recordText is the content text an MCP reply carries for a run record:
+// the value verbatim, the error verbatim, or a note telling the caller how
+// to collect a run that is still going.
+func recordText(r runs.Result) string {
+	switch r.Status {
+	case runs.StatusCompleted:
+		return r.Value
+	case runs.StatusFailed:
+		return r.Error
+	default:
+		return fmt.Sprintf("%s is still running as run %s. Collect it with check_run.", r.Prompt, r.RunID)
+	}
+}
+
+// recordIsError reports whether the reply is an error result: only a
+// failed run is. A running result is not a failure; it is a promise to
+// collect later.
+func recordIsError(r runs.Result) bool { return r.Status == runs.StatusFailed }
+
+// validStatus reports whether s is one of the three statuses the output
+// schema (runRecordOutput) allows.
+func validStatus(s runs.Status) bool {
+	return s == runs.StatusRunning || s == runs.StatusCompleted || s == runs.StatusFailed
+}
+
+// record is a run record as run_prompt and check_run carry it in
+// structuredContent: the seven-key object runRecordOutput describes.
+type record runs.Result
+
+// wire is the seven-key object. Keys are declared in alphabetical order,
+// which is the order the reference writes them, so our bytes match its bytes
+// and also match what a map[string]any of the same object would marshal to.
+type wire struct {
+	ElapsedMS uint64      `json:"elapsed_ms"`
+	Error     *string     `json:"error"`
+	Prompt    string      `json:"prompt"`
+	RunID     string      `json:"run_id"`
+	Status    runs.Status `json:"status"`
+	Turns     uint32      `json:"turns"`
+	Value     *string     `json:"value"`
+}
+
+// MarshalJSON writes the wire object: always all seven keys, null where a
+// field does not apply (value unless completed, error unless failed). A
+// running result is written with turns 0 whatever the struct holds.
+func (r record) MarshalJSON() ([]byte, error) {
+	if !validStatus(r.Status) {
+		return nil, fmt.Errorf("render run %s: status %q is not running, completed or failed", r.RunID, r.Status)
+	}
+	w := wire{ElapsedMS: r.ElapsedMS, Prompt: r.Prompt, RunID: r.RunID, Status: r.Status, Turns: r.Turns}
+	switch r.Status {
+	case runs.StatusCompleted:
+		w.Value = &r.Value
+	case runs.StatusFailed:
+		w.Error = &r.Error
+	case runs.StatusRunning:
+		w.Turns = 0
+	}
+	// Run values are prose and code; escaping <, > and & would make the wire
+	// differ from the reference for no client's benefit (see marshal).
+	body, err := marshal(w)
+	if err != nil {
+		return nil, fmt.Errorf("render run %s: %w", r.RunID, err)
+	}
+	return body, nil
+}
+
+// UnmarshalJSON reads a wire object back, refusing one whose nulls do not
+// agree with its status, so a client or test never holds an impossible
+// result.
+func (r *record) UnmarshalJSON(data []byte) error {
+	var w wire
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return fmt.Errorf("read a run result: %w", err)
+	}
+	var out record
+	switch w.Status {
+	case runs.StatusCompleted:
+		if w.Value == nil || w.Error != nil {
+			return errors.New("read a run result: a completed run carries a value and no error")
+		}
+		out = record{Value: *w.Value}
+	case runs.StatusFailed:
+		if w.Error == nil || w.Value != nil {
+			return errors.New("read a run result: a failed run carries an error and no value")
+		}
+		out = record{Error: *w.Error}
+	case runs.StatusRunning:
+		if w.Value != nil || w.Error != nil || w.Turns != 0 {
+			return errors.New("read a run result: a running run carries no value, no error and 0 turns")
+		}
+	default:
+		return fmt.Errorf("read a run result: status %q is not running, completed or failed", w.Status)
+	}
+	out.RunID, out.Prompt, out.Status = w.RunID, w.Prompt, w.Status
+	out.Turns, out.ElapsedMS = w.Turns, w.ElapsedMS
+	*r = out
+	return nil
+}
