@@ -22,10 +22,10 @@ import (
 	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
-	"github.com/promptforge-go/promptforge/internal/server/servertest"
-	"github.com/promptforge-go/promptforge/internal/server/transport"
 	"github.com/promptforge-go/promptforge/internal/prompt"
 	"github.com/promptforge-go/promptforge/internal/server"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
+	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
 // bootDir writes prompts.toml (with the given [server] lines and gateway)
