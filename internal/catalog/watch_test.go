@@ -279,7 +279,7 @@ func TestWatcherReloadsOnSave(t *testing.T) {
 					return
 				}
 			case <-timeout:
-				t.Fatalf("no reload brought in %q; live: %v", want, names(h.Current().Catalog()))
+				t.Fatalf("no reload brought in %q; live: %v", want, entryNames(h.Current().Catalog()))
 			}
 		}
 	}

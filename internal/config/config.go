@@ -24,12 +24,6 @@ const (
 	DefaultGatewayTimeout    = 10 * time.Second
 )
 
-// ReservedPromptNames are the server's own tool names; no [prompts.NAME]
-// block may take one, even in builds without need_prompt.
-func ReservedPromptNames() []string {
-	return []string{"list_prompts", "run_prompt", "check_run", "need_prompt"}
-}
-
 // Config is one loaded prompts.toml, validated. Values are as written after
 // ${VAR} expansion; nothing is resolved against the filesystem.
 type Config struct {

@@ -6,10 +6,11 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/promptforge-go/promptforge/internal/names"
 )
 
 // parseBind reads [server].bind: an IP literal and a port, as Rust's
@@ -63,27 +64,14 @@ func checkGatewayURL(raw string) error {
 // callers type, so it must be a tool-safe identifier and must not shadow
 // one of the server's own tools.
 func checkPromptName(name string) error {
-	if !validPromptName(name) {
+	if !names.ValidName(name) {
 		return fmt.Errorf("[prompts.%s] key is not ^[a-z][a-z0-9_]{0,47}$ (use a lowercase letter, then lowercase letters, digits or _, at most 48 in all)", name)
 	}
-	if slices.Contains(ReservedPromptNames(), name) {
+	if names.IsReserved(name) {
 		return fmt.Errorf("[prompts.%s] key is reserved: %s are the server's own tools; give the prompt another name",
-			name, strings.Join(ReservedPromptNames(), ", "))
+			name, strings.Join(names.Reserved(), ", "))
 	}
 	return nil
-}
-
-func validPromptName(name string) bool {
-	if len(name) == 0 || len(name) > 48 || name[0] < 'a' || name[0] > 'z' {
-		return false
-	}
-	for i := 1; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || isDigit(c) || c == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 // CheckRelativePath is the shape check of spec §2.3, applied to every
