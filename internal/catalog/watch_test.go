@@ -374,20 +374,3 @@ func TestCloseStopsEverything(t *testing.T) {
 		t.Errorf("a reload published after Close")
 	}
 }
-
-func TestFormatDuration(t *testing.T) {
-	tests := map[time.Duration]string{
-		0:                              "0s",
-		500 * time.Millisecond:         "500ms",
-		30 * time.Second:               "30s",
-		240 * time.Second:              "4m",
-		time.Hour:                      "1h",
-		90 * time.Minute:               "1h 30m",
-		48*time.Hour + time.Nanosecond: "2days 1ns",
-	}
-	for d, want := range tests {
-		if got := formatDuration(d); got != want {
-			t.Errorf("formatDuration(%v) = %q, want %q", d, got, want)
-		}
-	}
-}

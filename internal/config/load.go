@@ -18,6 +18,7 @@ import (
 	toml "github.com/pelletier/go-toml/v2"
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/humantime"
 )
 
 // maxConfigBytes caps prompts.toml (and its env file): a configuration is
@@ -384,7 +385,7 @@ func (p *parser) buildServer(r *rawServer, s *Server) error {
 		if d.raw == nil {
 			continue
 		}
-		v, err := ParseDuration(*d.raw)
+		v, err := humantime.Parse(*d.raw)
 		if err != nil {
 			return p.fail(at(d.key), fmt.Sprintf("[server].%s is not a duration: %v", d.key, err))
 		}
@@ -421,7 +422,7 @@ func (p *parser) buildGateway(r *rawGateway, g *Gateway) error {
 		return p.fail(at("api_key"), "[gateway].api_key is missing: set it to the gateway's key, for example \"${PROMPTFORGE_GATEWAY_API_KEY}\"")
 	}
 	if r.Timeout != nil {
-		d, err := ParseDuration(*r.Timeout)
+		d, err := humantime.Parse(*r.Timeout)
 		if err != nil {
 			return p.fail(at("timeout"), "[gateway].timeout is not a duration: "+err.Error())
 		}

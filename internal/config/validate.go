@@ -167,3 +167,5 @@ func checkThinking(v string) bool {
 	}
 	return false
 }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

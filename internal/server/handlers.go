@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/promptforge-go/promptforge/internal/catalog"
-	"github.com/promptforge-go/promptforge/internal/config"
+	"github.com/promptforge-go/promptforge/internal/humantime"
 	"github.com/promptforge-go/promptforge/internal/prompt"
 	"github.com/promptforge-go/promptforge/internal/runs"
 )
@@ -192,7 +192,7 @@ func (s *Server) checkRun(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	res, ok := s.runs.Check(id)
 	if !ok {
 		return textResult(fmt.Sprintf("there is no run %s: a run can be collected while it is going and for %s after it finishes, and older runs have been evicted; start it again with run_prompt",
-			strconv.Quote(id), config.FormatDuration(s.runs.RetainCompleted()))), nil
+			strconv.Quote(id), humantime.Format(s.runs.RetainCompleted()))), nil
 	}
 	return runResult(res)
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/promptforge-go/promptforge/internal/catalog"
-	"github.com/promptforge-go/promptforge/internal/config"
 	"github.com/promptforge-go/promptforge/internal/engine"
+	"github.com/promptforge-go/promptforge/internal/humantime"
 	"github.com/promptforge-go/promptforge/internal/prompt"
 	"github.com/promptforge-go/promptforge/internal/runs"
 	"github.com/promptforge-go/promptforge/internal/store"
@@ -137,7 +137,7 @@ func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, 
 	var refused *runs.RefusedError
 	switch {
 	case errors.As(err, &refused):
-		return res, fmt.Sprintf("every run slot is busy and none came free within %s; retry in a moment", config.FormatDuration(refused.Wait))
+		return res, fmt.Sprintf("every run slot is busy and none came free within %s; retry in a moment", humantime.Format(refused.Wait))
 	case errors.Is(err, runs.ErrClosed):
 		return res, msgShuttingDown
 	case err != nil:
