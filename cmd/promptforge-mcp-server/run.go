@@ -302,7 +302,7 @@ func fromEnv(ctx context.Context, lookup env, logger *slog.Logger, cfg *engine.C
 		return nil, fmt.Errorf("fetch the gateway's model catalog: %w", err)
 	}
 	cfg.Models = cat.Models
-	search, err := tools.NewWebSearch(gc.BaseURL, gc.APIKey, nil)
+	search, err := tools.NewWebSearch(gc.BaseURL, gc.APIKey.Reveal(), nil)
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("build web_search: %w", err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 // Defaults for every optional setting (spec §2.2, DESIGN §3.2).
@@ -51,7 +52,7 @@ type Server struct {
 	// APIKey is the bearer token HTTP clients must present; nil when the
 	// key is absent (or was an unset ${VAR}), which the stdio transport
 	// accepts and the HTTP transport refuses.
-	APIKey            *Secret
+	APIKey            *secret.Secret
 	MaxConcurrentRuns int
 	AdmissionTimeout  time.Duration
 	ReplyDeadline     time.Duration
@@ -78,7 +79,7 @@ type Gateway struct {
 	// URL is the gateway API root (including /v1) exactly as written,
 	// untrimmed; it was checked to be an http(s) URL with a host.
 	URL    string
-	APIKey Secret
+	APIKey secret.Secret
 	// Timeout bounds the boot-time GET /models (DESIGN §3.2).
 	Timeout time.Duration
 }
@@ -205,7 +206,7 @@ func (c *Config) DiffUnreloadable(next *Config) []string {
 	return out
 }
 
-func sameSecret(a, b *Secret) bool {
+func sameSecret(a, b *secret.Secret) bool {
 	if a == nil || b == nil {
 		return a == b
 	}

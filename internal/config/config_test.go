@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/netip"
@@ -19,6 +20,7 @@ import (
 	toml "github.com/pelletier/go-toml/v2"
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 // minimal is the smallest configuration that loads.
@@ -193,9 +195,9 @@ func TestParseMinimalConfigFillsDefaults(t *testing.T) {
 	}
 }
 
-func mustSecret(t *testing.T, v string) Secret {
+func mustSecret(t *testing.T, v string) secret.Secret {
 	t.Helper()
-	s, err := NewSecret(v)
+	s, err := secret.New(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -981,5 +983,16 @@ func TestAwkwardStringsSurviveExpansion(t *testing.T) {
 	want := strings.Replace(desc, "${X}", value, 1)
 	if got := cfg.Models["m"].Description; got != want {
 		t.Errorf("description = %q, want %q", got, want)
+	}
+}
+
+// A whole Config prints its two secrets redacted (the Secret type's own
+// renderings are tested in package secret).
+func TestConfigNeverPrintsSecrets(t *testing.T) {
+	cfg := mustParse(t, strings.Replace(minimal, "[server]", "[server]\napi_key = \"hunter2\"", 1), nil)
+	for _, format := range []string{"%v", "%+v", "%#v"} {
+		if out := fmt.Sprintf(format, cfg); strings.Contains(out, "hunter2") || strings.Contains(out, "gateway-key") {
+			t.Errorf("Sprintf(%q, config) leaked a secret: %s", format, out)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/humantime"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 // maxConfigBytes caps prompts.toml (and its env file): a configuration is
@@ -329,7 +330,7 @@ func (p *parser) build(raw *rawConfig) (*Config, error) {
 
 	// The credential checks run last, as in the reference.
 	if v := raw.Server.APIKey; v != nil {
-		s, err := NewSecret(*v)
+		s, err := secret.New(*v)
 		if err != nil {
 			at := tomlPath{"server", "api_key"}
 			return nil, &Error{Kind: KindEmptyToken, Line: p.lines.line(at), Key: keyName(at),
@@ -337,7 +338,7 @@ func (p *parser) build(raw *rawConfig) (*Config, error) {
 		}
 		cfg.Server.APIKey = &s
 	}
-	s, err := NewSecret(*raw.Gateway.APIKey)
+	s, err := secret.New(*raw.Gateway.APIKey)
 	if err != nil {
 		return nil, p.fail(tomlPath{"gateway", "api_key"}, "[gateway].api_key must not be empty")
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/secret"
 	"github.com/promptforge-go/promptforge/internal/store"
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
@@ -270,7 +271,7 @@ func TestWire_MalformedReply(t *testing.T) {
 func TestWire_HangPastClientTimeout(t *testing.T) {
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Hang())
-	c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: g.APIKey(), Timeout: 50 * time.Millisecond})
+	c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey()), Timeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

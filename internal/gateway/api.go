@@ -4,13 +4,15 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 // Config locates a gateway: any OpenAI-shaped server whose API root
 // (including /v1) is BaseURL.
 type Config struct {
-	BaseURL string // http(s)://host[:port]/v1; no userinfo, query or fragment; trailing / trimmed
-	APIKey  string // sent as "Authorization: Bearer <key>"
+	BaseURL string        // http(s)://host[:port]/v1; no userinfo, query or fragment; trailing / trimmed
+	APIKey  secret.Secret // sent as "Authorization: Bearer <key>"
 	// Timeout bounds one whole chat request, connect to last body byte
 	// (default DefaultTimeout, 120s).
 	Timeout time.Duration

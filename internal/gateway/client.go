@@ -39,7 +39,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := validateKey(cfg.APIKey); err != nil {
+	if err := validateKey(cfg.APIKey.Reveal()); err != nil {
 		return nil, err
 	}
 	if cfg.Timeout < 0 || cfg.ModelsTimeout < 0 {
@@ -47,7 +47,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{
 		base:          base,
-		auth:          "Bearer " + cfg.APIKey,
+		auth:          "Bearer " + cfg.APIKey.Reveal(),
 		timeout:       orDefault(cfg.Timeout, DefaultTimeout),
 		modelsTimeout: orDefault(cfg.ModelsTimeout, DefaultModelsTimeout),
 		http:          cfg.HTTPClient,
@@ -175,21 +175,17 @@ func (c *Client) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("url", c.base), slog.String("key", redacted))
 }
 
-// String shows the configuration with the key redacted.
-func (cfg Config) String() string {
+// Format prints the configuration for every verb (%v, %#v, %s, %d ...):
+// the key is a secret.Secret and redacts itself, but BaseURL has not been
+// validated yet and may carry userinfo or a query, which are hidden here.
+func (cfg Config) Format(f fmt.State, _ rune) {
 	key := ""
-	if cfg.APIKey != "" {
+	if !cfg.APIKey.IsZero() {
 		key = redacted
 	}
-	return fmt.Sprintf("gateway.Config{BaseURL: %s, APIKey: %s, Timeout: %s, ModelsTimeout: %s}",
+	_, _ = fmt.Fprintf(f, "gateway.Config{BaseURL: %s, APIKey: %s, Timeout: %s, ModelsTimeout: %s}",
 		redactURL(cfg.BaseURL), key, cfg.Timeout, cfg.ModelsTimeout)
 }
-
-// GoString keeps %#v as safe as %v.
-func (cfg Config) GoString() string { return cfg.String() }
-
-// Format makes every verb print String.
-func (cfg Config) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, cfg.String()) }
 
 // LogValue logs the configuration with the key redacted.
 func (cfg Config) LogValue() slog.Value {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 func TestNewValidatesTheURL(t *testing.T) {
@@ -39,7 +40,7 @@ func TestNewValidatesTheURL(t *testing.T) {
 		{url: "http://gw/v1#", wantErr: "must not have a fragment"},
 	}
 	for _, tt := range tests {
-		c, err := gateway.New(gateway.Config{BaseURL: tt.url, APIKey: "k"})
+		c, err := gateway.New(gateway.Config{BaseURL: tt.url, APIKey: secret.MustNew("k")})
 		if tt.wantErr == "" {
 			if err != nil {
 				t.Errorf("New(%q): %v", tt.url, err)
@@ -64,7 +65,7 @@ func TestNewValidatesTheURL(t *testing.T) {
 
 func TestNewValidatesTheKeyAndTimeouts(t *testing.T) {
 	for _, key := range []string{"", "   ", " hunter2", "hunter2\n", "hun\x00ter2"} {
-		_, err := gateway.New(gateway.Config{BaseURL: "http://gw/v1", APIKey: key})
+		_, err := gateway.New(gateway.Config{BaseURL: "http://gw/v1", APIKey: blankOK(key)})
 		if err == nil {
 			t.Errorf("key %q accepted", key)
 			continue
@@ -74,14 +75,14 @@ func TestNewValidatesTheKeyAndTimeouts(t *testing.T) {
 			t.Errorf("key %q: error %q should name the key setting without its value", key, err)
 		}
 	}
-	if _, err := gateway.New(gateway.Config{BaseURL: "http://gw/v1", APIKey: "k", Timeout: -1}); err == nil {
+	if _, err := gateway.New(gateway.Config{BaseURL: "http://gw/v1", APIKey: secret.MustNew("k"), Timeout: -1}); err == nil {
 		t.Error("negative timeout accepted")
 	}
 }
 
 func TestKeyNeverPrinted(t *testing.T) {
 	const key = "sk-very-secret-key"
-	cfg := gateway.Config{BaseURL: "http://gw.example/v1", APIKey: key}
+	cfg := gateway.Config{BaseURL: "http://gw.example/v1", APIKey: secret.MustNew(key)}
 	c, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +142,7 @@ func TestTrailingSlashTrimmedOnTheWire(t *testing.T) {
 
 func TestWrongKeyIsAStatusError(t *testing.T) {
 	s := gatewaytest.New(t)
-	c := newClient(t, s, func(cfg *gateway.Config) { cfg.APIKey = "wrong-key-123" })
+	c := newClient(t, s, func(cfg *gateway.Config) { cfg.APIKey = secret.MustNew("wrong-key-123") })
 	for name, call := range map[string]func() error{
 		"models": func() error { _, err := c.Models(t.Context(), nil); return err },
 		"chat":   func() error { _, err := c.Complete(t.Context(), userTurn("hi")); return err },
@@ -209,7 +210,7 @@ func TestOversizeBodiesRefused(t *testing.T) {
 	})
 	t.Run("success streamed without Content-Length", func(t *testing.T) {
 		srv := streamingServer(t, 200, gateway.MaxReplyBytes+1)
-		c, err := gateway.New(gateway.Config{BaseURL: srv + "/v1", APIKey: "k"})
+		c, err := gateway.New(gateway.Config{BaseURL: srv + "/v1", APIKey: secret.MustNew("k")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +222,7 @@ func TestOversizeBodiesRefused(t *testing.T) {
 	})
 	t.Run("error body", func(t *testing.T) {
 		srv := streamingServer(t, 502, gateway.MaxReplyBytes+1)
-		c, err := gateway.New(gateway.Config{BaseURL: srv + "/v1", APIKey: "k"})
+		c, err := gateway.New(gateway.Config{BaseURL: srv + "/v1", APIKey: secret.MustNew("k")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,7 +348,7 @@ func TestConfigFromEnv(t *testing.T) {
 		return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 	}
 	cfg, err := gateway.ConfigFromEnv(env(map[string]string{gateway.EnvURL: "http://gw/v1", gateway.EnvAPIKey: "k"}))
-	if err != nil || cfg.BaseURL != "http://gw/v1" || cfg.APIKey != "k" {
+	if err != nil || cfg.BaseURL != "http://gw/v1" || cfg.APIKey.Reveal() != "k" {
 		t.Fatalf("both set: %+v, %v", cfg, err)
 	}
 	tests := []struct {
@@ -417,4 +418,11 @@ func TestKeyNeverInErrors(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), key) {
 		t.Errorf("transport error %v", err)
 	}
+}
+
+// blankOK wraps key as a Secret, letting a blank one through as the zero
+// Secret (as ConfigFromEnv does), so New's own key checks are what refuse it.
+func blankOK(key string) secret.Secret {
+	s, _ := secret.New(key)
+	return s
 }

@@ -1,6 +1,10 @@
 package gateway
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/promptforge-go/promptforge/internal/secret"
+)
 
 // The environment variables the CLI reads when it has no prompts.toml.
 const (
@@ -32,5 +36,8 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	case !utf8.ValidString(key):
 		return Config{}, configError(EnvAPIKey + " is not valid UTF-8: set it to the gateway's bearer key")
 	}
-	return Config{BaseURL: u, APIKey: key}, nil
+	// A whitespace-only key wraps to the zero Secret, which New refuses
+	// with its "key is empty" message, as it did the blank string.
+	k, _ := secret.New(key)
+	return Config{BaseURL: u, APIKey: k}, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -14,7 +15,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // newClient returns a client for s; edit may change the config first.
 func newClient(t testing.TB, s *gatewaytest.Server, edit ...func(*gateway.Config)) *gateway.Client {
 	t.Helper()
-	cfg := gateway.Config{BaseURL: s.URL(), APIKey: s.APIKey()}
+	cfg := gateway.Config{BaseURL: s.URL(), APIKey: secret.MustNew(s.APIKey())}
 	for _, e := range edit {
 		e(&cfg)
 	}

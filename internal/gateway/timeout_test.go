@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 // pipeListener connects an http.Server and an http.Client through
@@ -81,7 +82,7 @@ func silentGateway(t *testing.T, cfg gateway.Config, fn func(c *gateway.Client))
 		_ = srv.Serve(ln)
 	}()
 	tr := &http.Transport{DialContext: ln.dial}
-	cfg.BaseURL, cfg.APIKey = "http://gateway.test/v1", "k"
+	cfg.BaseURL, cfg.APIKey = "http://gateway.test/v1", secret.MustNew("k")
 	cfg.HTTPClient = &http.Client{Transport: tr}
 	c, err := gateway.New(cfg)
 	if err != nil {

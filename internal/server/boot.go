@@ -350,7 +350,7 @@ func PrepareEnvironment(ctx context.Context, cfg *config.Config, m *Metrics, log
 	}
 	client, err := gateway.New(gateway.Config{
 		BaseURL:       cfg.Gateway.URL,
-		APIKey:        cfg.Gateway.APIKey.Reveal(),
+		APIKey:        cfg.Gateway.APIKey,
 		ModelsTimeout: cfg.Gateway.Timeout,
 		HTTPClient:    httpClient,
 	})

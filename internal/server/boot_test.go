@@ -21,6 +21,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/config"
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 // bootDir writes prompts.toml (with the given [server] lines and gateway)
@@ -158,7 +159,7 @@ func TestBootReportsABindFailure(t *testing.T) {
 func TestFetchModelsClassifiesFailures(t *testing.T) {
 	g := gatewaytest.New(t)
 	client := func(timeout time.Duration) *gateway.Client {
-		c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: g.APIKey(), ModelsTimeout: timeout})
+		c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey()), ModelsTimeout: timeout})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 func TestMain(m *testing.M) {
@@ -225,7 +226,7 @@ func structuredOf(t testing.TB, res *mcp.CallToolResult) map[string]any {
 func tcpGateway(t testing.TB) (*gatewaytest.Server, *gateway.Client) {
 	t.Helper()
 	g := gatewaytest.New(t)
-	c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: g.APIKey()})
+	c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey())})
 	if err != nil {
 		t.Fatal(err)
 	}
