@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/promptforge-go/promptforge/internal/redact"
 )
 
 const (
@@ -30,7 +32,9 @@ const (
 	opModels = "GET /models"
 	opChat   = "POST /chat/completions"
 
-	redacted = "<redacted>"
+	// redacted stands for the key in the client's and the config's
+	// renderings.
+	redacted = redact.Placeholder
 )
 
 // New validates cfg and returns a client.
@@ -184,33 +188,17 @@ func (cfg Config) Format(f fmt.State, _ rune) {
 		key = redacted
 	}
 	_, _ = fmt.Fprintf(f, "gateway.Config{BaseURL: %s, APIKey: %s, Timeout: %s, ModelsTimeout: %s}",
-		redactURL(cfg.BaseURL), key, cfg.Timeout, cfg.ModelsTimeout)
+		redact.RawURL(cfg.BaseURL), key, cfg.Timeout, cfg.ModelsTimeout)
 }
 
 // LogValue logs the configuration with the key redacted.
 func (cfg Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("url", redactURL(cfg.BaseURL)),
+		slog.String("url", redact.RawURL(cfg.BaseURL)),
 		slog.String("key", redacted),
 		slog.Duration("timeout", cfg.Timeout),
 		slog.Duration("models_timeout", cfg.ModelsTimeout),
 	)
-}
-
-// redactURL hides userinfo and query in a URL that has not been validated
-// yet (either may hold a secret).
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparseable URL>"
-	}
-	if u.User != nil {
-		u.User = url.User(redacted)
-	}
-	if u.RawQuery != "" {
-		u.RawQuery = redacted
-	}
-	return u.String()
 }
 
 func (c *Client) disabledError(op string) *Error {

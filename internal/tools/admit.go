@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/idna"
+
+	"github.com/promptforge-go/promptforge/internal/redact"
 )
 
 // failure is a web_fetch outcome other than success. Soft failures go
@@ -71,7 +73,7 @@ func (a *admitter) admitParsed(u *url.URL) (*target, *failure) {
 	case scheme == "https":
 	case scheme == "http" && a.allowHTTP:
 	default:
-		return nil, soft("scheme not allowed: "+sanitizeText(scheme, 40), "scheme refused by policy", nil)
+		return nil, soft("scheme not allowed: "+redact.Text(scheme, 40), "scheme refused by policy", nil)
 	}
 	if u.Opaque != "" || u.Host == "" {
 		return nil, hard("invalid url", "url has no host")

@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/promptforge-go/promptforge/internal/redact"
 )
 
 // Identity and limits of web_search (spec prompt-language §6.2 and
@@ -82,10 +84,10 @@ func validateBaseURL(raw string) (string, error) {
 	trimmed := strings.TrimRight(strings.TrimSpace(raw), "/")
 	u, err := url.Parse(trimmed)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("web_search: gateway URL %q must be an absolute http or https URL such as http://127.0.0.1:8081/v1", redactRawURL(raw))
+		return "", fmt.Errorf("web_search: gateway URL %q must be an absolute http or https URL such as http://127.0.0.1:8081/v1", redact.RawURL(raw))
 	}
 	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		return "", fmt.Errorf("web_search: gateway URL %s must not contain userinfo, a query or a fragment", redactURL(u))
+		return "", fmt.Errorf("web_search: gateway URL %s must not contain userinfo, a query or a fragment", redact.URL(u))
 	}
 	return trimmed, nil
 }
@@ -190,7 +192,7 @@ func parseSearchArgs(raw json.RawMessage) (searchRequest, error) {
 		switch key {
 		case "query", "count", "freshness", "country", "search_lang", "safesearch", "include_domains", "exclude_domains":
 		default:
-			return searchRequest{}, invalidArgs("web_search: unknown argument %q; allowed are query, count, freshness, country, search_lang, safesearch, include_domains, exclude_domains", sanitizeText(key, 40))
+			return searchRequest{}, invalidArgs("web_search: unknown argument %q; allowed are query, count, freshness, country, search_lang, safesearch, include_domains, exclude_domains", redact.Text(key, 40))
 		}
 	}
 
@@ -267,7 +269,7 @@ func domainList(m map[string]json.RawMessage, key string) ([]string, error) {
 	}
 	for _, d := range list {
 		if d == "" || strings.ContainsFunc(d, func(r rune) bool { return r == '/' || unicode.IsSpace(r) || unicode.IsControl(r) }) {
-			return nil, invalidArgs("web_search: %s entry %q must be a bare host name (no scheme, path, whitespace or control characters)", key, sanitizeText(d, 80))
+			return nil, invalidArgs("web_search: %s entry %q must be a bare host name (no scheme, path, whitespace or control characters)", key, redact.Text(d, 80))
 		}
 	}
 	return list, nil
@@ -333,8 +335,8 @@ func (s *WebSearch) transportError(ctx, cctx context.Context, what string, err e
 // appear (a misbehaving backend might echo headers), control characters
 // and runs of whitespace collapse, and it is capped.
 func (s *WebSearch) sanitizeBody(b []byte) string {
-	text := strings.ReplaceAll(string(b), s.key, "[redacted]")
-	text = sanitizeText(text, maxErrorBodyChars)
+	text := redact.Secret(string(b), s.key)
+	text = redact.Text(text, maxErrorBodyChars)
 	if text == "" {
 		return "(empty body)"
 	}
