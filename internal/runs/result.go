@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/promptforge-go/promptforge/internal/jsonwire"
 )
 
 // NewRunID returns a fresh run id: 128 bits from crypto/rand written as 32
@@ -125,15 +127,13 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	case StatusRunning:
 		w.Turns = 0
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
 	// Run values are prose and code; escaping <, > and & would make the wire
 	// differ from the reference for no client's benefit.
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(w); err != nil {
+	b, err := jsonwire.Marshal(w)
+	if err != nil {
 		return nil, fmt.Errorf("render run %s: %w", r.RunID, err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return b, nil
 }
 
 // UnmarshalJSON reads a wire object back, refusing one whose nulls do not

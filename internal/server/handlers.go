@@ -12,6 +12,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/humantime"
+	"github.com/promptforge-go/promptforge/internal/jsonwire"
 	"github.com/promptforge-go/promptforge/internal/prompt"
 	"github.com/promptforge-go/promptforge/internal/runs"
 )
@@ -53,15 +54,7 @@ func structured(body json.RawMessage, text string, isError bool) *mcp.CallToolRe
 // marshal encodes v compactly without HTML escaping: prompt names,
 // descriptions and values are prose and code, and escaping <, > and &
 // would only make them harder to read.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+func marshal(v any) ([]byte, error) { return jsonwire.Marshal(v) }
 
 // runResult renders a run record: structuredContent is the seven-key wire
 // object, the text is Result.Text, and only a failed run is an error.
