@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
@@ -37,10 +36,33 @@ type Config struct {
 	Tools   Tools
 	// Prompts holds the [prompts.NAME] blocks by NAME; never nil.
 	Prompts map[string]PromptBlock
-	// Models holds the [models."<id>"] tables by model id, in the form
-	// gateway.Client.Models takes; never nil.
-	Models map[string]gateway.ModelOverride
+	// Models holds the [models."<id>"] tables by model id; never nil.
+	Models ModelTable
 }
+
+// ModelTable holds the [models."<id>"] tables by model id. The values are
+// config's own plain settings: the server translates them into the
+// gateway's overrides, so config never imports the gateway.
+type ModelTable map[string]ModelSetting
+
+// ModelSetting is one [models."<id>"] table (DESIGN §3.3), validated. A
+// zero field means the key is absent.
+type ModelSetting struct {
+	Description string
+	// Context is the model's context window in tokens.
+	Context uint32
+	// Thinking is "never", "always" or "switchable".
+	Thinking string
+	// ToolDialect is ToolDialectOpenAI or ToolDialectGemma3.
+	ToolDialect string
+}
+
+// The values [models."<id>"].tool_dialect accepts; they are the gateway
+// client's dialect names.
+const (
+	ToolDialectOpenAI = "openai"
+	ToolDialectGemma3 = "gemma3_tool_code"
+)
 
 // Server is the [server] table.
 type Server struct {
@@ -122,7 +144,7 @@ func defaults() *Config {
 		Paths:   Paths{Prompts: DefaultPromptsDir},
 		Gateway: Gateway{Timeout: DefaultGatewayTimeout},
 		Prompts: map[string]PromptBlock{},
-		Models:  map[string]gateway.ModelOverride{},
+		Models:  ModelTable{},
 	}
 }
 

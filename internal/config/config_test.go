@@ -19,7 +19,6 @@ import (
 
 	toml "github.com/pelletier/go-toml/v2"
 
-	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
@@ -156,8 +155,8 @@ thinking = "switchable"
 	if !reflect.DeepEqual(cfg.Prompts, wantBlocks) {
 		t.Errorf("prompts = %+v, want %+v", cfg.Prompts, wantBlocks)
 	}
-	wantModels := map[string]gateway.ModelOverride{
-		"llama3.1:8b": {Description: "small general model", Context: 131072, Thinking: gateway.ThinkingSwitchable},
+	wantModels := ModelTable{
+		"llama3.1:8b": {Description: "small general model", Context: 131072, Thinking: "switchable"},
 	}
 	if !reflect.DeepEqual(cfg.Models, wantModels) {
 		t.Errorf("models = %+v, want %+v", cfg.Models, wantModels)
@@ -179,7 +178,7 @@ func TestParseMinimalConfigFillsDefaults(t *testing.T) {
 		Paths:   Paths{Prompts: "prompts"},
 		Gateway: Gateway{URL: "http://127.0.0.1:8081/v1", APIKey: mustSecret(t, "gateway-key"), Timeout: 10 * time.Second},
 		Prompts: map[string]PromptBlock{},
-		Models:  map[string]gateway.ModelOverride{},
+		Models:  ModelTable{},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("minimal config =\n%+v\nwant\n%+v", cfg, want)
@@ -609,10 +608,10 @@ context = 4096
 thinking = "always"
 [models.empty]
 `, nil)
-	want := map[string]gateway.ModelOverride{
+	want := ModelTable{
 		"only-desc":     {Description: "d"},
 		"ctx":           {Context: 4096},
-		"thinks.always": {Thinking: gateway.ThinkingAlways},
+		"thinks.always": {Thinking: "always"},
 		"empty":         {},
 	}
 	if !reflect.DeepEqual(cfg.Models, want) {
@@ -938,8 +937,8 @@ func TestFullReferenceConfig(t *testing.T) {
 		"research_person": {Enabled: true, File: "people/research-person.md"},
 		"drafty":          {Enabled: false},
 	}
-	want.Models = map[string]gateway.ModelOverride{
-		"llama3.1:8b": {Description: "General chat and summarisation; weak at code.", Context: 131072, Thinking: gateway.ThinkingNever, Dialect: gateway.DialectOpenAI},
+	want.Models = ModelTable{
+		"llama3.1:8b": {Description: "General chat and summarisation; weak at code.", Context: 131072, Thinking: "never", ToolDialect: ToolDialectOpenAI},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("full.toml =\n%+v\nwant\n%+v", cfg, want)

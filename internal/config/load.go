@@ -17,7 +17,6 @@ import (
 
 	toml "github.com/pelletier/go-toml/v2"
 
-	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/humantime"
 	"github.com/promptforge-go/promptforge/internal/secret"
 )
@@ -480,7 +479,7 @@ func (p *parser) buildPrompts(raw map[string]rawBlock, dst map[string]PromptBloc
 	return nil
 }
 
-func (p *parser) buildModels(raw map[string]rawModel, dst map[string]gateway.ModelOverride) error {
+func (p *parser) buildModels(raw map[string]rawModel, dst ModelTable) error {
 	for _, id := range p.sortedByLine("models", slices.Collect(maps.Keys(raw))) {
 		r := raw[id]
 		at := tomlPath{"models", id}
@@ -488,7 +487,7 @@ func (p *parser) buildModels(raw map[string]rawModel, dst map[string]gateway.Mod
 		if strings.TrimSpace(id) == "" {
 			return p.fail(at, name+" needs the model id the gateway serves as its key, as in [models.\"llama3\"]")
 		}
-		var o gateway.ModelOverride
+		var o ModelSetting
 		if r.Description != nil {
 			if strings.TrimSpace(*r.Description) == "" {
 				return p.fail(append(at, "description"), name+".description must not be empty: say what the model is good at, or leave the key out")
@@ -505,14 +504,14 @@ func (p *parser) buildModels(raw map[string]rawModel, dst map[string]gateway.Mod
 			if !checkThinking(*r.Thinking) {
 				return p.fail(append(at, "thinking"), fmt.Sprintf("%s.thinking must be one of never, always, switchable: %q", name, *r.Thinking))
 			}
-			o.Thinking = gateway.Thinking(*r.Thinking)
+			o.Thinking = *r.Thinking
 		}
 		if r.ToolDialect != nil {
-			switch d := gateway.Dialect(*r.ToolDialect); d {
-			case gateway.DialectOpenAI, gateway.DialectGemma3:
-				o.Dialect = d
+			switch d := *r.ToolDialect; d {
+			case ToolDialectOpenAI, ToolDialectGemma3:
+				o.ToolDialect = d
 			default:
-				return p.fail(append(at, "tool_dialect"), fmt.Sprintf("%s.tool_dialect must be %q or %q: %q", name, gateway.DialectOpenAI, gateway.DialectGemma3, *r.ToolDialect))
+				return p.fail(append(at, "tool_dialect"), fmt.Sprintf("%s.tool_dialect must be %q or %q: %q", name, ToolDialectOpenAI, ToolDialectGemma3, *r.ToolDialect))
 			}
 		}
 		dst[id] = o

@@ -358,7 +358,7 @@ func PrepareEnvironment(ctx context.Context, cfg *config.Config, m *Metrics, log
 		return fail(fmt.Errorf("build the gateway client: %w", err))
 	}
 	env.Client = client
-	if env.Models, err = FetchModels(ctx, client, cfg.Models, logger); err != nil {
+	if env.Models, err = FetchModels(ctx, client, modelOverrides(cfg.Models), logger); err != nil {
 		return fail(err)
 	}
 	if cfg.Tools.WebFetch {
