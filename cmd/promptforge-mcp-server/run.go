@@ -302,13 +302,12 @@ func fromEnv(ctx context.Context, lookup env, logger *slog.Logger, cfg *engine.C
 		return nil, fmt.Errorf("fetch the gateway's model catalog: %w", err)
 	}
 	cfg.Models = cat.Models
-	search, err := tools.NewWebSearch(gc.BaseURL, gc.APIKey.Reveal(), nil)
+	search, err := tools.NewWebSearch(cfg.Client)
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("build web_search: %w", err)
 	}
 	cfg.Tools = append(cfg.Tools, search)
-	closers = append(closers, search.CloseIdleConnections)
 	return closeAll, nil
 }
 

@@ -29,6 +29,7 @@ type Config struct {
 type Client struct {
 	base          string // validated, trailing slashes trimmed
 	auth          string // "Bearer <key>"; never printed
+	key           secret.Secret
 	timeout       time.Duration
 	modelsTimeout time.Duration
 	http          *http.Client

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,6 +53,7 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{
 		base:          base,
 		auth:          "Bearer " + cfg.APIKey.Reveal(),
+		key:           cfg.APIKey,
 		timeout:       orDefault(cfg.Timeout, DefaultTimeout),
 		modelsTimeout: orDefault(cfg.ModelsTimeout, DefaultModelsTimeout),
 		http:          cfg.HTTPClient,
@@ -211,28 +213,50 @@ type errTimeout struct{ d time.Duration }
 
 func (e *errTimeout) Error() string { return "gateway timeout of " + e.d.String() + " elapsed" }
 
-// do sends one request and returns the status and body: the full body (at
-// most MaxReplyBytes) for 2xx, a bounded prefix otherwise. Every failure is
-// classified here.
+// do sends one request with the client's usual reply bounds (see send).
 func (c *Client) do(ctx context.Context, method, path, op string, body []byte, timeout time.Duration) (int, []byte, *Error) {
+	return c.send(ctx, exchange{method: method, path: path, op: op, body: body, timeout: timeout,
+		replyLimit: MaxReplyBytes, errorLimit: maxErrorRead})
+}
+
+// exchange is one request and the bounds its reply is read under.
+type exchange struct {
+	method, path, op string
+	body             []byte
+	timeout          time.Duration
+	// replyLimit caps a 2xx body; a larger one is a KindMalformed error
+	// marked oversize.
+	replyLimit int64
+	// errorLimit is how much of a non-2xx body is read.
+	errorLimit int64
+	// errorReadFails makes a broken non-2xx body a transport error, where
+	// otherwise the status alone is reported.
+	errorReadFails bool
+}
+
+// send sends one request and returns the status and body: the full body
+// (at most x.replyLimit) for 2xx, a bounded prefix otherwise. Every
+// failure is classified here.
+func (c *Client) send(ctx context.Context, x exchange) (int, []byte, *Error) {
+	op := x.op
 	if err := ctx.Err(); err != nil {
 		return 0, nil, canceled(ctx, op)
 	}
-	cause := &errTimeout{d: timeout}
-	reqCtx, cancel := context.WithTimeoutCause(ctx, timeout, cause)
+	cause := &errTimeout{d: x.timeout}
+	reqCtx, cancel := context.WithTimeoutCause(ctx, x.timeout, cause)
 	defer cancel()
 
 	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+	if x.body != nil {
+		rd = bytes.NewReader(x.body)
 	}
-	req, err := http.NewRequestWithContext(reqCtx, method, c.base+path, rd)
+	req, err := http.NewRequestWithContext(reqCtx, x.method, c.base+x.path, rd)
 	if err != nil {
 		return 0, nil, &Error{Kind: KindConfig, Op: op, msg: "cannot build the gateway request " + op + ": " + err.Error(), err: err}
 	}
 	req.Header.Set("Authorization", c.auth)
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
+	if x.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 
@@ -245,20 +269,41 @@ func (c *Client) do(ctx context.Context, method, path, op string, body []byte, t
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// A short or broken error body still leaves the status, which is
 		// what the caller acts on.
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorRead))
+		data, err := io.ReadAll(io.LimitReader(resp.Body, x.errorLimit))
+		if err != nil && x.errorReadFails {
+			e := c.transportFailure(ctx, reqCtx, cause, op, err)
+			e.reading = true
+			return resp.StatusCode, nil, e
+		}
 		return resp.StatusCode, data, nil
 	}
-	if resp.ContentLength > MaxReplyBytes {
-		return resp.StatusCode, nil, malformed(op, resp.StatusCode, "the reply body exceeds 16 MiB")
+	oversize := func() *Error {
+		e := malformed(op, resp.StatusCode, "the reply body exceeds "+sizeText(x.replyLimit))
+		e.oversize = true
+		return e
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxReplyBytes+1))
+	if resp.ContentLength > x.replyLimit {
+		return resp.StatusCode, nil, oversize()
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, x.replyLimit+1))
 	if err != nil {
-		return resp.StatusCode, nil, c.transportFailure(ctx, reqCtx, cause, op, err)
+		e := c.transportFailure(ctx, reqCtx, cause, op, err)
+		e.reading = true
+		return resp.StatusCode, nil, e
 	}
-	if len(data) > MaxReplyBytes {
-		return resp.StatusCode, nil, malformed(op, resp.StatusCode, "the reply body exceeds 16 MiB")
+	if int64(len(data)) > x.replyLimit {
+		return resp.StatusCode, nil, oversize()
 	}
 	return resp.StatusCode, data, nil
+}
+
+// sizeText renders a byte cap for a message: "16 MiB" for whole MiB, else
+// the byte count.
+func sizeText(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 func (c *Client) transportFailure(ctx, reqCtx context.Context, cause *errTimeout, op string, err error) *Error {

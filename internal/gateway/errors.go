@@ -60,7 +60,9 @@ func (k Kind) String() string {
 var ErrNotConfigured = errors.New("no gateway configured")
 
 // Error is every failure the client returns. Error() says what failed and
-// what to do; it never contains a reply body or the API key.
+// what to do; it never contains the API key, nor a reply body except in
+// Search's KindStatus message, which quotes the (sanitized) body because
+// the model reading a failed search needs the backend's reason.
 type Error struct {
 	Kind Kind
 	// Op is the request, e.g. "POST /chat/completions"; "" when nothing
@@ -84,6 +86,10 @@ type Error struct {
 	body    string
 	timeout bool
 	err     error
+	// reading marks a transport failure while reading the reply body
+	// (rather than sending the request); oversize marks a 2xx body over
+	// the exchange's cap. Search words its messages by them.
+	reading, oversize bool
 }
 
 func (e *Error) Error() string { return e.msg }

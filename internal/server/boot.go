@@ -370,7 +370,7 @@ func PrepareEnvironment(ctx context.Context, cfg *config.Config, m *Metrics, log
 		env.closers = append(env.closers, wf.CloseIdleConnections)
 	}
 	if cfg.Tools.WebSearch {
-		ws, err := tools.NewWebSearch(cfg.Gateway.URL, cfg.Gateway.APIKey.Reveal(), httpClient)
+		ws, err := tools.NewWebSearch(client)
 		if err != nil {
 			return fail(fmt.Errorf("assemble the live tool registry: web_search: %w", err))
 		}
