@@ -59,7 +59,7 @@ func New(cfg Config) (*Client, error) {
 		http:          cfg.HTTPClient,
 	}
 	if c.http == nil {
-		c.http = &http.Client{Transport: newTransport()}
+		c.http = &http.Client{Transport: NewTransport()}
 	}
 	return c, nil
 }
@@ -83,13 +83,19 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// newTransport is the default transport with a connect timeout like the
-// reference gateway's (10s) and enough idle connections per host for
-// concurrent runs against one gateway.
-func newTransport() *http.Transport {
+// NewTransport returns the HTTP transport for gateway calls: the default
+// transport with a connect timeout like the reference gateway's (10s) and
+// 64 idle connections per host, enough for concurrent runs (and their
+// fanout arms) against one gateway. New uses it when Config.HTTPClient is
+// nil; a host that wraps the transport (the server times every call)
+// builds on it, so every client of the gateway has the same limits.
+//
+// 64 is the serve path's value: the server built its own transport with
+// it, while a client New built had 32 and web_search the default 2.
+func NewTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	t.MaxIdleConnsPerHost = 32
+	t.MaxIdleConnsPerHost = 64
 	return t
 }
 

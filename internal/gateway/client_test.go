@@ -426,3 +426,14 @@ func blankOK(key string) secret.Secret {
 	s, _ := secret.New(key)
 	return s
 }
+
+func TestNewTransportLimits(t *testing.T) {
+	tr := gateway.NewTransport()
+	defer tr.CloseIdleConnections()
+	if tr.MaxIdleConnsPerHost != 64 || tr.DialContext == nil || tr.Proxy == nil {
+		t.Errorf("transport: idle/host %d, dial set %v, proxy set %v", tr.MaxIdleConnsPerHost, tr.DialContext != nil, tr.Proxy != nil)
+	}
+	if tr == gateway.NewTransport() {
+		t.Error("NewTransport shares one transport between calls")
+	}
+}

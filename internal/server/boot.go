@@ -321,15 +321,6 @@ func (e *Environment) Close() {
 	}
 }
 
-// gatewayTransport is the HTTP transport gateway calls use: a bounded
-// connect and enough idle connections for concurrent runs.
-func gatewayTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	t.MaxIdleConnsPerHost = 64
-	return t
-}
-
 // PrepareEnvironment builds the gateway client (its calls timed in m; nil
 // makes throwaway metrics), fetches the model catalog (see FetchModels),
 // builds the live tools [tools] enables and resolves [paths].files.
@@ -341,7 +332,7 @@ func PrepareEnvironment(ctx context.Context, cfg *config.Config, m *Metrics, log
 		logger = slog.New(slog.DiscardHandler)
 	}
 	env := &Environment{}
-	base := gatewayTransport()
+	base := gateway.NewTransport()
 	httpClient := &http.Client{Transport: m.GatewayTransport(base)}
 	env.closers = append(env.closers, base.CloseIdleConnections)
 	fail := func(err error) (*Environment, error) {

@@ -24,7 +24,7 @@ func TestGatewayCallsAreTimed(t *testing.T) {
 	g := gatewaytest.New(t)
 	g.Enqueue(gatewaytest.Text("spoken"))
 	m := NewMetrics()
-	base := gatewayTransport()
+	base := gateway.NewTransport()
 	t.Cleanup(base.CloseIdleConnections)
 	c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey()), HTTPClient: &http.Client{Transport: m.GatewayTransport(base)}})
 	if err != nil {
