@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"net/url"
 	"os"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/promptforge-go/promptforge/internal/apiurl"
 	"github.com/promptforge-go/promptforge/internal/names"
 )
 
@@ -36,28 +36,25 @@ func allDigits(s string) bool {
 	return s != ""
 }
 
-// checkGatewayURL applies spec §2.2's [gateway].url rules to the trimmed
-// value; the caller stores the value untrimmed.
+// checkGatewayURL applies spec §2.2's [gateway].url rules (apiurl's shape
+// rule) to the trimmed value; the caller stores the value untrimmed. The
+// rest of the API-root rule (no userinfo, query or fragment) is applied
+// when the gateway client is built, as the reference does.
 func checkGatewayURL(raw string) error {
-	v := strings.TrimSpace(raw)
-	if v == "" {
+	_, err := apiurl.CheckShape(strings.TrimSpace(raw))
+	if err == nil {
+		return nil
+	}
+	switch err.Problem {
+	case apiurl.Empty:
 		return errors.New("[gateway].url must not be empty: set it to the gateway's API root, such as \"http://127.0.0.1:8081/v1\"")
-	}
-	u, err := url.Parse(v)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return fmt.Errorf("[gateway].url must be a valid http or https URL: %q: %w", raw, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
+	case apiurl.Unparseable:
+		return fmt.Errorf("[gateway].url must be a valid http or https URL: %q: %w", raw, err.Err)
+	case apiurl.NoScheme, apiurl.BadScheme:
 		return fmt.Errorf("[gateway].url must be an http or https URL: %q (write the scheme, as in \"http://host:port/v1\")", raw)
-	}
-	if u.Hostname() == "" {
+	default: // apiurl.NoHost
 		return fmt.Errorf("[gateway].url must have a host: %q", raw)
 	}
-	return nil
 }
 
 // checkPromptName applies the [prompts.NAME] key rules: NAME is what

@@ -3,17 +3,16 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/promptforge-go/promptforge/internal/apiurl"
 	"github.com/promptforge-go/promptforge/internal/redact"
 )
 
@@ -110,37 +109,33 @@ func (c *Client) CloseIdleConnections() {
 // BaseURL is the validated API root the client sends to.
 func (c *Client) BaseURL() string { return c.base }
 
-// validateURL checks the gateway URL and returns it with trailing slashes
+// validateURL checks the gateway URL against the API-root rule (package
+// apiurl, shared with config) and returns it with trailing slashes
 // trimmed. Errors never repeat the URL: it may hold credentials.
 func validateURL(raw string) (string, error) {
 	const example = " (e.g. http://127.0.0.1:8081/v1)"
-	if strings.TrimSpace(raw) == "" {
+	_, err := apiurl.Check(raw)
+	if err == nil {
+		return strings.TrimRight(raw, "/"), nil
+	}
+	switch err.Problem {
+	case apiurl.Empty:
 		return "", configError("gateway URL is empty: set it to the gateway's API root" + example)
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return "", configError("gateway URL cannot be parsed (" + err.Error() + "): use an absolute http(s) URL" + example)
-	}
-	switch {
-	case u.User != nil:
+	case apiurl.Unparseable:
+		return "", configError("gateway URL cannot be parsed (" + err.Err.Error() + "): use an absolute http(s) URL" + example)
+	case apiurl.Userinfo:
 		return "", configError("gateway URL must not contain credentials (user:password@): put the key in the API key setting instead")
-	case u.Scheme != "http" && u.Scheme != "https":
-		if u.Scheme == "" {
-			return "", configError("gateway URL has no scheme: use an absolute http(s) URL" + example)
-		}
-		return "", configError(fmt.Sprintf("gateway URL scheme %q is not supported: use http or https", u.Scheme))
-	case u.Opaque != "" || u.Host == "" || u.Hostname() == "":
+	case apiurl.NoScheme:
+		return "", configError("gateway URL has no scheme: use an absolute http(s) URL" + example)
+	case apiurl.BadScheme:
+		return "", configError(fmt.Sprintf("gateway URL scheme %q is not supported: use http or https", err.Scheme))
+	case apiurl.NoHost:
 		return "", configError("gateway URL has no host: use an absolute http(s) URL" + example)
-	case u.RawQuery != "" || u.ForceQuery:
+	case apiurl.Query:
 		return "", configError("gateway URL must not have a query (?...): give only the API root" + example)
-	case u.Fragment != "" || strings.Contains(raw, "#"):
+	default: // apiurl.Fragment
 		return "", configError("gateway URL must not have a fragment (#...): give only the API root" + example)
 	}
-	return strings.TrimRight(raw, "/"), nil
 }
 
 func validateKey(key string) error {
