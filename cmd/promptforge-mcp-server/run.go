@@ -286,6 +286,9 @@ func fromEnv(ctx context.Context, lookup env, logger *slog.Logger, cfg *engine.C
 	}
 	gc, err := gateway.ConfigFromEnv(lookup)
 	if errors.Is(err, gateway.ErrNotConfigured) {
+		// The engine reads no environment itself: a model call fails
+		// saying what to set.
+		cfg.Client = gateway.NewDisabled("set " + gateway.EnvURL + " and " + gateway.EnvAPIKey)
 		return closeAll, nil
 	}
 	if err == nil {
