@@ -21,7 +21,10 @@ const (
 	DefaultWatch             = true
 	DefaultWatchDebounce     = 500 * time.Millisecond
 	DefaultPromptsDir        = "prompts"
-	DefaultGatewayTimeout    = 10 * time.Second
+	// DefaultGatewayTimeout is [gateway].timeout's default. The gateway
+	// client's zero-value default (gateway.DefaultModelsTimeout, for hosts
+	// without a prompts.toml) is the same value.
+	DefaultGatewayTimeout = 10 * time.Second
 )
 
 // Config is one loaded prompts.toml, validated. Values are as written after

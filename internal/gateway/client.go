@@ -20,7 +20,11 @@ const (
 	// DefaultTimeout bounds a chat request when Config.Timeout is zero.
 	DefaultTimeout = 120 * time.Second
 	// DefaultModelsTimeout bounds GET /models when Config.ModelsTimeout
-	// is zero.
+	// is zero, as for the run command, which has no prompts.toml. It is
+	// the same 10s as config.DefaultGatewayTimeout, the [gateway].timeout
+	// default that serve passes explicitly; config may not import gateway,
+	// so config owns the setting and this is the zero value's meaning for
+	// hosts without one (a server test keeps the two equal).
 	DefaultModelsTimeout = 10 * time.Second
 	// MaxReplyBytes caps a success body; a larger one is malformed.
 	MaxReplyBytes = 16 << 20

@@ -31,3 +31,13 @@ func TestModelOverridesTranslateEveryAcceptedValue(t *testing.T) {
 		t.Errorf("modelOverrides(nil) = %v", got)
 	}
 }
+
+// config owns [gateway].timeout and its default; the gateway client's
+// zero value means the same for hosts without a prompts.toml (the run
+// command). config may not import gateway, so the value is written in
+// both; this keeps them equal.
+func TestGatewayTimeoutDefaultsAgree(t *testing.T) {
+	if config.DefaultGatewayTimeout != gateway.DefaultModelsTimeout {
+		t.Errorf("config.DefaultGatewayTimeout %v != gateway.DefaultModelsTimeout %v", config.DefaultGatewayTimeout, gateway.DefaultModelsTimeout)
+	}
+}
