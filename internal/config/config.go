@@ -30,7 +30,7 @@ const (
 // Config is one loaded prompts.toml, validated. Values are as written after
 // ${VAR} expansion; nothing is resolved against the filesystem.
 type Config struct {
-	// Path is the file Load read, as given; empty for Parse.
+	// Path is the file Loader.Load read, as given; empty for Parse.
 	Path    string
 	Server  Server
 	Paths   Paths

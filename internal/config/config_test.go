@@ -405,7 +405,7 @@ func TestInterpolationReadsTheRealEnvironment(t *testing.T) {
 	t.Setenv("PF_TEST_REAL_DIR", "/from/the/environment")
 	text := strings.Replace(minimal, "[gateway]", "[paths]\nprompts = '${PF_TEST_REAL_DIR}'\n[gateway]", 1)
 	path := writeFile(t, t.TempDir(), "prompts.toml", text)
-	cfg, err := Load(path, nil)
+	cfg, err := Loader{}.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +479,7 @@ func TestValidationErrors(t *testing.T) {
 func TestParseErrorCarriesTheFileAndLine(t *testing.T) {
 	dir := t.TempDir()
 	path := writeFile(t, dir, "prompts.toml", strings.Replace(minimal, "[server]", "[server]\nbind = \"localhost:9310\"", 1))
-	_, err := Load(path, nil)
+	_, err := Loader{}.Load(path)
 	var e *Error
 	if !errors.As(err, &e) {
 		t.Fatalf("err = %v", err)
@@ -743,7 +743,7 @@ func TestParseAndLoadAgree(t *testing.T) {
 
 func TestLoadMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nope", "prompts.toml")
-	_, err := Load(path, nil)
+	_, err := Loader{}.Load(path)
 	var e *Error
 	if !errors.As(err, &e) || e.Kind != KindRead {
 		t.Fatalf("err = %v, want a read error", err)
@@ -762,7 +762,7 @@ func TestLoadMissingFile(t *testing.T) {
 func TestLoadReadErrors(t *testing.T) {
 	dir := t.TempDir()
 	t.Run("a directory", func(t *testing.T) {
-		_, err := Load(dir, nil)
+		_, err := Loader{}.Load(dir)
 		var e *Error
 		if !errors.As(err, &e) || e.Kind != KindRead || e.Err == nil {
 			t.Errorf("err = %v", err)
@@ -770,7 +770,7 @@ func TestLoadReadErrors(t *testing.T) {
 	})
 	t.Run("not UTF-8", func(t *testing.T) {
 		path := writeFile(t, dir, "bad.toml", minimal+"# \xff\n")
-		_, err := Load(path, nil)
+		_, err := Loader{}.Load(path)
 		var e *Error
 		if !errors.As(err, &e) || e.Kind != KindRead || !errors.Is(err, errNotUTF8File) {
 			t.Errorf("err = %v", err)
@@ -785,11 +785,11 @@ func TestLoadSizeCap(t *testing.T) {
 		return body + strings.Repeat("x", n-len(body)-1) + "\n"
 	}
 	exact := writeFile(t, dir, "exact.toml", pad(maxConfigBytes))
-	if _, err := Load(exact, nil); err != nil {
+	if _, err := (Loader{}).Load(exact); err != nil {
 		t.Errorf("a file of exactly the cap: %v", err)
 	}
 	over := writeFile(t, dir, "over.toml", pad(maxConfigBytes+1))
-	_, err := Load(over, nil)
+	_, err := Loader{}.Load(over)
 	var e *Error
 	if !errors.As(err, &e) || e.Kind != KindParse {
 		t.Fatalf("err = %v, want a parse error", err)
@@ -820,7 +820,7 @@ func TestEnvFile(t *testing.T) {
 		dir := t.TempDir()
 		path := writeFile(t, dir, "prompts.toml", withVar)
 		writeFile(t, dir, "prompts.env", "PF_TEST_ENV_KEY=from-file\n")
-		cfg, err := Load(path, nil)
+		cfg, err := Loader{}.Load(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -878,7 +878,7 @@ func TestEnvFile(t *testing.T) {
 		dir := t.TempDir()
 		path := writeFile(t, dir, "prompts.toml", withVar)
 		writeFile(t, dir, "prompts.env", "PF_TEST_ENV_KEY=from-file\nPF_TEST_ENV_OTHER=x\n")
-		if _, err := Load(path, nil); err != nil {
+		if _, err := (Loader{}).Load(path); err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range []string{"PF_TEST_ENV_KEY", "PF_TEST_ENV_OTHER"} {

@@ -40,14 +40,9 @@ type Loader struct {
 	Logger *slog.Logger
 }
 
-// Load reads and validates the configuration at path with the process
-// environment and the env file beside it (EnvFilePath). Warnings about an
-// env file that is ignored go to logger (nil discards them).
-func Load(path string, logger *slog.Logger) (*Config, error) {
-	return Loader{Logger: logger}.Load(path)
-}
-
-// Load runs the whole pipeline of spec §2.1, in its order: read (capped at
+// Load reads and validates the configuration at path with the environment
+// and the env file beside it (EnvFilePath). It runs the whole pipeline of
+// spec §2.1, in its order: read (capped at
 // 4 MiB), load the env file into memory, parse the TOML, expand ${VAR} in
 // string values, decode refusing unknown keys, validate. Every failure is
 // an *Error.

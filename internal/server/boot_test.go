@@ -311,7 +311,7 @@ func TestPrepareEnvironmentBuildsTheLiveTools(t *testing.T) {
 	g := gatewaytest.New(t)
 	path := bootDir(t, "", g, basePrompts)
 	os.WriteFile(path, append(mustRead(t, path), []byte("\n[tools]\nweb_fetch = true\nweb_search = true\n")...), 0o644)
-	cfg, err := config.Load(path, nil)
+	cfg, err := config.Loader{}.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
