@@ -130,7 +130,7 @@ func TestReload(t *testing.T) {
 		if d := entryNamed(t, before.Catalog(), "alpha").Description(); d != "First." {
 			t.Errorf("earlier snapshot's description = %q", d)
 		}
-		if !strings.Contains(logs.String(), `msg="reloaded 2 prompt(s), 0 broken; ranking changed, retrieval pending"`) {
+		if !strings.Contains(logs.String(), `msg="reloaded the catalog" prompts=2 broken=0 ranking=changed retrieval=pending`) {
 			t.Errorf("logs lack the summary:\n%s", logs)
 		}
 	})

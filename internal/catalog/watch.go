@@ -122,7 +122,7 @@ func startWatch(ctx context.Context, h *Handle, opts WatchOptions, settled func(
 		debounce(w.tokens, opts.Debounce, w.settle)
 		<-w.pumpDone
 	}()
-	w.log.Info(fmt.Sprintf("watching %s and %s every %s", opts.ConfigPath, h.root, humantime.Format(max(opts.Debounce, 0))))
+	w.log.Info("watching for changes", "config", opts.ConfigPath, "prompts", h.root, "debounce", humantime.Format(max(opts.Debounce, 0)))
 	return w, nil
 }
 
@@ -306,7 +306,7 @@ func (w *Watcher) reregister() {
 			"; saved prompts will no longer be picked up; restart the server once the path is back")
 		return
 	}
-	w.log.Info("re-registered the watch on " + w.h.root + " and " + w.configDir)
+	w.log.Info("re-registered the watch", "prompts", w.h.root, "config_dir", w.configDir)
 }
 
 // debounce runs settle once per burst of tokens: each token restarts the

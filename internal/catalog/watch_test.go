@@ -320,7 +320,7 @@ func TestWatcherReregistersAfterWatchError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close(context.Background())
-	if !strings.Contains(logs.String(), "watching "+config+" and "+root+" every 10ms") {
+	if !strings.Contains(logs.String(), `msg="watching for changes" config=`+config+" prompts="+root+" debounce=10ms") {
 		t.Errorf("start line missing:\n%s", logs)
 	}
 
@@ -331,7 +331,7 @@ func TestWatcherReregistersAfterWatchError(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no settle")
 	}
-	if !strings.Contains(logs.String(), "re-registered the watch on "+root+" and "+base) {
+	if !strings.Contains(logs.String(), `msg="re-registered the watch" prompts=`+root+" config_dir="+base) {
 		t.Errorf("logs:\n%s", logs)
 	}
 	if !slices.Contains(w.fsw.WatchList(), root) {
