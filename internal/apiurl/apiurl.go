@@ -30,24 +30,14 @@ const (
 	Fragment
 )
 
+var problemNames = [...]string{
+	Empty: "empty", Unparseable: "unparseable", NoScheme: "no scheme", BadScheme: "unsupported scheme",
+	NoHost: "no host", Userinfo: "userinfo", Query: "query", Fragment: "fragment",
+}
+
 func (p Problem) String() string {
-	switch p {
-	case Empty:
-		return "empty"
-	case Unparseable:
-		return "unparseable"
-	case NoScheme:
-		return "no scheme"
-	case BadScheme:
-		return "unsupported scheme"
-	case NoHost:
-		return "no host"
-	case Userinfo:
-		return "userinfo"
-	case Query:
-		return "query"
-	case Fragment:
-		return "fragment"
+	if int(p) < len(problemNames) && problemNames[p] != "" {
+		return problemNames[p]
 	}
 	return "Problem(" + strconv.Itoa(int(p)) + ")"
 }
