@@ -13,7 +13,7 @@ import (
 
 // failure is a web_fetch outcome other than success. Soft failures go
 // back to the model as tool text so it can try another URL; hard ones end
-// the run as an InvalidArguments error. model is what the model (or the
+// the run as a KindInvalidArguments error. model is what the model (or the
 // run's error) shows: never a blocked address, query or credential.
 // detail is for logs only.
 type failure struct {

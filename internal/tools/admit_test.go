@@ -71,7 +71,7 @@ func TestFetchArgumentErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		_, err := w.Call(context.Background(), json.RawMessage(tc.args))
-		if err == nil || err.Error() != tc.want || KindOf(err) != InvalidArguments {
+		if err == nil || err.Error() != tc.want || KindOf(err) != KindInvalidArguments {
 			t.Errorf("Call(%s) = %v (kind %v); want %q (invalid arguments)", tc.args, err, KindOf(err), tc.want)
 		}
 	}

@@ -31,7 +31,7 @@
 // Failures a model can act on (HTTP status, timeout, DNS, content type,
 // size, charset, refused redirect, scheme) come back as ordinary
 // untrusted tool text; argument errors and policy violations are *Error
-// with kind InvalidArguments and end the run. Messages never show a
+// with kind KindInvalidArguments and end the run. Messages never show a
 // blocked address or a URL's userinfo, query or fragment; the injected
 // logger gets the detail.
 //

@@ -233,7 +233,7 @@ func positiveInteger(v json.RawMessage) (uint64, bool) {
 
 // Call implements Tool. Soft failures come back as untrusted text with a
 // nil error; argument and policy violations are *Error with kind
-// InvalidArguments; a cancelled ctx is kind Cancelled.
+// KindInvalidArguments; a cancelled ctx is KindCancelled.
 func (w *WebFetch) Call(ctx context.Context, raw json.RawMessage) (Result, error) {
 	a, err := w.parseFetchArgs(raw)
 	if err != nil {
@@ -248,7 +248,7 @@ func (w *WebFetch) Call(ctx context.Context, raw json.RawMessage) (Result, error
 	}
 	if f.hard {
 		w.log.Info("web_fetch: refused", "url", redact.RawURL(a.url), "reason", f.model, "detail", f.detail)
-		return Result{}, &Error{Kind: InvalidArguments, Msg: WebFetchName + ": " + f.model, Err: f}
+		return Result{}, &Error{Kind: KindInvalidArguments, Msg: WebFetchName + ": " + f.model, Err: f}
 	}
 	w.log.Debug("web_fetch: soft failure", "url", redact.RawURL(a.url), "reason", f.model, "detail", f.detail)
 	return Result{Text: f.model}, nil

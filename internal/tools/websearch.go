@@ -258,7 +258,7 @@ func (s *WebSearch) Call(ctx context.Context, raw json.RawMessage) (Result, erro
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return Result{}, &Error{Kind: Other, Msg: "web_search: cannot encode the request", Err: err}
+		return Result{}, &Error{Kind: KindOther, Msg: "web_search: cannot encode the request", Err: err}
 	}
 	reply, err := s.searcher.Search(ctx, body)
 	if err != nil {
@@ -275,16 +275,16 @@ func searchError(ctx context.Context, err error) *Error {
 	case ctx.Err() != nil:
 		return cancelled(WebSearchName, ctx.Err())
 	case !errors.As(err, &ge):
-		return &Error{Kind: Other, Msg: "web_search: " + err.Error(), Err: err}
+		return &Error{Kind: KindOther, Msg: "web_search: " + err.Error(), Err: err}
 	}
-	kind := Other
+	kind := KindOther
 	switch ge.Kind {
 	case gateway.KindCanceled:
 		return cancelled(WebSearchName, errors.Unwrap(ge))
 	case gateway.KindTransport:
-		kind = Transport
+		kind = KindTransport
 	case gateway.KindStatus, gateway.KindMalformed:
-		kind = Backend
+		kind = KindBackend
 	}
 	return &Error{Kind: kind, Msg: "web_search: " + ge.Error(), Err: err}
 }

@@ -195,7 +195,7 @@ func TestWebSearchArgumentErrors(t *testing.T) {
 	}
 	for raw, want := range cases {
 		te := searchErr(t, s, raw)
-		if te.Kind != InvalidArguments || !strings.HasPrefix(te.Msg, want) {
+		if te.Kind != KindInvalidArguments || !strings.HasPrefix(te.Msg, want) {
 			t.Errorf("Call(%.60s): %v %q; want invalid arguments %q", raw, te.Kind, te.Msg, want)
 		}
 	}
@@ -217,12 +217,12 @@ func TestWebSearchBackendErrors(t *testing.T) {
 	s := newSearch(t, gw)
 	tests := []struct {
 		reply gatewaytest.Reply
-		kind  ErrorKind
+		kind  Kind
 		want  string
 	}{
-		{gatewaytest.Status(500, "echo "+gw.APIKey()), Backend, "web_search: backend returned 500: echo [redacted]"},
-		{gatewaytest.Status(503, ""), Backend, "web_search: backend returned 503: (empty body)"},
-		{gatewaytest.JSON(map[string]any{"results": []any{map[string]any{"title": "t"}}}), Backend, "web_search: backend reply is malformed: result 0 has no url"},
+		{gatewaytest.Status(500, "echo "+gw.APIKey()), KindBackend, "web_search: backend returned 500: echo [redacted]"},
+		{gatewaytest.Status(503, ""), KindBackend, "web_search: backend returned 503: (empty body)"},
+		{gatewaytest.JSON(map[string]any{"results": []any{map[string]any{"title": "t"}}}), KindBackend, "web_search: backend reply is malformed: result 0 has no url"},
 	}
 	for _, tc := range tests {
 		gw.EnqueueSearch(tc.reply)
@@ -234,7 +234,7 @@ func TestWebSearchBackendErrors(t *testing.T) {
 
 	// A wrong key is the gateway's 401, reported like any non-2xx.
 	wrong := searchWithKey(t, gw, "wrong-key")
-	if te := searchErr(t, wrong, `{"query":"q"}`); te.Kind != Backend || !strings.HasPrefix(te.Msg, "web_search: backend returned 401: ") {
+	if te := searchErr(t, wrong, `{"query":"q"}`); te.Kind != KindBackend || !strings.HasPrefix(te.Msg, "web_search: backend returned 401: ") {
 		t.Errorf("wrong key: %v %q", te.Kind, te.Msg)
 	}
 }
@@ -246,13 +246,13 @@ func TestWebSearchTransportAndCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := s.Call(ctx, json.RawMessage(`{"query":"q"}`))
-	if KindOf(err) != Cancelled || err.Error() != "web_search: cancelled by the caller" || !errors.Is(err, context.Canceled) {
+	if KindOf(err) != KindCancelled || err.Error() != "web_search: cancelled by the caller" || !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled call: %v (kind %v)", err, KindOf(err))
 	}
 
 	gw.Close()
 	te := searchErr(t, s, `{"query":"q"}`)
-	if te.Kind != Transport || !strings.HasPrefix(te.Msg, "web_search: cannot reach the gateway at "+gw.URL()) {
+	if te.Kind != KindTransport || !strings.HasPrefix(te.Msg, "web_search: cannot reach the gateway at "+gw.URL()) {
 		t.Errorf("closed gateway: %v %q", te.Kind, te.Msg)
 	}
 }
