@@ -234,7 +234,7 @@ func classify(err error) *Error {
 	case errors.As(err, &te):
 		return &Error{Kind: Substitution, Err: err}
 	case errors.As(err, &ge):
-		if ge.Kind == gateway.KindCanceled {
+		if ge.Kind == gateway.KindCancelled {
 			return &Error{Kind: Cancelled, Err: err}
 		}
 		return &Error{Kind: Completion, Err: err}

@@ -14,7 +14,7 @@ import (
 // Complete sends POST {base}/chat/completions and parses choices[0].
 //
 // The request is bounded by Config.Timeout and by ctx; when ctx ends first
-// the error is KindCanceled and wraps ctx.Err(). For DialectGemma3 the
+// the error is KindCancelled and wraps ctx.Err(). For DialectGemma3 the
 // client rewrites the request (tools described in a system message,
 // tool-call history as text) and parses tool_code fences in the reply, so
 // callers handle both dialects alike. On failure after the request was

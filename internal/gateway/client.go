@@ -245,7 +245,7 @@ type exchange struct {
 func (c *Client) send(ctx context.Context, x exchange) (int, []byte, *Error) {
 	op := x.op
 	if err := ctx.Err(); err != nil {
-		return 0, nil, canceled(ctx, op)
+		return 0, nil, cancelled(ctx, op)
 	}
 	cause := &errTimeout{d: x.timeout}
 	reqCtx, cancel := context.WithTimeoutCause(ctx, x.timeout, cause)
@@ -313,7 +313,7 @@ func sizeText(n int64) string {
 
 func (c *Client) transportFailure(ctx, reqCtx context.Context, cause *errTimeout, op string, err error) *Error {
 	if ctx.Err() != nil {
-		return canceled(ctx, op)
+		return cancelled(ctx, op)
 	}
 	if context.Cause(reqCtx) == cause {
 		return &Error{
@@ -332,11 +332,11 @@ func (c *Client) transportFailure(ctx, reqCtx context.Context, cause *errTimeout
 	}
 }
 
-func canceled(ctx context.Context, op string) *Error {
+func cancelled(ctx context.Context, op string) *Error {
 	err := ctx.Err()
 	msg := "gateway " + op + " cancelled by the caller: " + err.Error()
 	if cause := context.Cause(ctx); cause != nil && cause != err {
 		msg += " (" + cause.Error() + ")"
 	}
-	return &Error{Kind: KindCanceled, Op: op, err: err, msg: msg}
+	return &Error{Kind: KindCancelled, Op: op, err: err, msg: msg}
 }

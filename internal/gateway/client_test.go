@@ -321,7 +321,7 @@ func TestCancelWhileInFlight(t *testing.T) {
 	<-g.Arrived()
 	cancel()
 	err := <-errc
-	ge := asError(t, err, gateway.KindCanceled)
+	ge := asError(t, err, gateway.KindCancelled)
 	if !errors.Is(err, context.Canceled) || ge.Retryable() {
 		t.Errorf("got %v (retryable %v)", err, ge.Retryable())
 	}
@@ -333,11 +333,11 @@ func TestPreCancelledContextSendsNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	_, err := c.Complete(ctx, userTurn("hi"))
-	if asError(t, err, gateway.KindCanceled); !errors.Is(err, context.Canceled) {
+	if asError(t, err, gateway.KindCancelled); !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v", err)
 	}
 	_, err = c.Models(ctx, nil)
-	asError(t, err, gateway.KindCanceled)
+	asError(t, err, gateway.KindCancelled)
 	if len(s.Requests()) != 0 || s.ModelsCalls() != 0 {
 		t.Error("a request was sent on a cancelled context")
 	}

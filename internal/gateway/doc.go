@@ -26,7 +26,7 @@
 // 10s, so boot never hangs: DESIGN §3.2) and SearchTimeout (30s) for a
 // search, all inside the caller's ctx.
 // Running past the client's deadline is a retryable KindTransport error
-// (Error.Timeout reports it); the caller's ctx ending is KindCanceled and
+// (Error.Timeout reports it); the caller's ctx ending is KindCancelled and
 // wraps ctx.Err().
 //
 // Errors. Every failure is an *Error with a Kind. Error() says what failed

@@ -26,9 +26,9 @@ const (
 	// KindConfig: the client configuration or the request itself is
 	// invalid; nothing was sent.
 	KindConfig
-	// KindCanceled: the caller's context ended first; the error wraps
+	// KindCancelled: the caller's context ended first; the error wraps
 	// ctx.Err().
-	KindCanceled
+	KindCancelled
 	// KindDisabled: the client was built by NewDisabled; no gateway is
 	// configured.
 	KindDisabled
@@ -46,7 +46,7 @@ func (k Kind) String() string {
 		return "empty reply"
 	case KindConfig:
 		return "config"
-	case KindCanceled:
+	case KindCancelled:
 		return "canceled"
 	case KindDisabled:
 		return "disabled"
@@ -94,7 +94,7 @@ type Error struct {
 
 func (e *Error) Error() string { return e.msg }
 
-// Unwrap returns the cause: ctx.Err() for KindCanceled, the transport
+// Unwrap returns the cause: ctx.Err() for KindCancelled, the transport
 // error for KindTransport, ErrNotConfigured where it applies.
 func (e *Error) Unwrap() error { return e.err }
 

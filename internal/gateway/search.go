@@ -39,7 +39,7 @@ const (
 // quotes the body, whitespace collapsed, capped at 2,000 characters, and
 // with the API key cut out, since the model reading it may need the
 // backend's reason), KindMalformed for a reply that breaks the contract or
-// exceeds MaxSearchReplyBytes, KindTransport, KindCanceled, KindConfig
+// exceeds MaxSearchReplyBytes, KindTransport, KindCancelled, KindConfig
 // and KindDisabled as for Complete. Messages say what failed and what to
 // do; the caller prefixes its tool name.
 func (c *Client) Search(ctx context.Context, query json.RawMessage) (json.RawMessage, error) {
@@ -67,7 +67,7 @@ func (c *Client) Search(ctx context.Context, query json.RawMessage) (json.RawMes
 // which name the gateway's URL (never the key) and say what to do.
 func (c *Client) searchError(e *Error) *Error {
 	switch {
-	case e.Kind == KindCanceled:
+	case e.Kind == KindCancelled:
 		return e
 	case e.Kind == KindConfig:
 		e.msg = "cannot build the request"

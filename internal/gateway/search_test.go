@@ -101,7 +101,7 @@ func TestSearchTransportAndCancel(t *testing.T) {
 		cancel()
 	}()
 	_, err := c.Search(ctx, json.RawMessage(`{"query":"q"}`))
-	if asError(t, err, gateway.KindCanceled); !errors.Is(err, context.Canceled) {
+	if asError(t, err, gateway.KindCancelled); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled search: %v", err)
 	}
 

@@ -135,7 +135,7 @@ func TestConfiguredTimeoutAndCallerDeadline(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 			defer cancel()
 			_, err = c.Complete(ctx, userTurn("hi"))
-			ge := asError(t, err, gateway.KindCanceled)
+			ge := asError(t, err, gateway.KindCancelled)
 			if !errors.Is(err, context.DeadlineExceeded) || ge.Retryable() || ge.Timeout() {
 				t.Errorf("caller deadline: %v", err)
 			}

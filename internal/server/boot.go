@@ -383,7 +383,7 @@ func FetchModels(ctx context.Context, client *gateway.Client, overrides map[stri
 	if err != nil {
 		var ge *gateway.Error
 		switch {
-		case errors.As(err, &ge) && ge.Kind == gateway.KindCanceled:
+		case errors.As(err, &ge) && ge.Kind == gateway.KindCancelled:
 			return nil, fmt.Errorf("fetch the gateway's model catalog: %w", err)
 		case errors.As(err, &ge) && (ge.Kind == gateway.KindTransport || (ge.Kind == gateway.KindStatus && ge.Status >= 500)):
 			logger.Warn("gateway model catalog unavailable; serving without it", "kind", ge.Kind.String(), "error", err)

@@ -279,7 +279,7 @@ func searchError(ctx context.Context, err error) *Error {
 	}
 	kind := KindOther
 	switch ge.Kind {
-	case gateway.KindCanceled:
+	case gateway.KindCancelled:
 		return cancelled(WebSearchName, errors.Unwrap(ge))
 	case gateway.KindTransport:
 		kind = KindTransport
