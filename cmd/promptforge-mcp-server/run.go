@@ -284,7 +284,7 @@ func fromEnv(ctx context.Context, lookup env, logger *slog.Logger, cfg *engine.C
 			c()
 		}
 	}
-	gc, err := gateway.ConfigFromEnv(lookup)
+	gc, err := gateway.OptionsFromEnv(lookup)
 	if errors.Is(err, gateway.ErrNotConfigured) {
 		// The engine reads no environment itself: a model call fails
 		// saying what to set.

@@ -92,7 +92,7 @@ type gw struct {
 func newGW(t testing.TB) *gw {
 	t.Helper()
 	s := gatewaytest.New(t)
-	c, err := gateway.New(gateway.Config{BaseURL: s.URL(), APIKey: secret.MustNew(s.APIKey())})
+	c, err := gateway.New(gateway.Options{BaseURL: s.URL(), APIKey: secret.MustNew(s.APIKey())})
 	if err != nil {
 		t.Fatal(err)
 	}

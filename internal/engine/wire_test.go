@@ -269,7 +269,7 @@ func TestWire_MalformedReply(t *testing.T) {
 func TestWire_HangPastClientTimeout(t *testing.T) {
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Hang())
-	c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey()), Timeout: 50 * time.Millisecond})
+	c, err := gateway.New(gateway.Options{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey()), Timeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
-// Config locates a gateway: any OpenAI-shaped server whose API root
+// Options locates a gateway: any OpenAI-shaped server whose API root
 // (including /v1) is BaseURL.
-type Config struct {
+type Options struct {
 	BaseURL string        // http(s)://host[:port]/v1; no userinfo, query or fragment; trailing / trimmed
 	APIKey  secret.Secret // sent as "Authorization: Bearer <key>"
 	// Timeout bounds one whole chat request, connect to last body byte

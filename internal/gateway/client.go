@@ -17,9 +17,9 @@ import (
 )
 
 const (
-	// DefaultTimeout bounds a chat request when Config.Timeout is zero.
+	// DefaultTimeout bounds a chat request when Options.Timeout is zero.
 	DefaultTimeout = 120 * time.Second
-	// DefaultModelsTimeout bounds GET /models when Config.ModelsTimeout
+	// DefaultModelsTimeout bounds GET /models when Options.ModelsTimeout
 	// is zero, as for the run command, which has no prompts.toml. It is
 	// the same 10s as config.DefaultGatewayTimeout, the [gateway].timeout
 	// default that serve passes explicitly; config may not import gateway,
@@ -42,7 +42,7 @@ const (
 )
 
 // New validates cfg and returns a client.
-func New(cfg Config) (*Client, error) {
+func New(cfg Options) (*Client, error) {
 	base, err := validateURL(cfg.BaseURL)
 	if err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func orDefault(d, def time.Duration) time.Duration {
 // NewTransport returns the HTTP transport for gateway calls: the default
 // transport with a connect timeout like the reference gateway's (10s) and
 // 64 idle connections per host, enough for concurrent runs (and their
-// fanout arms) against one gateway. New uses it when Config.HTTPClient is
+// fanout arms) against one gateway. New uses it when Options.HTTPClient is
 // nil; a host that wraps the transport (the server times every call)
 // builds on it, so every client of the gateway has the same limits.
 //
@@ -189,17 +189,17 @@ func (c *Client) LogValue() slog.Value {
 // Format prints the configuration for every verb (%v, %#v, %s, %d ...):
 // the key is a secret.Secret and redacts itself, but BaseURL has not been
 // validated yet and may carry userinfo or a query, which are hidden here.
-func (cfg Config) Format(f fmt.State, _ rune) {
+func (cfg Options) Format(f fmt.State, _ rune) {
 	key := ""
 	if !cfg.APIKey.IsZero() {
 		key = redacted
 	}
-	_, _ = fmt.Fprintf(f, "gateway.Config{BaseURL: %s, APIKey: %s, Timeout: %s, ModelsTimeout: %s}",
+	_, _ = fmt.Fprintf(f, "gateway.Options{BaseURL: %s, APIKey: %s, Timeout: %s, ModelsTimeout: %s}",
 		redact.RawURL(cfg.BaseURL), key, cfg.Timeout, cfg.ModelsTimeout)
 }
 
 // LogValue logs the configuration with the key redacted.
-func (cfg Config) LogValue() slog.Value {
+func (cfg Options) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("url", redact.RawURL(cfg.BaseURL)),
 		slog.String("key", redacted),

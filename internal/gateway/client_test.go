@@ -40,7 +40,7 @@ func TestNewValidatesTheURL(t *testing.T) {
 		{url: "http://gw/v1#", wantErr: "must not have a fragment"},
 	}
 	for _, tt := range tests {
-		c, err := gateway.New(gateway.Config{BaseURL: tt.url, APIKey: secret.MustNew("k")})
+		c, err := gateway.New(gateway.Options{BaseURL: tt.url, APIKey: secret.MustNew("k")})
 		if tt.wantErr == "" {
 			if err != nil {
 				t.Errorf("New(%q): %v", tt.url, err)
@@ -65,7 +65,7 @@ func TestNewValidatesTheURL(t *testing.T) {
 
 func TestNewValidatesTheKeyAndTimeouts(t *testing.T) {
 	for _, key := range []string{"", "   ", " hunter2", "hunter2\n", "hun\x00ter2"} {
-		_, err := gateway.New(gateway.Config{BaseURL: "http://gw/v1", APIKey: blankOK(key)})
+		_, err := gateway.New(gateway.Options{BaseURL: "http://gw/v1", APIKey: blankOK(key)})
 		if err == nil {
 			t.Errorf("key %q accepted", key)
 			continue
@@ -75,14 +75,14 @@ func TestNewValidatesTheKeyAndTimeouts(t *testing.T) {
 			t.Errorf("key %q: error %q should name the key setting without its value", key, err)
 		}
 	}
-	if _, err := gateway.New(gateway.Config{BaseURL: "http://gw/v1", APIKey: secret.MustNew("k"), Timeout: -1}); err == nil {
+	if _, err := gateway.New(gateway.Options{BaseURL: "http://gw/v1", APIKey: secret.MustNew("k"), Timeout: -1}); err == nil {
 		t.Error("negative timeout accepted")
 	}
 }
 
 func TestKeyNeverPrinted(t *testing.T) {
 	const key = "sk-very-secret-key"
-	cfg := gateway.Config{BaseURL: "http://gw.example/v1", APIKey: secret.MustNew(key)}
+	cfg := gateway.Options{BaseURL: "http://gw.example/v1", APIKey: secret.MustNew(key)}
 	c, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func TestBearerHeaderOnEveryRequest(t *testing.T) {
 func TestTrailingSlashTrimmedOnTheWire(t *testing.T) {
 	s := gatewaytest.New(t)
 	s.Enqueue(gatewaytest.Text("ok"))
-	c := newClient(t, s, func(cfg *gateway.Config) { cfg.BaseURL += "/" })
+	c := newClient(t, s, func(cfg *gateway.Options) { cfg.BaseURL += "/" })
 	// gatewaytest's router does not clean paths, so //chat/completions
 	// would be a 404.
 	if _, err := c.Complete(t.Context(), userTurn("hi")); err != nil {
@@ -142,7 +142,7 @@ func TestTrailingSlashTrimmedOnTheWire(t *testing.T) {
 
 func TestWrongKeyIsAStatusError(t *testing.T) {
 	s := gatewaytest.New(t)
-	c := newClient(t, s, func(cfg *gateway.Config) { cfg.APIKey = secret.MustNew("wrong-key-123") })
+	c := newClient(t, s, func(cfg *gateway.Options) { cfg.APIKey = secret.MustNew("wrong-key-123") })
 	for name, call := range map[string]func() error{
 		"models": func() error { _, err := c.Models(t.Context(), nil); return err },
 		"chat":   func() error { _, err := c.Complete(t.Context(), userTurn("hi")); return err },
@@ -210,7 +210,7 @@ func TestOversizeBodiesRefused(t *testing.T) {
 	})
 	t.Run("success streamed without Content-Length", func(t *testing.T) {
 		srv := streamingServer(t, 200, gateway.MaxReplyBytes+1)
-		c, err := gateway.New(gateway.Config{BaseURL: srv + "/v1", APIKey: secret.MustNew("k")})
+		c, err := gateway.New(gateway.Options{BaseURL: srv + "/v1", APIKey: secret.MustNew("k")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +222,7 @@ func TestOversizeBodiesRefused(t *testing.T) {
 	})
 	t.Run("error body", func(t *testing.T) {
 		srv := streamingServer(t, 502, gateway.MaxReplyBytes+1)
-		c, err := gateway.New(gateway.Config{BaseURL: srv + "/v1", APIKey: secret.MustNew("k")})
+		c, err := gateway.New(gateway.Options{BaseURL: srv + "/v1", APIKey: secret.MustNew("k")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +288,7 @@ func TestHangPastTheTimeoutOnLoopback(t *testing.T) {
 	s.SetModelsReply(gatewaytest.Hang())
 	// A tiny timeout against a handler that never answers: the test
 	// checks the classification, not how long it took.
-	c := newClient(t, s, func(cfg *gateway.Config) {
+	c := newClient(t, s, func(cfg *gateway.Options) {
 		cfg.Timeout = 20 * time.Millisecond
 		cfg.ModelsTimeout = 20 * time.Millisecond
 	})
@@ -343,11 +343,11 @@ func TestPreCancelledContextSendsNothing(t *testing.T) {
 	}
 }
 
-func TestConfigFromEnv(t *testing.T) {
+func TestOptionsFromEnv(t *testing.T) {
 	env := func(vars map[string]string) func(string) (string, bool) {
 		return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 	}
-	cfg, err := gateway.ConfigFromEnv(env(map[string]string{gateway.EnvURL: "http://gw/v1", gateway.EnvAPIKey: "k"}))
+	cfg, err := gateway.OptionsFromEnv(env(map[string]string{gateway.EnvURL: "http://gw/v1", gateway.EnvAPIKey: "k"}))
 	if err != nil || cfg.BaseURL != "http://gw/v1" || cfg.APIKey.Reveal() != "k" {
 		t.Fatalf("both set: %+v, %v", cfg, err)
 	}
@@ -365,7 +365,7 @@ func TestConfigFromEnv(t *testing.T) {
 		{"key not utf-8", map[string]string{gateway.EnvURL: "http://gw/v1", gateway.EnvAPIKey: "secret-\xff"}, "PROMPTFORGE_GATEWAY_API_KEY is not valid UTF-8", false},
 	}
 	for _, tt := range tests {
-		_, err := gateway.ConfigFromEnv(env(tt.vars))
+		_, err := gateway.OptionsFromEnv(env(tt.vars))
 		if err == nil {
 			t.Errorf("%s: no error", tt.name)
 			continue
@@ -403,7 +403,7 @@ func TestKeyNeverInErrors(t *testing.T) {
 		gatewaytest.Empty("stop"),
 		gatewaytest.Hang(),
 	)
-	c := newClient(t, s, func(cfg *gateway.Config) { cfg.Timeout = 50 * time.Millisecond })
+	c := newClient(t, s, func(cfg *gateway.Options) { cfg.Timeout = 50 * time.Millisecond })
 	for i := range 4 {
 		_, err := c.Complete(t.Context(), userTurn("hi"))
 		if err == nil {
@@ -421,7 +421,7 @@ func TestKeyNeverInErrors(t *testing.T) {
 }
 
 // blankOK wraps key as a Secret, letting a blank one through as the zero
-// Secret (as ConfigFromEnv does), so New's own key checks are what refuse it.
+// Secret (as OptionsFromEnv does), so New's own key checks are what refuse it.
 func blankOK(key string) secret.Secret {
 	s, _ := secret.New(key)
 	return s

@@ -21,8 +21,8 @@
 // catalog). Fields that are present but wrong still make the catalog
 // malformed.
 //
-// Timeouts. Each request gets its own deadline: Config.Timeout for chat
-// (default 120s), Config.ModelsTimeout for the models list (default
+// Timeouts. Each request gets its own deadline: Options.Timeout for chat
+// (default 120s), Options.ModelsTimeout for the models list (default
 // 10s, so boot never hangs: DESIGN §3.2) and SearchTimeout (30s) for a
 // search, all inside the caller's ctx.
 // Running past the client's deadline is a retryable KindTransport error
@@ -34,5 +34,5 @@
 // sanitized one Search's KindStatus message quotes for the model; the start of
 // a non-2xx body is available, escaped and capped at 2,000 characters,
 // through Error.Body for debug logs. The key never appears in %v, %#v or
-// slog output of a Client or Config.
+// slog output of a Client or Options.
 package gateway

@@ -55,7 +55,7 @@ func (k Kind) String() string {
 }
 
 // ErrNotConfigured is wrapped by the errors that mean "no gateway was
-// configured at all": ConfigFromEnv with neither variable set, and every
+// configured at all": OptionsFromEnv with neither variable set, and every
 // call on a NewDisabled client.
 var ErrNotConfigured = errors.New("no gateway configured")
 

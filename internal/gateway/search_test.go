@@ -83,7 +83,7 @@ func TestSearchBackendErrors(t *testing.T) {
 	}
 
 	// A wrong key is the gateway's 401, reported like any non-2xx.
-	wrong := newClient(t, gw, func(cfg *gateway.Config) { cfg.APIKey = secret.MustNew("wrong-key") })
+	wrong := newClient(t, gw, func(cfg *gateway.Options) { cfg.APIKey = secret.MustNew("wrong-key") })
 	_, err := wrong.Search(t.Context(), json.RawMessage(`{"query":"q"}`))
 	if ge := asError(t, err, gateway.KindStatus); ge.Status != 401 || !strings.HasPrefix(ge.Error(), "backend returned 401: ") {
 		t.Errorf("wrong key: %v", err)
@@ -115,7 +115,7 @@ func TestSearchTransportAndCancel(t *testing.T) {
 
 func TestSearchTimeoutOnAFakeClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		silentGateway(t, gateway.Config{}, func(c *gateway.Client) {
+		silentGateway(t, gateway.Options{}, func(c *gateway.Client) {
 			start := time.Now()
 			_, err := c.Search(t.Context(), json.RawMessage(`{"query":"rivers"}`))
 			if got := time.Since(start); got != 30*time.Second {
@@ -138,7 +138,7 @@ func TestSearchUsesTheConfiguredHTTPClient(t *testing.T) {
 		return http.DefaultTransport.RoundTrip(r)
 	})}
 	defer http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-	c := newClient(t, gw, func(cfg *gateway.Config) { cfg.HTTPClient = client })
+	c := newClient(t, gw, func(cfg *gateway.Options) { cfg.HTTPClient = client })
 	gw.EnqueueSearch(gatewaytest.Search(gatewaytest.SearchHit{URL: "https://a.example/"}))
 	if _, err := c.Search(t.Context(), json.RawMessage(`{"query":"q"}`)); err != nil {
 		t.Fatal(err)

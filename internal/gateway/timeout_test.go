@@ -64,7 +64,7 @@ func (pipeAddr) String() string  { return "pipe" }
 
 // silentGateway runs fn with a client whose gateway accepts every request
 // and never answers, all on the bubble's fake clock.
-func silentGateway(t *testing.T, cfg gateway.Config, fn func(c *gateway.Client)) {
+func silentGateway(t *testing.T, cfg gateway.Options, fn func(c *gateway.Client)) {
 	ln := newPipeListener()
 	stop := make(chan struct{})
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -97,7 +97,7 @@ func silentGateway(t *testing.T, cfg gateway.Config, fn func(c *gateway.Client))
 
 func TestDefaultTimeoutsOnAFakeClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		silentGateway(t, gateway.Config{}, func(c *gateway.Client) {
+		silentGateway(t, gateway.Options{}, func(c *gateway.Client) {
 			start := time.Now()
 			_, err := c.Complete(t.Context(), userTurn("hi"))
 			if got := time.Since(start); got != gateway.DefaultTimeout {
@@ -122,7 +122,7 @@ func TestDefaultTimeoutsOnAFakeClock(t *testing.T) {
 
 func TestConfiguredTimeoutAndCallerDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		silentGateway(t, gateway.Config{Timeout: 3 * time.Second}, func(c *gateway.Client) {
+		silentGateway(t, gateway.Options{Timeout: 3 * time.Second}, func(c *gateway.Client) {
 			start := time.Now()
 			_, err := c.Complete(t.Context(), userTurn("hi"))
 			if got := time.Since(start); got != 3*time.Second {

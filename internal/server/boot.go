@@ -339,7 +339,7 @@ func PrepareEnvironment(ctx context.Context, cfg *config.Config, m *Metrics, log
 		env.Close()
 		return nil, err
 	}
-	client, err := gateway.New(gateway.Config{
+	client, err := gateway.New(gateway.Options{
 		BaseURL:       cfg.Gateway.URL,
 		APIKey:        cfg.Gateway.APIKey,
 		ModelsTimeout: cfg.Gateway.Timeout,

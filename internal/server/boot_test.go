@@ -159,7 +159,7 @@ func TestBootReportsABindFailure(t *testing.T) {
 func TestFetchModelsClassifiesFailures(t *testing.T) {
 	g := gatewaytest.New(t)
 	client := func(timeout time.Duration) *gateway.Client {
-		c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey()), ModelsTimeout: timeout})
+		c, err := gateway.New(gateway.Options{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey()), ModelsTimeout: timeout})
 		if err != nil {
 			t.Fatal(err)
 		}

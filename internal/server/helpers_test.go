@@ -226,7 +226,7 @@ func structuredOf(t testing.TB, res *mcp.CallToolResult) map[string]any {
 func tcpGateway(t testing.TB) (*gatewaytest.Server, *gateway.Client) {
 	t.Helper()
 	g := gatewaytest.New(t)
-	c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey())})
+	c, err := gateway.New(gateway.Options{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey())})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestGatewayCallsAreTimed(t *testing.T) {
 	m := NewMetrics()
 	base := gateway.NewTransport()
 	t.Cleanup(base.CloseIdleConnections)
-	c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey()), HTTPClient: &http.Client{Transport: m.GatewayTransport(base)}})
+	c, err := gateway.New(gateway.Options{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey()), HTTPClient: &http.Client{Transport: m.GatewayTransport(base)}})
 	if err != nil {
 		t.Fatal(err)
 	}

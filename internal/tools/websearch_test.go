@@ -23,7 +23,7 @@ func newSearch(t *testing.T, gw *gatewaytest.Server) *WebSearch {
 
 func searchWithKey(t *testing.T, gw *gatewaytest.Server, key string) *WebSearch {
 	t.Helper()
-	c, err := gateway.New(gateway.Config{BaseURL: gw.URL(), APIKey: secret.MustNew(key)})
+	c, err := gateway.New(gateway.Options{BaseURL: gw.URL(), APIKey: secret.MustNew(key)})
 	if err != nil {
 		t.Fatalf("gateway.New: %v", err)
 	}
@@ -89,7 +89,7 @@ func TestWebSearchConstructor(t *testing.T) {
 		t.Errorf("NewWebSearch(nil) = %v; want an error saying what to configure", err)
 	}
 	// The gateway URL and key rules are gateway.New's (tested there).
-	c, err := gateway.New(gateway.Config{BaseURL: "http://gw:8081/v1/", APIKey: secret.MustNew("very-secret-key")})
+	c, err := gateway.New(gateway.Options{BaseURL: "http://gw:8081/v1/", APIKey: secret.MustNew("very-secret-key")})
 	if err != nil {
 		t.Fatal(err)
 	}
