@@ -23,6 +23,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 	"github.com/promptforge-go/promptforge/internal/prompt"
+	"github.com/promptforge-go/promptforge/internal/secret"
 	"github.com/promptforge-go/promptforge/internal/server"
 	"github.com/promptforge-go/promptforge/internal/server/servertest"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
@@ -163,7 +164,7 @@ func TestBootReportsABindFailure(t *testing.T) {
 func TestFetchModelsClassifiesFailures(t *testing.T) {
 	g := gatewaytest.New(t)
 	client := func(timeout time.Duration) *gateway.Client {
-		c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: g.APIKey(), ModelsTimeout: timeout})
+		c, err := gateway.New(gateway.Options{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey()), ModelsTimeout: timeout})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -315,7 +316,7 @@ func TestTheConfigEnvironmentBuildsTheLiveTools(t *testing.T) {
 	g := gatewaytest.New(t)
 	path := bootDir(t, "", g, basePrompts)
 	os.WriteFile(path, append(mustRead(t, path), []byte("\n[tools]\nweb_fetch = true\nweb_search = true\n")...), 0o644)
-	cfg, err := config.Load(path, nil)
+	cfg, err := config.Loader{}.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"time"
 
 	"github.com/promptforge-go/promptforge/internal/config"
 	"github.com/promptforge-go/promptforge/internal/gateway"
@@ -42,7 +40,11 @@ func (e *environment) Close() {
 type envPlan struct {
 	// gateway is the client's configuration; nil when no gateway is
 	// configured (the run command without prompts.toml or variables).
-	gateway   *gateway.Config
+	gateway *gateway.Options
+	// noGateway is why there is no gateway, for the disabled client a run
+	// gets when gateway is nil: the engine reads no environment itself,
+	// so a model call fails saying what to set.
+	noGateway string
 	overrides map[string]gateway.ModelOverride
 	webFetch  bool
 	webSearch bool
@@ -62,12 +64,12 @@ func planConfig(cfg *config.Config) (envPlan, error) {
 		return envPlan{}, err
 	}
 	return envPlan{
-		gateway: &gateway.Config{
+		gateway: &gateway.Options{
 			BaseURL:       cfg.Gateway.URL,
-			APIKey:        cfg.Gateway.APIKey.Reveal(),
+			APIKey:        cfg.Gateway.APIKey,
 			ModelsTimeout: cfg.Gateway.Timeout,
 		},
-		overrides: cfg.Models,
+		overrides: modelOverrides(cfg.Models),
 		webFetch:  cfg.Tools.WebFetch,
 		webSearch: cfg.Tools.WebSearch,
 		fileRoots: roots,
@@ -81,24 +83,16 @@ func planConfig(cfg *config.Config) (envPlan, error) {
 // runs, and a model call fails saying what to set.
 func planEnv(lookup func(string) (string, bool)) (envPlan, error) {
 	p := envPlan{webFetch: true, referenceCLI: true}
-	gc, err := gateway.ConfigFromEnv(lookup)
+	gc, err := gateway.OptionsFromEnv(lookup)
 	switch {
 	case errors.Is(err, gateway.ErrNotConfigured):
+		p.noGateway = "set " + gateway.EnvURL + " and " + gateway.EnvAPIKey
 		return p, nil
 	case err != nil:
 		return envPlan{}, err
 	}
 	p.gateway, p.webSearch = &gc, true
 	return p, nil
-}
-
-// gatewayTransport is the HTTP transport gateway calls use: a bounded
-// connect and enough idle connections for concurrent runs.
-func gatewayTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	t.MaxIdleConnsPerHost = 64
-	return t
 }
 
 // build builds the gateway client (its calls timed in m; nil makes
@@ -117,7 +111,7 @@ func (p envPlan) build(ctx context.Context, m *server.Metrics, logger *slog.Logg
 		env.Close()
 		return nil, err
 	}
-	base := gatewayTransport()
+	base := gateway.NewTransport()
 	httpClient := &http.Client{Transport: m.GatewayTransport(base)}
 	env.closers = append(env.closers, base.CloseIdleConnections)
 	if p.gateway != nil {
@@ -131,6 +125,8 @@ func (p envPlan) build(ctx context.Context, m *server.Metrics, logger *slog.Logg
 		if env.models, err = fetchModels(ctx, client, p.overrides, p.referenceCLI, logger); err != nil {
 			return fail(err)
 		}
+	} else if p.noGateway != "" {
+		env.client = gateway.NewDisabled(p.noGateway)
 	}
 	if p.webFetch {
 		wf, err := tools.NewWebFetch(tools.DefaultPolicy(), tools.WithLogger(logger))
@@ -141,7 +137,7 @@ func (p envPlan) build(ctx context.Context, m *server.Metrics, logger *slog.Logg
 		env.closers = append(env.closers, wf.CloseIdleConnections)
 	}
 	if p.webSearch && p.gateway != nil {
-		ws, err := tools.NewWebSearch(p.gateway.BaseURL, p.gateway.APIKey, httpClient)
+		ws, err := tools.NewWebSearch(env.client)
 		if err != nil {
 			return fail(p.wrap("assemble the live tool registry: web_search", "build web_search", err))
 		}
@@ -175,7 +171,7 @@ func fetchModels(ctx context.Context, client *gateway.Client, overrides map[stri
 	if err != nil {
 		var ge *gateway.Error
 		switch {
-		case strict, errors.As(err, &ge) && ge.Kind == gateway.KindCanceled:
+		case strict, errors.As(err, &ge) && ge.Kind == gateway.KindCancelled:
 			return nil, fmt.Errorf("fetch the gateway's model catalog: %w", err)
 		case errors.As(err, &ge) && (ge.Kind == gateway.KindTransport || (ge.Kind == gateway.KindStatus && ge.Status >= 500)):
 			logger.Warn("gateway model catalog unavailable; serving without it", "kind", ge.Kind.String(), "error", err)

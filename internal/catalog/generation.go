@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -106,10 +105,10 @@ func New(ctx context.Context, s Settings, opts Options) (*Handle, error) {
 		// should say so in the boot log, not in the first caller's answer.
 		ix, err := buildRetrieval(ctx, h.ranker, c)
 		if err != nil {
-			h.log.Error("need_prompt cannot answer: retrieval index build failed: " + err.Error())
+			h.log.Error("need_prompt cannot answer: retrieval index build failed", "error", err)
 		} else {
 			r = builtRetrieval(ix)
-			h.log.Info(fmt.Sprintf("need_prompt ranks %d prompt(s)", len(ix.names)))
+			h.log.Info("need_prompt ranks the catalog", "prompts", len(ix.names))
 		}
 	}
 	h.current.Store(&Generation{catalog: c, retrieval: r, slots: h.slots, policy: h.policy})
@@ -232,7 +231,7 @@ func (h *Handle) Reload(ctx context.Context, load LoadFunc) (ReloadOutcome, erro
 		h.log.Debug("a newer reload superseded this one before it was published")
 		return out, nil
 	}
-	h.log.Info(fmt.Sprintf("reloaded %d prompt(s), %d broken; ranking %s, retrieval %s", out.Prompts, out.Broken, ranking, fresh))
+	h.log.Info("reloaded the catalog", "prompts", out.Prompts, "broken", out.Broken, "ranking", ranking, "retrieval", fresh)
 	return out, nil
 }
 

@@ -99,10 +99,10 @@ func TestHeldSnapshotSurvivesSwap(t *testing.T) {
 	before := h.Current()
 	writePrompt(t, root, "a.md", "renamed", "First.")
 	reload(t, h, fixed(mdSettings(root)))
-	if got := names(before.Catalog()); !slices.Equal(got, []string{"alpha"}) {
+	if got := entryNames(before.Catalog()); !slices.Equal(got, []string{"alpha"}) {
 		t.Errorf("held snapshot = %v", got)
 	}
-	if got := names(h.Current().Catalog()); !slices.Equal(got, []string{"renamed"}) {
+	if got := entryNames(h.Current().Catalog()); !slices.Equal(got, []string{"renamed"}) {
 		t.Errorf("new snapshot = %v, want the old name gone", got)
 	}
 }
@@ -130,7 +130,7 @@ func TestReload(t *testing.T) {
 		if d := entryNamed(t, before.Catalog(), "alpha").Description(); d != "First." {
 			t.Errorf("earlier snapshot's description = %q", d)
 		}
-		if !strings.Contains(logs.String(), `msg="reloaded 2 prompt(s), 0 broken; ranking changed, retrieval pending"`) {
+		if !strings.Contains(logs.String(), `msg="reloaded the catalog" prompts=2 broken=0 ranking=changed retrieval=pending`) {
 			t.Errorf("logs lack the summary:\n%s", logs)
 		}
 	})
@@ -163,7 +163,7 @@ func TestReload(t *testing.T) {
 			}
 		}
 		reload(t, h, fixed(mdSettings(root)))
-		if got := names(h.Current().Catalog()); !slices.Equal(got, []string{"alpha"}) {
+		if got := entryNames(h.Current().Catalog()); !slices.Equal(got, []string{"alpha"}) {
 			t.Errorf("after deleting: %v", got)
 		}
 	})
@@ -233,7 +233,7 @@ func TestReload(t *testing.T) {
 		if !out.Published {
 			t.Errorf("not published")
 		}
-		if got := names(h.Current().Catalog()); !slices.Equal(got, []string{"alpha", "beta"}) {
+		if got := entryNames(h.Current().Catalog()); !slices.Equal(got, []string{"alpha", "beta"}) {
 			t.Errorf("resolved %v: the root moved away from %s", got, root)
 		}
 		if !strings.Contains(logs.String(), "prompts.toml changed and does not reload; restart to apply it: [server].bind, [server].watch_debounce") {

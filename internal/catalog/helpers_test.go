@@ -65,7 +65,7 @@ func mustFail(t *testing.T, s Settings, mode Mode) *Error {
 	return ce
 }
 
-func names(c *Catalog) []string {
+func entryNames(c *Catalog) []string {
 	var out []string
 	for _, e := range c.All() {
 		out = append(out, e.Name())
@@ -80,7 +80,7 @@ func entryNamed(t *testing.T, c *Catalog, name string) Entry {
 			return e
 		}
 	}
-	t.Fatalf("no entry %q in %v", name, names(c))
+	t.Fatalf("no entry %q in %v", name, entryNames(c))
 	return Entry{}
 }
 

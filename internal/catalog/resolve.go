@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/promptforge-go/promptforge/internal/names"
 	"github.com/promptforge-go/promptforge/internal/prompt"
 )
 
@@ -181,9 +182,9 @@ func admit(p *prompt.Prompt, src, path, canonical, placeholderName, blockKey str
 		return &entry{name: placeholder(placeholderName), path: path, canonical: canonical, kind: KindInvalidName, problem: problem}
 	}
 	switch {
-	case !ValidName(name):
+	case !names.ValidName(name):
 		return broken(`tool name "` + name + `" is not ^[a-z][a-z0-9_]{0,47}$`)
-	case IsReserved(name):
+	case names.IsReserved(name):
 		return broken(`prompt name "` + name + `" is reserved: a built-in already answers to it, so "run ` + name + `" is ambiguous`)
 	case blockKey != "" && name != blockKey:
 		return broken(`frontmatter name "` + name + `" does not match its [prompts.` + blockKey + `] block`)

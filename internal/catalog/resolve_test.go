@@ -29,7 +29,7 @@ func TestIncludeDepth(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.include, func(t *testing.T) {
 			c := mustResolve(t, Settings{Root: root, Include: []string{tt.include}}, Reject)
-			if got := names(c); !slices.Equal(got, tt.want) {
+			if got := entryNames(c); !slices.Equal(got, tt.want) {
 				t.Errorf("names = %v, want %v", got, tt.want)
 			}
 		})
@@ -41,7 +41,7 @@ func TestDotfilesAreMatched(t *testing.T) {
 	writePrompt(t, root, ".hidden.md", "hidden", "A dotfile.")
 	writePrompt(t, root, ".dir/inner.md", "inner", "Inside a dot-directory.")
 	c := mustResolve(t, mdSettings(root), Reject)
-	if got, want := names(c), []string{"hidden", "inner"}; !slices.Equal(got, want) {
+	if got, want := entryNames(c), []string{"hidden", "inner"}; !slices.Equal(got, want) {
 		t.Errorf("names = %v, want %v", got, want)
 	}
 }
@@ -57,13 +57,13 @@ func TestExcludeBeatsInclude(t *testing.T) {
 	s.Exclude = []string{"_*.md", "drafts/**"}
 	c := mustResolve(t, s, Reject)
 	// "_*.md" is relative to the root, so it only reaches root-level files.
-	if got, want := names(c), []string{"keep", "nested"}; !slices.Equal(got, want) {
+	if got, want := entryNames(c), []string{"keep", "nested"}; !slices.Equal(got, want) {
 		t.Errorf("names = %v, want %v", got, want)
 	}
 
 	s.Exclude = []string{"**/_*.md", "drafts/**"}
 	c = mustResolve(t, s, Reject)
-	if got, want := names(c), []string{"keep"}; !slices.Equal(got, want) {
+	if got, want := entryNames(c), []string{"keep"}; !slices.Equal(got, want) {
 		t.Errorf("with **/_*.md: names = %v, want %v", got, want)
 	}
 }
@@ -75,7 +75,7 @@ func TestMarkdownWithoutVersionIsSkipped(t *testing.T) {
 	writeFile(t, root, "notes.md", "---\ntitle: notes\n---\n# Notes\n")
 	writeFile(t, root, "yaml-broken.md", "---\ntitle: [unclosed\n---\n# Notes\n")
 	c := mustResolve(t, mdSettings(root), Reject)
-	if got, want := names(c), []string{"real"}; !slices.Equal(got, want) {
+	if got, want := entryNames(c), []string{"real"}; !slices.Equal(got, want) {
 		t.Errorf("names = %v, want %v", got, want)
 	}
 }
@@ -141,10 +141,10 @@ func TestBrokenPlaceholdersNeverShadowHealthyNames(t *testing.T) {
 
 	c := mustResolve(t, mdSettings(root), Retain)
 	if c.Len() != 4 {
-		t.Fatalf("entries = %v, want 4", names(c))
+		t.Fatalf("entries = %v, want 4", entryNames(c))
 	}
 	want := []string{"good", "good (broken)", "research_person", "Research-Person (broken)"}
-	got := names(c)
+	got := entryNames(c)
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
@@ -218,29 +218,6 @@ func TestCatalogRefusalNamesFileAndName(t *testing.T) {
 	_, err := Resolve(context.Background(), mdSettings(root), Reject)
 	if err == nil || !containsAll(err.Error(), "catalog has 1 fault\n  upper (", "upper.md", "Shouty") {
 		t.Errorf("err = %v", err)
-	}
-}
-
-func TestNameShape(t *testing.T) {
-	tests := []struct {
-		name string
-		ok   bool
-	}{
-		{"a", true},
-		{"a_1", true},
-		{"a" + strings.Repeat("b", 47), true},
-		{"a" + strings.Repeat("b", 48), false},
-		{"", false},
-		{"1a", false},
-		{"_a", false},
-		{"Abc", false},
-		{"a-b", false},
-		{"é", false},
-	}
-	for _, tt := range tests {
-		if got := ValidName(tt.name); got != tt.ok {
-			t.Errorf("ValidName(%q) = %v, want %v", tt.name, got, tt.ok)
-		}
 	}
 }
 
@@ -325,7 +302,7 @@ func TestUnparsableRejectedAtBootRetainedOnReload(t *testing.T) {
 	mustFail(t, mdSettings(root), Reject)
 	c := mustResolve(t, mdSettings(root), Retain)
 	if c.Len() != 2 {
-		t.Fatalf("entries = %v", names(c))
+		t.Fatalf("entries = %v", entryNames(c))
 	}
 	e := entryNamed(t, c, "bad")
 	if !e.Broken() || !strings.HasPrefix(e.Problem(), "does not parse: ") || e.Description() != "" || e.Source() != "" || e.Prompt() != nil {
@@ -410,7 +387,7 @@ func TestSymlinks(t *testing.T) {
 	s := mdSettings(root)
 	s.Exclude = []string{"alias/**"}
 	c := mustResolve(t, s, Reject)
-	if got, want := names(c), []string{"good", "inner"}; !slices.Equal(got, want) {
+	if got, want := entryNames(c), []string{"good", "inner"}; !slices.Equal(got, want) {
 		t.Errorf("names = %v, want %v (escapes dropped, loop walked once)", got, want)
 	}
 	// Followed, a link to a directory inside the root reaches the same
@@ -425,7 +402,7 @@ func TestRootMetacharactersAreLiteral(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "p[1]*?")
 	writePrompt(t, root, "a.md", "a", "In a root with glob characters.")
 	c := mustResolve(t, mdSettings(root), Reject)
-	if got := names(c); !slices.Equal(got, []string{"a"}) {
+	if got := entryNames(c); !slices.Equal(got, []string{"a"}) {
 		t.Errorf("names = %v", got)
 	}
 }
@@ -450,7 +427,7 @@ func TestPatternDialect(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.include, func(t *testing.T) {
 			c := mustResolve(t, Settings{Root: root, Include: []string{tt.include}}, Reject)
-			if got := names(c); !slices.Equal(got, tt.want) {
+			if got := entryNames(c); !slices.Equal(got, tt.want) {
 				t.Errorf("names = %v, want %v", got, tt.want)
 			}
 		})
@@ -507,7 +484,7 @@ func TestEntriesOrderedByName(t *testing.T) {
 	writeFile(t, root, "mike.md", "---\nname: x\npromptforge: 1\n---\n") // broken, stem collides
 	c := mustResolve(t, mdSettings(root), Retain)
 	want := []string{"alpha", "b", "mike", "mike (broken)", "zulu"}
-	if got := names(c); !slices.Equal(got, want) {
+	if got := entryNames(c); !slices.Equal(got, want) {
 		t.Errorf("names = %v, want %v", got, want)
 	}
 }
@@ -535,7 +512,7 @@ func TestBlocks(t *testing.T) {
 		s := mdSettings(root)
 		s.Blocks = map[string]Block{"b": {Enabled: false}, "broken": {Enabled: false}}
 		c := mustResolve(t, s, Retain)
-		if got := names(c); !slices.Equal(got, []string{"a"}) {
+		if got := entryNames(c); !slices.Equal(got, []string{"a"}) {
 			t.Errorf("names = %v, want [a]", got)
 		}
 	})
@@ -557,7 +534,7 @@ func TestBlocks(t *testing.T) {
 		s.Blocks = map[string]Block{"top": {Enabled: true, File: "./top.md"}}
 		c := mustResolve(t, s, Reject)
 		if c.Len() != 1 {
-			t.Errorf("entries = %v, want 1", names(c))
+			t.Errorf("entries = %v, want 1", entryNames(c))
 		}
 	})
 	t.Run("name mismatch", func(t *testing.T) {
@@ -600,7 +577,7 @@ func TestBlocks(t *testing.T) {
 		s.Blocks = map[string]Block{"bad": {Enabled: true}}
 		c := mustResolve(t, s, Retain)
 		if c.Len() != 2 {
-			t.Errorf("names = %v", names(c))
+			t.Errorf("names = %v", entryNames(c))
 		}
 	})
 	t.Run("disabled block with a file is not read", func(t *testing.T) {
@@ -609,7 +586,7 @@ func TestBlocks(t *testing.T) {
 		s := mdSettings(root)
 		s.Blocks = map[string]Block{"off": {Enabled: false, File: "missing.md"}}
 		c := mustResolve(t, s, Reject)
-		if got := names(c); !slices.Equal(got, []string{"a"}) {
+		if got := entryNames(c); !slices.Equal(got, []string{"a"}) {
 			t.Errorf("names = %v", got)
 		}
 	})

@@ -152,7 +152,7 @@ func (r *retrieval) ready(ctx context.Context) (*index, error) {
 	switch {
 	case err == nil:
 		r.phase.Store(&phase{built: ix})
-		r.log.Debug(fmt.Sprintf("need_prompt ranks %d prompt(s)", len(ix.names)))
+		r.log.Debug("need_prompt ranks the catalog", "prompts", len(ix.names))
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("build the retrieval index (it stays pending for the next caller): %w", err)
 	default:

@@ -181,7 +181,7 @@ func TestRetrievalGoesStaleWhenRebuildFails(t *testing.T) {
 	if !out.Published || out.RetrievalStale || !out.RetrievalPending || h.Current().Retrieval() != RetrievalPending {
 		t.Fatalf("outcome = %+v, state %v", out, h.Current().Retrieval())
 	}
-	if !strings.Contains(logs.String(), "ranking changed, retrieval pending") || ranker.calls.Load() != 1 {
+	if !strings.Contains(logs.String(), "ranking=changed retrieval=pending") || ranker.calls.Load() != 1 {
 		t.Errorf("the reload built the index (%d builds); logs:\n%s", ranker.calls.Load(), logs)
 	}
 	// The first Shortlist builds, fails, and settles on the boot index.
@@ -212,7 +212,7 @@ func TestRetrievalGoesStaleWhenRebuildFails(t *testing.T) {
 	stale := h.Current().retrieval
 	out = reload(t, h, fixed(mdSettings(root)))
 	if !out.RetrievalStale || out.RetrievalPending || h.Current().retrieval != stale ||
-		!strings.Contains(logs.String(), "ranking unchanged, retrieval stale") {
+		!strings.Contains(logs.String(), "ranking=unchanged retrieval=stale") {
 		t.Errorf("outcome = %+v; logs:\n%s", out, logs)
 	}
 }
@@ -367,7 +367,7 @@ func TestPendingRetrievalAcrossReloads(t *testing.T) {
 	out := reload(t, h, fixed(mdSettings(root)))
 	g3 := h.Current()
 	if out.RankingChanged || !out.RetrievalPending || g3.retrieval != g2.retrieval ||
-		!strings.Contains(logs.String(), "ranking unchanged, retrieval pending") {
+		!strings.Contains(logs.String(), "ranking=unchanged retrieval=pending") {
 		t.Fatalf("body-only edit over a pending index: %+v\n%s", out, logs)
 	}
 	// failingRanker fails every build after boot's: the shared retrieval
@@ -395,7 +395,7 @@ func TestBootRetrievalFailureIsIdleNotFatal(t *testing.T) {
 	if h.Current().Retrieval() != RetrievalIdle {
 		t.Errorf("retrieval = %v, want idle", h.Current().Retrieval())
 	}
-	if !strings.Contains(logs.String(), "need_prompt cannot answer: retrieval index build failed: ") {
+	if !strings.Contains(logs.String(), `level=ERROR msg="need_prompt cannot answer: retrieval index build failed" error=`) {
 		t.Errorf("logs:\n%s", logs)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/promptforge-go/promptforge/internal/humantime"
 )
 
 // tokenBuffer bounds pending change notices. A full buffer already means
@@ -120,7 +122,7 @@ func startWatch(ctx context.Context, h *Handle, opts WatchOptions, settled func(
 		debounce(w.tokens, opts.Debounce, w.settle)
 		<-w.pumpDone
 	}()
-	w.log.Info(fmt.Sprintf("watching %s and %s every %s", opts.ConfigPath, h.root, formatDuration(opts.Debounce)))
+	w.log.Info("watching for changes", "config", opts.ConfigPath, "prompts", h.root, "debounce", humantime.Format(max(opts.Debounce, 0)))
 	return w, nil
 }
 
@@ -304,7 +306,7 @@ func (w *Watcher) reregister() {
 			"; saved prompts will no longer be picked up; restart the server once the path is back")
 		return
 	}
-	w.log.Info("re-registered the watch on " + w.h.root + " and " + w.configDir)
+	w.log.Info("re-registered the watch", "prompts", w.h.root, "config_dir", w.configDir)
 }
 
 // debounce runs settle once per burst of tokens: each token restarts the
@@ -372,40 +374,4 @@ func (h *Handle) isShutdown() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.shutdown
-}
-
-// formatDuration renders d the way prompts.toml spells durations
-// ("500ms", "1h 30m"), not Go's "1h30m0s".
-func formatDuration(d time.Duration) string {
-	if d <= 0 {
-		return "0s"
-	}
-	units := []struct {
-		size         time.Duration
-		name, plural string
-	}{
-		{31557600 * time.Second, "year", "years"},
-		{2630016 * time.Second, "month", "months"},
-		{24 * time.Hour, "day", "days"},
-		{time.Hour, "h", "h"},
-		{time.Minute, "m", "m"},
-		{time.Second, "s", "s"},
-		{time.Millisecond, "ms", "ms"},
-		{time.Microsecond, "us", "us"},
-		{time.Nanosecond, "ns", "ns"},
-	}
-	var parts []string
-	for _, u := range units {
-		n := d / u.size
-		if n == 0 {
-			continue
-		}
-		d -= n * u.size
-		name := u.name
-		if n > 1 {
-			name = u.plural
-		}
-		parts = append(parts, fmt.Sprintf("%d%s", n, name))
-	}
-	return strings.Join(parts, " ")
 }

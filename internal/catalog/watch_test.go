@@ -279,7 +279,7 @@ func TestWatcherReloadsOnSave(t *testing.T) {
 					return
 				}
 			case <-timeout:
-				t.Fatalf("no reload brought in %q; live: %v", want, names(h.Current().Catalog()))
+				t.Fatalf("no reload brought in %q; live: %v", want, entryNames(h.Current().Catalog()))
 			}
 		}
 	}
@@ -320,7 +320,7 @@ func TestWatcherReregistersAfterWatchError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close(context.Background())
-	if !strings.Contains(logs.String(), "watching "+config+" and "+root+" every 10ms") {
+	if !strings.Contains(logs.String(), `msg="watching for changes" config=`+config+" prompts="+root+" debounce=10ms") {
 		t.Errorf("start line missing:\n%s", logs)
 	}
 
@@ -331,7 +331,7 @@ func TestWatcherReregistersAfterWatchError(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no settle")
 	}
-	if !strings.Contains(logs.String(), "re-registered the watch on "+root+" and "+base) {
+	if !strings.Contains(logs.String(), `msg="re-registered the watch" prompts=`+root+" config_dir="+base) {
 		t.Errorf("logs:\n%s", logs)
 	}
 	if !slices.Contains(w.fsw.WatchList(), root) {
@@ -372,22 +372,5 @@ func TestCloseStopsEverything(t *testing.T) {
 	}
 	if _, ok := h.Current().Catalog().Healthy("beta"); ok {
 		t.Errorf("a reload published after Close")
-	}
-}
-
-func TestFormatDuration(t *testing.T) {
-	tests := map[time.Duration]string{
-		0:                              "0s",
-		500 * time.Millisecond:         "500ms",
-		30 * time.Second:               "30s",
-		240 * time.Second:              "4m",
-		time.Hour:                      "1h",
-		90 * time.Minute:               "1h 30m",
-		48*time.Hour + time.Nanosecond: "2days 1ns",
-	}
-	for d, want := range tests {
-		if got := formatDuration(d); got != want {
-			t.Errorf("formatDuration(%v) = %q, want %q", d, got, want)
-		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 // Defaults for every optional setting (spec §2.2, DESIGN §3.2).
@@ -21,19 +21,16 @@ const (
 	DefaultWatch             = true
 	DefaultWatchDebounce     = 500 * time.Millisecond
 	DefaultPromptsDir        = "prompts"
-	DefaultGatewayTimeout    = 10 * time.Second
+	// DefaultGatewayTimeout is [gateway].timeout's default. The gateway
+	// client's zero-value default (gateway.DefaultModelsTimeout, for hosts
+	// without a prompts.toml) is the same value.
+	DefaultGatewayTimeout = 10 * time.Second
 )
-
-// ReservedPromptNames are the server's own tool names; no [prompts.NAME]
-// block may take one, even in builds without need_prompt.
-func ReservedPromptNames() []string {
-	return []string{"list_prompts", "run_prompt", "check_run", "need_prompt"}
-}
 
 // Config is one loaded prompts.toml, validated. Values are as written after
 // ${VAR} expansion; nothing is resolved against the filesystem.
 type Config struct {
-	// Path is the file Load read, as given; empty for Parse.
+	// Path is the file Loader.Load read, as given; empty for Parse.
 	Path    string
 	Server  Server
 	Paths   Paths
@@ -42,10 +39,33 @@ type Config struct {
 	Tools   Tools
 	// Prompts holds the [prompts.NAME] blocks by NAME; never nil.
 	Prompts map[string]PromptBlock
-	// Models holds the [models."<id>"] tables by model id, in the form
-	// gateway.Client.Models takes; never nil.
-	Models map[string]gateway.ModelOverride
+	// Models holds the [models."<id>"] tables by model id; never nil.
+	Models ModelTable
 }
+
+// ModelTable holds the [models."<id>"] tables by model id. The values are
+// config's own plain settings: the server translates them into the
+// gateway's overrides, so config never imports the gateway.
+type ModelTable map[string]ModelSetting
+
+// ModelSetting is one [models."<id>"] table (DESIGN §3.3), validated. A
+// zero field means the key is absent.
+type ModelSetting struct {
+	Description string
+	// Context is the model's context window in tokens.
+	Context uint32
+	// Thinking is "never", "always" or "switchable".
+	Thinking string
+	// ToolDialect is ToolDialectOpenAI or ToolDialectGemma3.
+	ToolDialect string
+}
+
+// The values [models."<id>"].tool_dialect accepts; they are the gateway
+// client's dialect names.
+const (
+	ToolDialectOpenAI = "openai"
+	ToolDialectGemma3 = "gemma3_tool_code"
+)
 
 // Server is the [server] table.
 type Server struct {
@@ -57,7 +77,7 @@ type Server struct {
 	// APIKey is the bearer token HTTP clients must present; nil when the
 	// key is absent (or was an unset ${VAR}), which the stdio transport
 	// accepts and the HTTP transport refuses.
-	APIKey            *Secret
+	APIKey            *secret.Secret
 	MaxConcurrentRuns int
 	AdmissionTimeout  time.Duration
 	ReplyDeadline     time.Duration
@@ -84,7 +104,7 @@ type Gateway struct {
 	// URL is the gateway API root (including /v1) exactly as written,
 	// untrimmed; it was checked to be an http(s) URL with a host.
 	URL    string
-	APIKey Secret
+	APIKey secret.Secret
 	// Timeout bounds the boot-time GET /models (DESIGN §3.2).
 	Timeout time.Duration
 }
@@ -127,7 +147,7 @@ func defaults() *Config {
 		Paths:   Paths{Prompts: DefaultPromptsDir},
 		Gateway: Gateway{Timeout: DefaultGatewayTimeout},
 		Prompts: map[string]PromptBlock{},
-		Models:  map[string]gateway.ModelOverride{},
+		Models:  ModelTable{},
 	}
 }
 
@@ -211,7 +231,7 @@ func (c *Config) DiffUnreloadable(next *Config) []string {
 	return out
 }
 
-func sameSecret(a, b *Secret) bool {
+func sameSecret(a, b *secret.Secret) bool {
 	if a == nil || b == nil {
 		return a == b
 	}

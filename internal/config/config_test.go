@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/netip"
@@ -18,7 +19,7 @@ import (
 
 	toml "github.com/pelletier/go-toml/v2"
 
-	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 // minimal is the smallest configuration that loads.
@@ -154,8 +155,8 @@ thinking = "switchable"
 	if !reflect.DeepEqual(cfg.Prompts, wantBlocks) {
 		t.Errorf("prompts = %+v, want %+v", cfg.Prompts, wantBlocks)
 	}
-	wantModels := map[string]gateway.ModelOverride{
-		"llama3.1:8b": {Description: "small general model", Context: 131072, Thinking: gateway.ThinkingSwitchable},
+	wantModels := ModelTable{
+		"llama3.1:8b": {Description: "small general model", Context: 131072, Thinking: "switchable"},
 	}
 	if !reflect.DeepEqual(cfg.Models, wantModels) {
 		t.Errorf("models = %+v, want %+v", cfg.Models, wantModels)
@@ -177,7 +178,7 @@ func TestParseMinimalConfigFillsDefaults(t *testing.T) {
 		Paths:   Paths{Prompts: "prompts"},
 		Gateway: Gateway{URL: "http://127.0.0.1:8081/v1", APIKey: mustSecret(t, "gateway-key"), Timeout: 10 * time.Second},
 		Prompts: map[string]PromptBlock{},
-		Models:  map[string]gateway.ModelOverride{},
+		Models:  ModelTable{},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("minimal config =\n%+v\nwant\n%+v", cfg, want)
@@ -193,9 +194,9 @@ func TestParseMinimalConfigFillsDefaults(t *testing.T) {
 	}
 }
 
-func mustSecret(t *testing.T, v string) Secret {
+func mustSecret(t *testing.T, v string) secret.Secret {
 	t.Helper()
-	s, err := NewSecret(v)
+	s, err := secret.New(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +405,7 @@ func TestInterpolationReadsTheRealEnvironment(t *testing.T) {
 	t.Setenv("PF_TEST_REAL_DIR", "/from/the/environment")
 	text := strings.Replace(minimal, "[gateway]", "[paths]\nprompts = '${PF_TEST_REAL_DIR}'\n[gateway]", 1)
 	path := writeFile(t, t.TempDir(), "prompts.toml", text)
-	cfg, err := Load(path, nil)
+	cfg, err := Loader{}.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,7 +479,7 @@ func TestValidationErrors(t *testing.T) {
 func TestParseErrorCarriesTheFileAndLine(t *testing.T) {
 	dir := t.TempDir()
 	path := writeFile(t, dir, "prompts.toml", strings.Replace(minimal, "[server]", "[server]\nbind = \"localhost:9310\"", 1))
-	_, err := Load(path, nil)
+	_, err := Loader{}.Load(path)
 	var e *Error
 	if !errors.As(err, &e) {
 		t.Fatalf("err = %v", err)
@@ -607,10 +608,10 @@ context = 4096
 thinking = "always"
 [models.empty]
 `, nil)
-	want := map[string]gateway.ModelOverride{
+	want := ModelTable{
 		"only-desc":     {Description: "d"},
 		"ctx":           {Context: 4096},
-		"thinks.always": {Thinking: gateway.ThinkingAlways},
+		"thinks.always": {Thinking: "always"},
 		"empty":         {},
 	}
 	if !reflect.DeepEqual(cfg.Models, want) {
@@ -742,7 +743,7 @@ func TestParseAndLoadAgree(t *testing.T) {
 
 func TestLoadMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nope", "prompts.toml")
-	_, err := Load(path, nil)
+	_, err := Loader{}.Load(path)
 	var e *Error
 	if !errors.As(err, &e) || e.Kind != KindRead {
 		t.Fatalf("err = %v, want a read error", err)
@@ -761,7 +762,7 @@ func TestLoadMissingFile(t *testing.T) {
 func TestLoadReadErrors(t *testing.T) {
 	dir := t.TempDir()
 	t.Run("a directory", func(t *testing.T) {
-		_, err := Load(dir, nil)
+		_, err := Loader{}.Load(dir)
 		var e *Error
 		if !errors.As(err, &e) || e.Kind != KindRead || e.Err == nil {
 			t.Errorf("err = %v", err)
@@ -769,7 +770,7 @@ func TestLoadReadErrors(t *testing.T) {
 	})
 	t.Run("not UTF-8", func(t *testing.T) {
 		path := writeFile(t, dir, "bad.toml", minimal+"# \xff\n")
-		_, err := Load(path, nil)
+		_, err := Loader{}.Load(path)
 		var e *Error
 		if !errors.As(err, &e) || e.Kind != KindRead || !errors.Is(err, errNotUTF8File) {
 			t.Errorf("err = %v", err)
@@ -784,11 +785,11 @@ func TestLoadSizeCap(t *testing.T) {
 		return body + strings.Repeat("x", n-len(body)-1) + "\n"
 	}
 	exact := writeFile(t, dir, "exact.toml", pad(maxConfigBytes))
-	if _, err := Load(exact, nil); err != nil {
+	if _, err := (Loader{}).Load(exact); err != nil {
 		t.Errorf("a file of exactly the cap: %v", err)
 	}
 	over := writeFile(t, dir, "over.toml", pad(maxConfigBytes+1))
-	_, err := Load(over, nil)
+	_, err := Loader{}.Load(over)
 	var e *Error
 	if !errors.As(err, &e) || e.Kind != KindParse {
 		t.Fatalf("err = %v, want a parse error", err)
@@ -819,7 +820,7 @@ func TestEnvFile(t *testing.T) {
 		dir := t.TempDir()
 		path := writeFile(t, dir, "prompts.toml", withVar)
 		writeFile(t, dir, "prompts.env", "PF_TEST_ENV_KEY=from-file\n")
-		cfg, err := Load(path, nil)
+		cfg, err := Loader{}.Load(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -877,7 +878,7 @@ func TestEnvFile(t *testing.T) {
 		dir := t.TempDir()
 		path := writeFile(t, dir, "prompts.toml", withVar)
 		writeFile(t, dir, "prompts.env", "PF_TEST_ENV_KEY=from-file\nPF_TEST_ENV_OTHER=x\n")
-		if _, err := Load(path, nil); err != nil {
+		if _, err := (Loader{}).Load(path); err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range []string{"PF_TEST_ENV_KEY", "PF_TEST_ENV_OTHER"} {
@@ -936,8 +937,8 @@ func TestFullReferenceConfig(t *testing.T) {
 		"research_person": {Enabled: true, File: "people/research-person.md"},
 		"drafty":          {Enabled: false},
 	}
-	want.Models = map[string]gateway.ModelOverride{
-		"llama3.1:8b": {Description: "General chat and summarisation; weak at code.", Context: 131072, Thinking: gateway.ThinkingNever, Dialect: gateway.DialectOpenAI},
+	want.Models = ModelTable{
+		"llama3.1:8b": {Description: "General chat and summarisation; weak at code.", Context: 131072, Thinking: "never", ToolDialect: ToolDialectOpenAI},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("full.toml =\n%+v\nwant\n%+v", cfg, want)
@@ -981,5 +982,16 @@ func TestAwkwardStringsSurviveExpansion(t *testing.T) {
 	want := strings.Replace(desc, "${X}", value, 1)
 	if got := cfg.Models["m"].Description; got != want {
 		t.Errorf("description = %q, want %q", got, want)
+	}
+}
+
+// A whole Config prints its two secrets redacted (the Secret type's own
+// renderings are tested in package secret).
+func TestConfigNeverPrintsSecrets(t *testing.T) {
+	cfg := mustParse(t, strings.Replace(minimal, "[server]", "[server]\napi_key = \"hunter2\"", 1), nil)
+	for _, format := range []string{"%v", "%+v", "%#v"} {
+		if out := fmt.Sprintf(format, cfg); strings.Contains(out, "hunter2") || strings.Contains(out, "gateway-key") {
+			t.Errorf("Sprintf(%q, config) leaked a secret: %s", format, out)
+		}
 	}
 }

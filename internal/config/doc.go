@@ -10,10 +10,10 @@
 // (DESIGN §3.2–3.4). testdata/full.toml is an annotated reference of every
 // key with its default.
 //
-// The package also owns the two textual formats other packages share with
-// operators: humantime durations (ParseDuration, FormatDuration), which
-// appear in the file and in messages to callers, and Secret, which keeps
-// credentials out of every rendering.
+// The textual formats config shares with other packages live in leaves
+// below it (humantime for durations, secret for credentials), and it
+// imports no other internal package, so every other package may import
+// config without a cycle and config never learns what consumes it.
 //
 // Nothing here resolves paths against the filesystem beyond FileRoots'
 // lexical absolutisation, touches the network, or modifies the process

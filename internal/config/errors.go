@@ -43,7 +43,7 @@ func (k Kind) String() string {
 	}
 }
 
-// Error is every failure Load and Parse return. Its message starts with the
+// Error is every failure Loader.Load and Parse return. Its message starts with the
 // phrase spec §2.1 pins for its kind (`read config <path>`,
 // `parse config: ...`, `[server].api_key must not be empty`,
 // `unresolved environment variable <NAME>`, `interpolation: ...`) and goes
@@ -51,7 +51,7 @@ func (k Kind) String() string {
 type Error struct {
 	Kind Kind
 	// Path is the configuration file for KindRead and KindParse errors
-	// raised by Load; empty for the other kinds and for Parse.
+	// raised by Loader.Load; empty for the other kinds and for Parse.
 	Path string
 	// Line is the 1-based line in the configuration file the problem is on,
 	// or 0 when no single line is to blame.

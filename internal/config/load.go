@@ -17,7 +17,8 @@ import (
 
 	toml "github.com/pelletier/go-toml/v2"
 
-	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/humantime"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 // maxConfigBytes caps prompts.toml (and its env file): a configuration is
@@ -39,14 +40,9 @@ type Loader struct {
 	Logger *slog.Logger
 }
 
-// Load reads and validates the configuration at path with the process
-// environment and the env file beside it (EnvFilePath). Warnings about an
-// env file that is ignored go to logger (nil discards them).
-func Load(path string, logger *slog.Logger) (*Config, error) {
-	return Loader{Logger: logger}.Load(path)
-}
-
-// Load runs the whole pipeline of spec §2.1, in its order: read (capped at
+// Load reads and validates the configuration at path with the environment
+// and the env file beside it (EnvFilePath). It runs the whole pipeline of
+// spec §2.1, in its order: read (capped at
 // 4 MiB), load the env file into memory, parse the TOML, expand ${VAR} in
 // string values, decode refusing unknown keys, validate. Every failure is
 // an *Error.
@@ -328,7 +324,7 @@ func (p *parser) build(raw *rawConfig) (*Config, error) {
 
 	// The credential checks run last, as in the reference.
 	if v := raw.Server.APIKey; v != nil {
-		s, err := NewSecret(*v)
+		s, err := secret.New(*v)
 		if err != nil {
 			at := tomlPath{"server", "api_key"}
 			return nil, &Error{Kind: KindEmptyToken, Line: p.lines.line(at), Key: keyName(at),
@@ -336,7 +332,7 @@ func (p *parser) build(raw *rawConfig) (*Config, error) {
 		}
 		cfg.Server.APIKey = &s
 	}
-	s, err := NewSecret(*raw.Gateway.APIKey)
+	s, err := secret.New(*raw.Gateway.APIKey)
 	if err != nil {
 		return nil, p.fail(tomlPath{"gateway", "api_key"}, "[gateway].api_key must not be empty")
 	}
@@ -384,7 +380,7 @@ func (p *parser) buildServer(r *rawServer, s *Server) error {
 		if d.raw == nil {
 			continue
 		}
-		v, err := ParseDuration(*d.raw)
+		v, err := humantime.Parse(*d.raw)
 		if err != nil {
 			return p.fail(at(d.key), fmt.Sprintf("[server].%s is not a duration: %v", d.key, err))
 		}
@@ -421,7 +417,7 @@ func (p *parser) buildGateway(r *rawGateway, g *Gateway) error {
 		return p.fail(at("api_key"), "[gateway].api_key is missing: set it to the gateway's key, for example \"${PROMPTFORGE_GATEWAY_API_KEY}\"")
 	}
 	if r.Timeout != nil {
-		d, err := ParseDuration(*r.Timeout)
+		d, err := humantime.Parse(*r.Timeout)
 		if err != nil {
 			return p.fail(at("timeout"), "[gateway].timeout is not a duration: "+err.Error())
 		}
@@ -478,7 +474,7 @@ func (p *parser) buildPrompts(raw map[string]rawBlock, dst map[string]PromptBloc
 	return nil
 }
 
-func (p *parser) buildModels(raw map[string]rawModel, dst map[string]gateway.ModelOverride) error {
+func (p *parser) buildModels(raw map[string]rawModel, dst ModelTable) error {
 	for _, id := range p.sortedByLine("models", slices.Collect(maps.Keys(raw))) {
 		r := raw[id]
 		at := tomlPath{"models", id}
@@ -486,7 +482,7 @@ func (p *parser) buildModels(raw map[string]rawModel, dst map[string]gateway.Mod
 		if strings.TrimSpace(id) == "" {
 			return p.fail(at, name+" needs the model id the gateway serves as its key, as in [models.\"llama3\"]")
 		}
-		var o gateway.ModelOverride
+		var o ModelSetting
 		if r.Description != nil {
 			if strings.TrimSpace(*r.Description) == "" {
 				return p.fail(append(at, "description"), name+".description must not be empty: say what the model is good at, or leave the key out")
@@ -503,14 +499,14 @@ func (p *parser) buildModels(raw map[string]rawModel, dst map[string]gateway.Mod
 			if !checkThinking(*r.Thinking) {
 				return p.fail(append(at, "thinking"), fmt.Sprintf("%s.thinking must be one of never, always, switchable: %q", name, *r.Thinking))
 			}
-			o.Thinking = gateway.Thinking(*r.Thinking)
+			o.Thinking = *r.Thinking
 		}
 		if r.ToolDialect != nil {
-			switch d := gateway.Dialect(*r.ToolDialect); d {
-			case gateway.DialectOpenAI, gateway.DialectGemma3:
-				o.Dialect = d
+			switch d := *r.ToolDialect; d {
+			case ToolDialectOpenAI, ToolDialectGemma3:
+				o.ToolDialect = d
 			default:
-				return p.fail(append(at, "tool_dialect"), fmt.Sprintf("%s.tool_dialect must be %q or %q: %q", name, gateway.DialectOpenAI, gateway.DialectGemma3, *r.ToolDialect))
+				return p.fail(append(at, "tool_dialect"), fmt.Sprintf("%s.tool_dialect must be %q or %q: %q", name, ToolDialectOpenAI, ToolDialectGemma3, *r.ToolDialect))
 			}
 		}
 		dst[id] = o

@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"net/url"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/promptforge-go/promptforge/internal/apiurl"
+	"github.com/promptforge-go/promptforge/internal/names"
 )
 
 // parseBind reads [server].bind: an IP literal and a port, as Rust's
@@ -35,55 +36,39 @@ func allDigits(s string) bool {
 	return s != ""
 }
 
-// checkGatewayURL applies spec §2.2's [gateway].url rules to the trimmed
-// value; the caller stores the value untrimmed.
+// checkGatewayURL applies spec §2.2's [gateway].url rules (apiurl's shape
+// rule) to the trimmed value; the caller stores the value untrimmed. The
+// rest of the API-root rule (no userinfo, query or fragment) is applied
+// when the gateway client is built, as the reference does.
 func checkGatewayURL(raw string) error {
-	v := strings.TrimSpace(raw)
-	if v == "" {
+	_, err := apiurl.CheckShape(strings.TrimSpace(raw))
+	if err == nil {
+		return nil
+	}
+	switch err.Problem {
+	case apiurl.Empty:
 		return errors.New("[gateway].url must not be empty: set it to the gateway's API root, such as \"http://127.0.0.1:8081/v1\"")
-	}
-	u, err := url.Parse(v)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return fmt.Errorf("[gateway].url must be a valid http or https URL: %q: %w", raw, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
+	case apiurl.Unparseable:
+		return fmt.Errorf("[gateway].url must be a valid http or https URL: %q: %w", raw, err.Err)
+	case apiurl.NoScheme, apiurl.BadScheme:
 		return fmt.Errorf("[gateway].url must be an http or https URL: %q (write the scheme, as in \"http://host:port/v1\")", raw)
-	}
-	if u.Hostname() == "" {
+	default: // apiurl.NoHost
 		return fmt.Errorf("[gateway].url must have a host: %q", raw)
 	}
-	return nil
 }
 
 // checkPromptName applies the [prompts.NAME] key rules: NAME is what
 // callers type, so it must be a tool-safe identifier and must not shadow
 // one of the server's own tools.
 func checkPromptName(name string) error {
-	if !validPromptName(name) {
+	if !names.ValidName(name) {
 		return fmt.Errorf("[prompts.%s] key is not ^[a-z][a-z0-9_]{0,47}$ (use a lowercase letter, then lowercase letters, digits or _, at most 48 in all)", name)
 	}
-	if slices.Contains(ReservedPromptNames(), name) {
+	if names.IsReserved(name) {
 		return fmt.Errorf("[prompts.%s] key is reserved: %s are the server's own tools; give the prompt another name",
-			name, strings.Join(ReservedPromptNames(), ", "))
+			name, strings.Join(names.Reserved(), ", "))
 	}
 	return nil
-}
-
-func validPromptName(name string) bool {
-	if len(name) == 0 || len(name) > 48 || name[0] < 'a' || name[0] > 'z' {
-		return false
-	}
-	for i := 1; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || isDigit(c) || c == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 // CheckRelativePath is the shape check of spec §2.3, applied to every
@@ -179,3 +164,5 @@ func checkThinking(v string) bool {
 	}
 	return false
 }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -16,9 +16,10 @@ import (
 type Config struct {
 	// Execution is the run id every observation carries; "" mints one.
 	Execution string
-	// Client is the gateway; nil builds one from PROMPTFORGE_GATEWAY_URL
-	// and PROMPTFORGE_GATEWAY_API_KEY the first time a model call is
-	// actually needed (a Lua-only prompt needs no gateway at all).
+	// Client is the gateway, which the host configures and owns (its idle
+	// connections are the host's to close). nil means the host configured
+	// none: a Lua-only prompt still runs, and a model call fails saying
+	// what to set (as with a gateway.NewDisabled client).
 	Client *gateway.Client
 	// Models is the catalog models.need binds against.
 	Models []gateway.Model

@@ -64,7 +64,7 @@ func ExtractDeclaredOutput(st *store.Store, p *prompt.Prompt) (DeclaredOutput, e
 	out := DeclaredOutput{Path: decl.Path}
 	content, err := st.Read(decl.Path, store.Range{})
 	switch {
-	case errors.Is(err, &store.Error{Kind: store.NotFound}):
+	case errors.Is(err, &store.Error{Kind: store.KindNotFound}):
 		return out, nil
 	case err != nil:
 		return out, fmt.Errorf("read the declared output %q: %w", decl.Path, err)

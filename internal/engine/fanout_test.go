@@ -333,19 +333,22 @@ func TestFanout_ArmsTalkToTheModel(t *testing.T) {
 	})
 }
 
-func TestFanout_LazyClient(t *testing.T) {
-	t.Setenv(gateway.EnvURL, "")
-	t.Setenv(gateway.EnvAPIKey, "")
-	p := fanoutPrompt(t, defaultModel, `fanout("## W", {"a", "b"})`, "Say {{ item }}.\n")
-	cfg := Config{Models: newGW(t).cfg().Models}
-	runP(t, p, "", cfg).fails(t, Completion, gateway.EnvURL)
-
+// Fanout arms share the run's client; with none, an arm's model call fails
+// saying what to set, and the environment is not read for one.
+func TestFanout_NoClient(t *testing.T) {
 	g := newGW(t)
 	g.Respond(echo)
 	t.Setenv(gateway.EnvURL, g.URL())
 	t.Setenv(gateway.EnvAPIKey, g.APIKey())
+	p := fanoutPrompt(t, defaultModel, `fanout("## W", {"a", "b"})`, "Say {{ item }}.\n")
+	cfg := Config{Models: g.cfg().Models}
+	runP(t, p, "", cfg).fails(t, Completion, gateway.EnvURL)
+	if n := len(g.Requests()); n != 0 {
+		t.Errorf("%d requests reached the gateway the environment names", n)
+	}
+
 	p = fanoutPrompt(t, defaultModel, `return table.concat(fanout("## W", {"a", "b"}), ",")`, "Say {{ item }}.\n")
-	runP(t, p, "", cfg).ok(t, "R(Say a.),R(Say b.)")
+	runP(t, p, "", g.cfg()).ok(t, "R(Say a.),R(Say b.)")
 }
 
 func TestFanout_ControlSurfaceInsideArms(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 	"github.com/promptforge-go/promptforge/internal/prompt"
+	"github.com/promptforge-go/promptforge/internal/secret"
 	"github.com/promptforge-go/promptforge/internal/store"
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
@@ -91,7 +92,7 @@ type gw struct {
 func newGW(t testing.TB) *gw {
 	t.Helper()
 	s := gatewaytest.New(t)
-	c, err := gateway.New(gateway.Config{BaseURL: s.URL(), APIKey: s.APIKey()})
+	c, err := gateway.New(gateway.Options{BaseURL: s.URL(), APIKey: secret.MustNew(s.APIKey())})
 	if err != nil {
 		t.Fatal(err)
 	}

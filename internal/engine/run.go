@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,10 +39,6 @@ type run struct {
 	// concurrently, and hosts should not have to care.
 	debugMu sync.Mutex
 
-	clientMu  sync.Mutex
-	client    *gateway.Client
-	clientErr error
-
 	bind bindings
 }
 
@@ -65,8 +60,6 @@ func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cf
 	if err != nil {
 		return Result{}, err
 	}
-
-	defer r.closeClient()
 
 	r.observe(p.Title, RunStarted)
 	value, err := r.execute()
@@ -91,6 +84,9 @@ func newRun(ctx context.Context, p *prompt.Prompt, args string, st *store.Store,
 	}
 	if r.exec == "" {
 		r.exec = mintExecution()
+	}
+	if r.cfg.Client == nil {
+		r.cfg.Client = gateway.NewDisabled(noClientReason)
 	}
 	r.vmLim = luavm.Limits{
 		LuaTime:         cfg.Limits.LuaTime,
@@ -238,7 +234,7 @@ func classify(err error) *Error {
 	case errors.As(err, &te):
 		return &Error{Kind: Substitution, Err: err}
 	case errors.As(err, &ge):
-		if ge.Kind == gateway.KindCanceled {
+		if ge.Kind == gateway.KindCancelled {
 			return &Error{Kind: Cancelled, Err: err}
 		}
 		return &Error{Kind: Completion, Err: err}
@@ -250,34 +246,10 @@ func classify(err error) *Error {
 	return &Error{Kind: Internal, Err: err}
 }
 
-// closeClient closes the idle connections of a client the run built: its
-// transport keeps a reader and a writer goroutine per kept-alive
-// connection, which would otherwise outlive Run. A configured client
-// belongs to the caller, who decides when its connections close.
-func (r *run) closeClient() {
-	r.clientMu.Lock()
-	defer r.clientMu.Unlock()
-	if r.client != nil {
-		r.client.CloseIdleConnections()
-	}
-}
-
-// gatewayClient returns the configured client or builds one from the
-// environment the first time a model call needs it.
-func (r *run) gatewayClient() (*gateway.Client, error) {
-	if r.cfg.Client != nil {
-		return r.cfg.Client, nil
-	}
-	r.clientMu.Lock()
-	defer r.clientMu.Unlock()
-	if r.client == nil && r.clientErr == nil {
-		gc, err := gateway.ConfigFromEnv(os.LookupEnv)
-		if err == nil {
-			r.client, err = gateway.New(gc)
-		}
-		if err != nil {
-			r.clientErr = &Error{Kind: Completion, Err: fmt.Errorf("no gateway client was configured and none could be built from the environment: %w", err)}
-		}
-	}
-	return r.client, r.clientErr
-}
+// noClientReason is what a model call says when the host passed no
+// gateway client. The engine never reads the process environment for
+// one: the host decides where the gateway is (prompts.toml for serve, the
+// environment for the run command) and passes a client, or a disabled one
+// that says what to set.
+const noClientReason = "the host passed no gateway client: set [gateway] in prompts.toml, or " +
+	gateway.EnvURL + " and " + gateway.EnvAPIKey + " for the run command"

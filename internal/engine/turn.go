@@ -189,10 +189,7 @@ func (u *unit) dispatch(sc *scope, call gateway.ToolCall) (string, error) {
 
 // complete sends one chat request for mb.
 func (u *unit) complete(ctx context.Context, mb *modelBinding, msgs []gateway.Message, specs []gateway.ToolSpec) (*gateway.Completion, error) {
-	c, err := u.r.gatewayClient()
-	if err != nil {
-		return nil, err
-	}
+	c := u.r.cfg.Client
 	req := gateway.ChatRequest{
 		Model:       mb.model.ID,
 		Dialect:     mb.model.Dialect,

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/secret"
 	"github.com/promptforge-go/promptforge/internal/store"
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
@@ -270,7 +269,7 @@ func TestWire_MalformedReply(t *testing.T) {
 func TestWire_HangPastClientTimeout(t *testing.T) {
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Hang())
-	c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: g.APIKey(), Timeout: 50 * time.Millisecond})
+	c, err := gateway.New(gateway.Options{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey()), Timeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,33 +283,22 @@ func TestWire_HangPastClientTimeout(t *testing.T) {
 	}
 }
 
-func TestWire_LazyClientFromEnvironment(t *testing.T) {
-	t.Setenv(gateway.EnvURL, "")
-	t.Setenv(gateway.EnvAPIKey, "")
-	// Lua-only prompts need no gateway.
+// With no client the host configured none: Lua-only prompts run, and a
+// model call fails saying what to set. The engine never reads the process
+// environment for a client, even when it names a working gateway.
+func TestWire_NoClientMeansNoGateway(t *testing.T) {
+	g := newGW(t)
+	t.Setenv(gateway.EnvURL, g.URL())
+	t.Setenv(gateway.EnvAPIKey, g.APIKey())
 	runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\n"+lua(`return "no model needed"`)), "", Config{Models: []gateway.Model{testModel}}).ok(t, "no model needed")
 	r := runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nHi.\n"), "", Config{Models: []gateway.Model{testModel}})
-	r.fails(t, Completion, gateway.EnvURL)
-
-	g := newGW(t)
-	g.Enqueue(gatewaytest.Text("from env"))
-	t.Setenv(gateway.EnvURL, g.URL())
-	t.Setenv(gateway.EnvAPIKey, g.APIKey())
-	runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nHi.\n"), "", Config{Models: []gateway.Model{testModel}}).ok(t, "from env")
-}
-
-// A client the run builds from the environment is the run's: its
-// kept-alive connections (a reader and a writer goroutine each) close when
-// Run returns, while the gateway is still up.
-func TestWire_LazyClientLeavesNoGoroutines(t *testing.T) {
-	g := newGW(t)
-	g.Respond(func(gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Text("from env") })
-	t.Setenv(gateway.EnvURL, g.URL())
-	t.Setenv(gateway.EnvAPIKey, g.APIKey())
-	before := goleak.IgnoreCurrent()
-	p := parse(t, "# T\n\n"+defaultModel+"\n## A\n\nHi.\n\n## B\n\nAgain.\n")
-	runP(t, p, "", Config{Models: []gateway.Model{testModel}}).ok(t, "from env")
-	goleak.VerifyNone(t, before)
+	e := r.fails(t, Completion, gateway.EnvURL)
+	if !errors.Is(e, gateway.ErrNotConfigured) || !strings.Contains(e.Error(), "[gateway]") {
+		t.Errorf("no-client failure %q should wrap ErrNotConfigured and name both settings", e)
+	}
+	if n := len(g.Requests()); n != 0 {
+		t.Errorf("%d requests reached the gateway the environment names", n)
+	}
 }
 
 // Cancellation.

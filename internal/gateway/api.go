@@ -4,13 +4,15 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
-// Config locates a gateway: any OpenAI-shaped server whose API root
+// Options locates a gateway: any OpenAI-shaped server whose API root
 // (including /v1) is BaseURL.
-type Config struct {
-	BaseURL string // http(s)://host[:port]/v1; no userinfo, query or fragment; trailing / trimmed
-	APIKey  string // sent as "Authorization: Bearer <key>"
+type Options struct {
+	BaseURL string        // http(s)://host[:port]/v1; no userinfo, query or fragment; trailing / trimmed
+	APIKey  secret.Secret // sent as "Authorization: Bearer <key>"
 	// Timeout bounds one whole chat request, connect to last body byte
 	// (default DefaultTimeout, 120s).
 	Timeout time.Duration
@@ -27,6 +29,7 @@ type Config struct {
 type Client struct {
 	base          string // validated, trailing slashes trimmed
 	auth          string // "Bearer <key>"; never printed
+	key           secret.Secret
 	timeout       time.Duration
 	modelsTimeout time.Duration
 	http          *http.Client

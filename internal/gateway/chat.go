@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/promptforge-go/promptforge/internal/jsonwire"
 )
 
 // Complete sends POST {base}/chat/completions and parses choices[0].
 //
-// The request is bounded by Config.Timeout and by ctx; when ctx ends first
-// the error is KindCanceled and wraps ctx.Err(). For DialectGemma3 the
+// The request is bounded by Options.Timeout and by ctx; when ctx ends first
+// the error is KindCancelled and wraps ctx.Err(). For DialectGemma3 the
 // client rewrites the request (tools described in a system message,
 // tool-call history as text) and parses tool_code fences in the reply, so
 // callers handle both dialects alike. On failure after the request was
@@ -111,13 +113,11 @@ func encodeChat(req ChatRequest) ([]byte, *Error) {
 	default:
 		return nil, configError(fmt.Sprintf("chat request dialect %q is unknown: use %q or %q", req.Dialect, DialectOpenAI, DialectGemma3))
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(w); err != nil {
-		return nil, configError("cannot encode the chat request: " + err.Error())
+	b, encErr := jsonwire.Marshal(w)
+	if encErr != nil {
+		return nil, configError("cannot encode the chat request: " + encErr.Error())
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return b, nil
 }
 
 // checkTools validates tool specs and fills a nil schema. The returned
@@ -182,13 +182,7 @@ func (tc ToolCall) MarshalJSON() ([]byte, error) {
 		}
 		args = buf.String()
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(wireCall{ID: tc.ID, Type: "function", Function: wireFunction{Name: tc.Name, Arguments: args}}); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return jsonwire.Marshal(wireCall{ID: tc.ID, Type: "function", Function: wireFunction{Name: tc.Name, Arguments: args}})
 }
 
 // UnmarshalJSON reads the OpenAI wire shape with the same checks as reply

@@ -3,22 +3,28 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/promptforge-go/promptforge/internal/apiurl"
+	"github.com/promptforge-go/promptforge/internal/redact"
 )
 
 const (
-	// DefaultTimeout bounds a chat request when Config.Timeout is zero.
+	// DefaultTimeout bounds a chat request when Options.Timeout is zero.
 	DefaultTimeout = 120 * time.Second
-	// DefaultModelsTimeout bounds GET /models when Config.ModelsTimeout
-	// is zero.
+	// DefaultModelsTimeout bounds GET /models when Options.ModelsTimeout
+	// is zero, as for the run command, which has no prompts.toml. It is
+	// the same 10s as config.DefaultGatewayTimeout, the [gateway].timeout
+	// default that serve passes explicitly; config may not import gateway,
+	// so config owns the setting and this is the zero value's meaning for
+	// hosts without one (a server test keeps the two equal).
 	DefaultModelsTimeout = 10 * time.Second
 	// MaxReplyBytes caps a success body; a larger one is malformed.
 	MaxReplyBytes = 16 << 20
@@ -30,16 +36,18 @@ const (
 	opModels = "GET /models"
 	opChat   = "POST /chat/completions"
 
-	redacted = "<redacted>"
+	// redacted stands for the key in the client's and the config's
+	// renderings.
+	redacted = redact.Placeholder
 )
 
 // New validates cfg and returns a client.
-func New(cfg Config) (*Client, error) {
+func New(cfg Options) (*Client, error) {
 	base, err := validateURL(cfg.BaseURL)
 	if err != nil {
 		return nil, err
 	}
-	if err := validateKey(cfg.APIKey); err != nil {
+	if err := validateKey(cfg.APIKey.Reveal()); err != nil {
 		return nil, err
 	}
 	if cfg.Timeout < 0 || cfg.ModelsTimeout < 0 {
@@ -47,13 +55,14 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{
 		base:          base,
-		auth:          "Bearer " + cfg.APIKey,
+		auth:          "Bearer " + cfg.APIKey.Reveal(),
+		key:           cfg.APIKey,
 		timeout:       orDefault(cfg.Timeout, DefaultTimeout),
 		modelsTimeout: orDefault(cfg.ModelsTimeout, DefaultModelsTimeout),
 		http:          cfg.HTTPClient,
 	}
 	if c.http == nil {
-		c.http = &http.Client{Transport: newTransport()}
+		c.http = &http.Client{Transport: NewTransport()}
 	}
 	return c, nil
 }
@@ -77,13 +86,19 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// newTransport is the default transport with a connect timeout like the
-// reference gateway's (10s) and enough idle connections per host for
-// concurrent runs against one gateway.
-func newTransport() *http.Transport {
+// NewTransport returns the HTTP transport for gateway calls: the default
+// transport with a connect timeout like the reference gateway's (10s) and
+// 64 idle connections per host, enough for concurrent runs (and their
+// fanout arms) against one gateway. New uses it when Options.HTTPClient is
+// nil; a host that wraps the transport (the server times every call)
+// builds on it, so every client of the gateway has the same limits.
+//
+// 64 is the serve path's value: the server built its own transport with
+// it, while a client New built had 32 and web_search the default 2.
+func NewTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	t.MaxIdleConnsPerHost = 32
+	t.MaxIdleConnsPerHost = 64
 	return t
 }
 
@@ -98,37 +113,33 @@ func (c *Client) CloseIdleConnections() {
 // BaseURL is the validated API root the client sends to.
 func (c *Client) BaseURL() string { return c.base }
 
-// validateURL checks the gateway URL and returns it with trailing slashes
+// validateURL checks the gateway URL against the API-root rule (package
+// apiurl, shared with config) and returns it with trailing slashes
 // trimmed. Errors never repeat the URL: it may hold credentials.
 func validateURL(raw string) (string, error) {
 	const example = " (e.g. http://127.0.0.1:8081/v1)"
-	if strings.TrimSpace(raw) == "" {
+	_, err := apiurl.Check(raw)
+	if err == nil {
+		return strings.TrimRight(raw, "/"), nil
+	}
+	switch err.Problem {
+	case apiurl.Empty:
 		return "", configError("gateway URL is empty: set it to the gateway's API root" + example)
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return "", configError("gateway URL cannot be parsed (" + err.Error() + "): use an absolute http(s) URL" + example)
-	}
-	switch {
-	case u.User != nil:
+	case apiurl.Unparseable:
+		return "", configError("gateway URL cannot be parsed (" + err.Err.Error() + "): use an absolute http(s) URL" + example)
+	case apiurl.Userinfo:
 		return "", configError("gateway URL must not contain credentials (user:password@): put the key in the API key setting instead")
-	case u.Scheme != "http" && u.Scheme != "https":
-		if u.Scheme == "" {
-			return "", configError("gateway URL has no scheme: use an absolute http(s) URL" + example)
-		}
-		return "", configError(fmt.Sprintf("gateway URL scheme %q is not supported: use http or https", u.Scheme))
-	case u.Opaque != "" || u.Host == "" || u.Hostname() == "":
+	case apiurl.NoScheme:
+		return "", configError("gateway URL has no scheme: use an absolute http(s) URL" + example)
+	case apiurl.BadScheme:
+		return "", configError(fmt.Sprintf("gateway URL scheme %q is not supported: use http or https", err.Scheme))
+	case apiurl.NoHost:
 		return "", configError("gateway URL has no host: use an absolute http(s) URL" + example)
-	case u.RawQuery != "" || u.ForceQuery:
+	case apiurl.Query:
 		return "", configError("gateway URL must not have a query (?...): give only the API root" + example)
-	case u.Fragment != "" || strings.Contains(raw, "#"):
+	default: // apiurl.Fragment
 		return "", configError("gateway URL must not have a fragment (#...): give only the API root" + example)
 	}
-	return strings.TrimRight(raw, "/"), nil
 }
 
 func validateKey(key string) error {
@@ -175,46 +186,26 @@ func (c *Client) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("url", c.base), slog.String("key", redacted))
 }
 
-// String shows the configuration with the key redacted.
-func (cfg Config) String() string {
+// Format prints the configuration for every verb (%v, %#v, %s, %d ...):
+// the key is a secret.Secret and redacts itself, but BaseURL has not been
+// validated yet and may carry userinfo or a query, which are hidden here.
+func (cfg Options) Format(f fmt.State, _ rune) {
 	key := ""
-	if cfg.APIKey != "" {
+	if !cfg.APIKey.IsZero() {
 		key = redacted
 	}
-	return fmt.Sprintf("gateway.Config{BaseURL: %s, APIKey: %s, Timeout: %s, ModelsTimeout: %s}",
-		redactURL(cfg.BaseURL), key, cfg.Timeout, cfg.ModelsTimeout)
+	_, _ = fmt.Fprintf(f, "gateway.Options{BaseURL: %s, APIKey: %s, Timeout: %s, ModelsTimeout: %s}",
+		redact.RawURL(cfg.BaseURL), key, cfg.Timeout, cfg.ModelsTimeout)
 }
 
-// GoString keeps %#v as safe as %v.
-func (cfg Config) GoString() string { return cfg.String() }
-
-// Format makes every verb print String.
-func (cfg Config) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, cfg.String()) }
-
 // LogValue logs the configuration with the key redacted.
-func (cfg Config) LogValue() slog.Value {
+func (cfg Options) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("url", redactURL(cfg.BaseURL)),
+		slog.String("url", redact.RawURL(cfg.BaseURL)),
 		slog.String("key", redacted),
 		slog.Duration("timeout", cfg.Timeout),
 		slog.Duration("models_timeout", cfg.ModelsTimeout),
 	)
-}
-
-// redactURL hides userinfo and query in a URL that has not been validated
-// yet (either may hold a secret).
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparseable URL>"
-	}
-	if u.User != nil {
-		u.User = url.User(redacted)
-	}
-	if u.RawQuery != "" {
-		u.RawQuery = redacted
-	}
-	return u.String()
 }
 
 func (c *Client) disabledError(op string) *Error {
@@ -227,28 +218,50 @@ type errTimeout struct{ d time.Duration }
 
 func (e *errTimeout) Error() string { return "gateway timeout of " + e.d.String() + " elapsed" }
 
-// do sends one request and returns the status and body: the full body (at
-// most MaxReplyBytes) for 2xx, a bounded prefix otherwise. Every failure is
-// classified here.
+// do sends one request with the client's usual reply bounds (see send).
 func (c *Client) do(ctx context.Context, method, path, op string, body []byte, timeout time.Duration) (int, []byte, *Error) {
+	return c.send(ctx, exchange{method: method, path: path, op: op, body: body, timeout: timeout,
+		replyLimit: MaxReplyBytes, errorLimit: maxErrorRead})
+}
+
+// exchange is one request and the bounds its reply is read under.
+type exchange struct {
+	method, path, op string
+	body             []byte
+	timeout          time.Duration
+	// replyLimit caps a 2xx body; a larger one is a KindMalformed error
+	// marked oversize.
+	replyLimit int64
+	// errorLimit is how much of a non-2xx body is read.
+	errorLimit int64
+	// errorReadFails makes a broken non-2xx body a transport error, where
+	// otherwise the status alone is reported.
+	errorReadFails bool
+}
+
+// send sends one request and returns the status and body: the full body
+// (at most x.replyLimit) for 2xx, a bounded prefix otherwise. Every
+// failure is classified here.
+func (c *Client) send(ctx context.Context, x exchange) (int, []byte, *Error) {
+	op := x.op
 	if err := ctx.Err(); err != nil {
-		return 0, nil, canceled(ctx, op)
+		return 0, nil, cancelled(ctx, op)
 	}
-	cause := &errTimeout{d: timeout}
-	reqCtx, cancel := context.WithTimeoutCause(ctx, timeout, cause)
+	cause := &errTimeout{d: x.timeout}
+	reqCtx, cancel := context.WithTimeoutCause(ctx, x.timeout, cause)
 	defer cancel()
 
 	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+	if x.body != nil {
+		rd = bytes.NewReader(x.body)
 	}
-	req, err := http.NewRequestWithContext(reqCtx, method, c.base+path, rd)
+	req, err := http.NewRequestWithContext(reqCtx, x.method, c.base+x.path, rd)
 	if err != nil {
 		return 0, nil, &Error{Kind: KindConfig, Op: op, msg: "cannot build the gateway request " + op + ": " + err.Error(), err: err}
 	}
 	req.Header.Set("Authorization", c.auth)
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
+	if x.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 
@@ -261,25 +274,46 @@ func (c *Client) do(ctx context.Context, method, path, op string, body []byte, t
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// A short or broken error body still leaves the status, which is
 		// what the caller acts on.
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorRead))
+		data, err := io.ReadAll(io.LimitReader(resp.Body, x.errorLimit))
+		if err != nil && x.errorReadFails {
+			e := c.transportFailure(ctx, reqCtx, cause, op, err)
+			e.reading = true
+			return resp.StatusCode, nil, e
+		}
 		return resp.StatusCode, data, nil
 	}
-	if resp.ContentLength > MaxReplyBytes {
-		return resp.StatusCode, nil, malformed(op, resp.StatusCode, "the reply body exceeds 16 MiB")
+	oversize := func() *Error {
+		e := malformed(op, resp.StatusCode, "the reply body exceeds "+sizeText(x.replyLimit))
+		e.oversize = true
+		return e
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxReplyBytes+1))
+	if resp.ContentLength > x.replyLimit {
+		return resp.StatusCode, nil, oversize()
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, x.replyLimit+1))
 	if err != nil {
-		return resp.StatusCode, nil, c.transportFailure(ctx, reqCtx, cause, op, err)
+		e := c.transportFailure(ctx, reqCtx, cause, op, err)
+		e.reading = true
+		return resp.StatusCode, nil, e
 	}
-	if len(data) > MaxReplyBytes {
-		return resp.StatusCode, nil, malformed(op, resp.StatusCode, "the reply body exceeds 16 MiB")
+	if int64(len(data)) > x.replyLimit {
+		return resp.StatusCode, nil, oversize()
 	}
 	return resp.StatusCode, data, nil
 }
 
+// sizeText renders a byte cap for a message: "16 MiB" for whole MiB, else
+// the byte count.
+func sizeText(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}
+
 func (c *Client) transportFailure(ctx, reqCtx context.Context, cause *errTimeout, op string, err error) *Error {
 	if ctx.Err() != nil {
-		return canceled(ctx, op)
+		return cancelled(ctx, op)
 	}
 	if context.Cause(reqCtx) == cause {
 		return &Error{
@@ -298,11 +332,11 @@ func (c *Client) transportFailure(ctx, reqCtx context.Context, cause *errTimeout
 	}
 }
 
-func canceled(ctx context.Context, op string) *Error {
+func cancelled(ctx context.Context, op string) *Error {
 	err := ctx.Err()
 	msg := "gateway " + op + " cancelled by the caller: " + err.Error()
 	if cause := context.Cause(ctx); cause != nil && cause != err {
 		msg += " (" + cause.Error() + ")"
 	}
-	return &Error{Kind: KindCanceled, Op: op, err: err, msg: msg}
+	return &Error{Kind: KindCancelled, Op: op, err: err, msg: msg}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 func TestNewValidatesTheURL(t *testing.T) {
@@ -39,7 +40,7 @@ func TestNewValidatesTheURL(t *testing.T) {
 		{url: "http://gw/v1#", wantErr: "must not have a fragment"},
 	}
 	for _, tt := range tests {
-		c, err := gateway.New(gateway.Config{BaseURL: tt.url, APIKey: "k"})
+		c, err := gateway.New(gateway.Options{BaseURL: tt.url, APIKey: secret.MustNew("k")})
 		if tt.wantErr == "" {
 			if err != nil {
 				t.Errorf("New(%q): %v", tt.url, err)
@@ -64,7 +65,7 @@ func TestNewValidatesTheURL(t *testing.T) {
 
 func TestNewValidatesTheKeyAndTimeouts(t *testing.T) {
 	for _, key := range []string{"", "   ", " hunter2", "hunter2\n", "hun\x00ter2"} {
-		_, err := gateway.New(gateway.Config{BaseURL: "http://gw/v1", APIKey: key})
+		_, err := gateway.New(gateway.Options{BaseURL: "http://gw/v1", APIKey: blankOK(key)})
 		if err == nil {
 			t.Errorf("key %q accepted", key)
 			continue
@@ -74,14 +75,14 @@ func TestNewValidatesTheKeyAndTimeouts(t *testing.T) {
 			t.Errorf("key %q: error %q should name the key setting without its value", key, err)
 		}
 	}
-	if _, err := gateway.New(gateway.Config{BaseURL: "http://gw/v1", APIKey: "k", Timeout: -1}); err == nil {
+	if _, err := gateway.New(gateway.Options{BaseURL: "http://gw/v1", APIKey: secret.MustNew("k"), Timeout: -1}); err == nil {
 		t.Error("negative timeout accepted")
 	}
 }
 
 func TestKeyNeverPrinted(t *testing.T) {
 	const key = "sk-very-secret-key"
-	cfg := gateway.Config{BaseURL: "http://gw.example/v1", APIKey: key}
+	cfg := gateway.Options{BaseURL: "http://gw.example/v1", APIKey: secret.MustNew(key)}
 	c, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +129,7 @@ func TestBearerHeaderOnEveryRequest(t *testing.T) {
 func TestTrailingSlashTrimmedOnTheWire(t *testing.T) {
 	s := gatewaytest.New(t)
 	s.Enqueue(gatewaytest.Text("ok"))
-	c := newClient(t, s, func(cfg *gateway.Config) { cfg.BaseURL += "/" })
+	c := newClient(t, s, func(cfg *gateway.Options) { cfg.BaseURL += "/" })
 	// gatewaytest's router does not clean paths, so //chat/completions
 	// would be a 404.
 	if _, err := c.Complete(t.Context(), userTurn("hi")); err != nil {
@@ -141,7 +142,7 @@ func TestTrailingSlashTrimmedOnTheWire(t *testing.T) {
 
 func TestWrongKeyIsAStatusError(t *testing.T) {
 	s := gatewaytest.New(t)
-	c := newClient(t, s, func(cfg *gateway.Config) { cfg.APIKey = "wrong-key-123" })
+	c := newClient(t, s, func(cfg *gateway.Options) { cfg.APIKey = secret.MustNew("wrong-key-123") })
 	for name, call := range map[string]func() error{
 		"models": func() error { _, err := c.Models(t.Context(), nil); return err },
 		"chat":   func() error { _, err := c.Complete(t.Context(), userTurn("hi")); return err },
@@ -209,7 +210,7 @@ func TestOversizeBodiesRefused(t *testing.T) {
 	})
 	t.Run("success streamed without Content-Length", func(t *testing.T) {
 		srv := streamingServer(t, 200, gateway.MaxReplyBytes+1)
-		c, err := gateway.New(gateway.Config{BaseURL: srv + "/v1", APIKey: "k"})
+		c, err := gateway.New(gateway.Options{BaseURL: srv + "/v1", APIKey: secret.MustNew("k")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +222,7 @@ func TestOversizeBodiesRefused(t *testing.T) {
 	})
 	t.Run("error body", func(t *testing.T) {
 		srv := streamingServer(t, 502, gateway.MaxReplyBytes+1)
-		c, err := gateway.New(gateway.Config{BaseURL: srv + "/v1", APIKey: "k"})
+		c, err := gateway.New(gateway.Options{BaseURL: srv + "/v1", APIKey: secret.MustNew("k")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,7 +288,7 @@ func TestHangPastTheTimeoutOnLoopback(t *testing.T) {
 	s.SetModelsReply(gatewaytest.Hang())
 	// A tiny timeout against a handler that never answers: the test
 	// checks the classification, not how long it took.
-	c := newClient(t, s, func(cfg *gateway.Config) {
+	c := newClient(t, s, func(cfg *gateway.Options) {
 		cfg.Timeout = 20 * time.Millisecond
 		cfg.ModelsTimeout = 20 * time.Millisecond
 	})
@@ -320,7 +321,7 @@ func TestCancelWhileInFlight(t *testing.T) {
 	<-g.Arrived()
 	cancel()
 	err := <-errc
-	ge := asError(t, err, gateway.KindCanceled)
+	ge := asError(t, err, gateway.KindCancelled)
 	if !errors.Is(err, context.Canceled) || ge.Retryable() {
 		t.Errorf("got %v (retryable %v)", err, ge.Retryable())
 	}
@@ -332,22 +333,22 @@ func TestPreCancelledContextSendsNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	_, err := c.Complete(ctx, userTurn("hi"))
-	if asError(t, err, gateway.KindCanceled); !errors.Is(err, context.Canceled) {
+	if asError(t, err, gateway.KindCancelled); !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v", err)
 	}
 	_, err = c.Models(ctx, nil)
-	asError(t, err, gateway.KindCanceled)
+	asError(t, err, gateway.KindCancelled)
 	if len(s.Requests()) != 0 || s.ModelsCalls() != 0 {
 		t.Error("a request was sent on a cancelled context")
 	}
 }
 
-func TestConfigFromEnv(t *testing.T) {
+func TestOptionsFromEnv(t *testing.T) {
 	env := func(vars map[string]string) func(string) (string, bool) {
 		return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 	}
-	cfg, err := gateway.ConfigFromEnv(env(map[string]string{gateway.EnvURL: "http://gw/v1", gateway.EnvAPIKey: "k"}))
-	if err != nil || cfg.BaseURL != "http://gw/v1" || cfg.APIKey != "k" {
+	cfg, err := gateway.OptionsFromEnv(env(map[string]string{gateway.EnvURL: "http://gw/v1", gateway.EnvAPIKey: "k"}))
+	if err != nil || cfg.BaseURL != "http://gw/v1" || cfg.APIKey.Reveal() != "k" {
 		t.Fatalf("both set: %+v, %v", cfg, err)
 	}
 	tests := []struct {
@@ -364,7 +365,7 @@ func TestConfigFromEnv(t *testing.T) {
 		{"key not utf-8", map[string]string{gateway.EnvURL: "http://gw/v1", gateway.EnvAPIKey: "secret-\xff"}, "PROMPTFORGE_GATEWAY_API_KEY is not valid UTF-8", false},
 	}
 	for _, tt := range tests {
-		_, err := gateway.ConfigFromEnv(env(tt.vars))
+		_, err := gateway.OptionsFromEnv(env(tt.vars))
 		if err == nil {
 			t.Errorf("%s: no error", tt.name)
 			continue
@@ -402,7 +403,7 @@ func TestKeyNeverInErrors(t *testing.T) {
 		gatewaytest.Empty("stop"),
 		gatewaytest.Hang(),
 	)
-	c := newClient(t, s, func(cfg *gateway.Config) { cfg.Timeout = 50 * time.Millisecond })
+	c := newClient(t, s, func(cfg *gateway.Options) { cfg.Timeout = 50 * time.Millisecond })
 	for i := range 4 {
 		_, err := c.Complete(t.Context(), userTurn("hi"))
 		if err == nil {
@@ -416,5 +417,23 @@ func TestKeyNeverInErrors(t *testing.T) {
 	_, err := c.Models(t.Context(), nil)
 	if err == nil || strings.Contains(err.Error(), key) {
 		t.Errorf("transport error %v", err)
+	}
+}
+
+// blankOK wraps key as a Secret, letting a blank one through as the zero
+// Secret (as OptionsFromEnv does), so New's own key checks are what refuse it.
+func blankOK(key string) secret.Secret {
+	s, _ := secret.New(key)
+	return s
+}
+
+func TestNewTransportLimits(t *testing.T) {
+	tr := gateway.NewTransport()
+	defer tr.CloseIdleConnections()
+	if tr.MaxIdleConnsPerHost != 64 || tr.DialContext == nil || tr.Proxy == nil {
+		t.Errorf("transport: idle/host %d, dial set %v, proxy set %v", tr.MaxIdleConnsPerHost, tr.DialContext != nil, tr.Proxy != nil)
+	}
+	if tr == gateway.NewTransport() {
+		t.Error("NewTransport shares one transport between calls")
 	}
 }

@@ -1,7 +1,10 @@
 // Package gateway is the HTTP client for the gateway contract
-// (spec/gateway-picker-webfetch.md §1.14): GET /models, and POST
+// (spec/gateway-picker-webfetch.md §1.14): GET /models, POST
 // /chat/completions without streaming, with tool calls in the openai and
-// gemma3_tool_code dialects. Later: search and embeddings.
+// gemma3_tool_code dialects, and POST /tools/web_search (Search, which
+// the web_search tool adapts). It is the only package that speaks the
+// contract, so auth, base URL, timeouts, body caps, error kinds and
+// redaction are decided once. Later: embeddings.
 //
 // It owns everything about the wire so the engine does not: the exact
 // request body, reply parsing and validation (choices[0], tool-call
@@ -18,16 +21,18 @@
 // catalog). Fields that are present but wrong still make the catalog
 // malformed.
 //
-// Timeouts. Each request gets its own deadline: Config.Timeout for chat
-// (default 120s) and Config.ModelsTimeout for the models list (default
-// 10s, so boot never hangs: DESIGN §3.2), both inside the caller's ctx.
+// Timeouts. Each request gets its own deadline: Options.Timeout for chat
+// (default 120s), Options.ModelsTimeout for the models list (default
+// 10s, so boot never hangs: DESIGN §3.2) and SearchTimeout (30s) for a
+// search, all inside the caller's ctx.
 // Running past the client's deadline is a retryable KindTransport error
-// (Error.Timeout reports it); the caller's ctx ending is KindCanceled and
+// (Error.Timeout reports it); the caller's ctx ending is KindCancelled and
 // wraps ctx.Err().
 //
 // Errors. Every failure is an *Error with a Kind. Error() says what failed
-// and what to do and never includes a reply body or the key; the start of
+// and what to do and never includes the key, nor a reply body except the
+// sanitized one Search's KindStatus message quotes for the model; the start of
 // a non-2xx body is available, escaped and capped at 2,000 characters,
 // through Error.Body for debug logs. The key never appears in %v, %#v or
-// slog output of a Client or Config.
+// slog output of a Client or Options.
 package gateway

@@ -1,6 +1,10 @@
 package gateway
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/promptforge-go/promptforge/internal/secret"
+)
 
 // The environment variables the CLI reads when it has no prompts.toml.
 const (
@@ -8,12 +12,12 @@ const (
 	EnvAPIKey = "PROMPTFORGE_GATEWAY_API_KEY"
 )
 
-// ConfigFromEnv reads EnvURL and EnvAPIKey through lookup (os.LookupEnv in
+// OptionsFromEnv reads EnvURL and EnvAPIKey through lookup (os.LookupEnv in
 // production). An empty value counts as unset. With neither set the error
 // wraps ErrNotConfigured, so a host can fall back to NewDisabled; with only
 // one set, or a value that is not UTF-8, the error names the variable (and
 // never its value). The result still goes through New for validation.
-func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
+func OptionsFromEnv(lookup func(string) (string, bool)) (Options, error) {
 	get := func(name string) string {
 		v, _ := lookup(name)
 		return v
@@ -21,16 +25,19 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	u, key := get(EnvURL), get(EnvAPIKey)
 	switch {
 	case u == "" && key == "":
-		return Config{}, &Error{Kind: KindConfig, err: ErrNotConfigured,
+		return Options{}, &Error{Kind: KindConfig, err: ErrNotConfigured,
 			msg: "no gateway configured: set " + EnvURL + " and " + EnvAPIKey}
 	case u == "":
-		return Config{}, configError(EnvURL + " is not set: set it to the gateway's API root (e.g. http://127.0.0.1:8081/v1) together with " + EnvAPIKey)
+		return Options{}, configError(EnvURL + " is not set: set it to the gateway's API root (e.g. http://127.0.0.1:8081/v1) together with " + EnvAPIKey)
 	case key == "":
-		return Config{}, configError(EnvAPIKey + " is not set: set it to the gateway's bearer key together with " + EnvURL)
+		return Options{}, configError(EnvAPIKey + " is not set: set it to the gateway's bearer key together with " + EnvURL)
 	case !utf8.ValidString(u):
-		return Config{}, configError(EnvURL + " is not valid UTF-8: set it to a plain http(s) URL")
+		return Options{}, configError(EnvURL + " is not valid UTF-8: set it to a plain http(s) URL")
 	case !utf8.ValidString(key):
-		return Config{}, configError(EnvAPIKey + " is not valid UTF-8: set it to the gateway's bearer key")
+		return Options{}, configError(EnvAPIKey + " is not valid UTF-8: set it to the gateway's bearer key")
 	}
-	return Config{BaseURL: u, APIKey: key}, nil
+	// A whitespace-only key wraps to the zero Secret, which New refuses
+	// with its "key is empty" message, as it did the blank string.
+	k, _ := secret.New(key)
+	return Options{BaseURL: u, APIKey: k}, nil
 }

@@ -26,9 +26,9 @@ const (
 	// KindConfig: the client configuration or the request itself is
 	// invalid; nothing was sent.
 	KindConfig
-	// KindCanceled: the caller's context ended first; the error wraps
+	// KindCancelled: the caller's context ended first; the error wraps
 	// ctx.Err().
-	KindCanceled
+	KindCancelled
 	// KindDisabled: the client was built by NewDisabled; no gateway is
 	// configured.
 	KindDisabled
@@ -46,7 +46,7 @@ func (k Kind) String() string {
 		return "empty reply"
 	case KindConfig:
 		return "config"
-	case KindCanceled:
+	case KindCancelled:
 		return "canceled"
 	case KindDisabled:
 		return "disabled"
@@ -55,12 +55,14 @@ func (k Kind) String() string {
 }
 
 // ErrNotConfigured is wrapped by the errors that mean "no gateway was
-// configured at all": ConfigFromEnv with neither variable set, and every
+// configured at all": OptionsFromEnv with neither variable set, and every
 // call on a NewDisabled client.
 var ErrNotConfigured = errors.New("no gateway configured")
 
 // Error is every failure the client returns. Error() says what failed and
-// what to do; it never contains a reply body or the API key.
+// what to do; it never contains the API key, nor a reply body except in
+// Search's KindStatus message, which quotes the (sanitized) body because
+// the model reading a failed search needs the backend's reason.
 type Error struct {
 	Kind Kind
 	// Op is the request, e.g. "POST /chat/completions"; "" when nothing
@@ -84,11 +86,15 @@ type Error struct {
 	body    string
 	timeout bool
 	err     error
+	// reading marks a transport failure while reading the reply body
+	// (rather than sending the request); oversize marks a 2xx body over
+	// the exchange's cap. Search words its messages by them.
+	reading, oversize bool
 }
 
 func (e *Error) Error() string { return e.msg }
 
-// Unwrap returns the cause: ctx.Err() for KindCanceled, the transport
+// Unwrap returns the cause: ctx.Err() for KindCancelled, the transport
 // error for KindTransport, ErrNotConfigured where it applies.
 func (e *Error) Unwrap() error { return e.err }
 

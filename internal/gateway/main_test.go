@@ -7,14 +7,15 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // newClient returns a client for s; edit may change the config first.
-func newClient(t testing.TB, s *gatewaytest.Server, edit ...func(*gateway.Config)) *gateway.Client {
+func newClient(t testing.TB, s *gatewaytest.Server, edit ...func(*gateway.Options)) *gateway.Client {
 	t.Helper()
-	cfg := gateway.Config{BaseURL: s.URL(), APIKey: s.APIKey()}
+	cfg := gateway.Options{BaseURL: s.URL(), APIKey: secret.MustNew(s.APIKey())}
 	for _, e := range edit {
 		e(&cfg)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 // pipeListener connects an http.Server and an http.Client through
@@ -63,7 +64,7 @@ func (pipeAddr) String() string  { return "pipe" }
 
 // silentGateway runs fn with a client whose gateway accepts every request
 // and never answers, all on the bubble's fake clock.
-func silentGateway(t *testing.T, cfg gateway.Config, fn func(c *gateway.Client)) {
+func silentGateway(t *testing.T, cfg gateway.Options, fn func(c *gateway.Client)) {
 	ln := newPipeListener()
 	stop := make(chan struct{})
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -81,7 +82,7 @@ func silentGateway(t *testing.T, cfg gateway.Config, fn func(c *gateway.Client))
 		_ = srv.Serve(ln)
 	}()
 	tr := &http.Transport{DialContext: ln.dial}
-	cfg.BaseURL, cfg.APIKey = "http://gateway.test/v1", "k"
+	cfg.BaseURL, cfg.APIKey = "http://gateway.test/v1", secret.MustNew("k")
 	cfg.HTTPClient = &http.Client{Transport: tr}
 	c, err := gateway.New(cfg)
 	if err != nil {
@@ -96,7 +97,7 @@ func silentGateway(t *testing.T, cfg gateway.Config, fn func(c *gateway.Client))
 
 func TestDefaultTimeoutsOnAFakeClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		silentGateway(t, gateway.Config{}, func(c *gateway.Client) {
+		silentGateway(t, gateway.Options{}, func(c *gateway.Client) {
 			start := time.Now()
 			_, err := c.Complete(t.Context(), userTurn("hi"))
 			if got := time.Since(start); got != gateway.DefaultTimeout {
@@ -121,7 +122,7 @@ func TestDefaultTimeoutsOnAFakeClock(t *testing.T) {
 
 func TestConfiguredTimeoutAndCallerDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		silentGateway(t, gateway.Config{Timeout: 3 * time.Second}, func(c *gateway.Client) {
+		silentGateway(t, gateway.Options{Timeout: 3 * time.Second}, func(c *gateway.Client) {
 			start := time.Now()
 			_, err := c.Complete(t.Context(), userTurn("hi"))
 			if got := time.Since(start); got != 3*time.Second {
@@ -134,7 +135,7 @@ func TestConfiguredTimeoutAndCallerDeadline(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 			defer cancel()
 			_, err = c.Complete(ctx, userTurn("hi"))
-			ge := asError(t, err, gateway.KindCanceled)
+			ge := asError(t, err, gateway.KindCancelled)
 			if !errors.Is(err, context.DeadlineExceeded) || ge.Retryable() || ge.Timeout() {
 				t.Errorf("caller deadline: %v", err)
 			}

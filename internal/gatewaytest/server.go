@@ -28,18 +28,17 @@ type Server struct {
 	done      chan struct{}
 	closeOnce sync.Once
 
-	mu            sync.Mutex
-	modelsBody    []byte
-	modelsReply   *Reply
-	modelsCalls   int
-	queue         []Reply
-	respond       func(Request) Reply
-	requests      []Request
-	inFlight      int
-	maxInFlight   int
-	searchQueue   []Reply
-	searchReqs    []Request
-	searchRespond func(Request) Reply
+	mu          sync.Mutex
+	modelsBody  []byte
+	modelsReply *Reply
+	modelsCalls int
+	queue       []Reply
+	respond     func(Request) Reply
+	requests    []Request
+	inFlight    int
+	maxInFlight int
+	searchQueue []Reply
+	searchReqs  []Request
 }
 
 // Request is one recorded request as the server decoded it.
@@ -174,14 +173,6 @@ func (s *Server) EnqueueSearch(replies ...Reply) {
 	s.searchQueue = append(s.searchQueue, replies...)
 }
 
-// RespondSearch computes web_search replies when the search queue is
-// empty.
-func (s *Server) RespondSearch(fn func(Request) Reply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.searchRespond = fn
-}
-
 // SearchRequests returns the web_search requests that reached the script.
 func (s *Server) SearchRequests() []Request {
 	s.mu.Lock()
@@ -268,14 +259,10 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		reply, scripted = s.searchQueue[0], true
 		s.searchQueue = s.searchQueue[1:]
 	}
-	respond := s.searchRespond
 	s.mu.Unlock()
 	if !scripted {
-		if respond == nil {
-			s.unscripted(w, "search ", n)
-			return
-		}
-		reply = respond(req)
+		s.unscripted(w, "search ", n)
+		return
 	}
 	s.serve(w, r, reply, query)
 }

@@ -159,7 +159,7 @@ func (vm *VM) write(L *lua.LState, appendMode bool) int {
 	}
 	if err != nil {
 		vm.note(fail, "")
-		if errors.Is(err, &store.Error{Kind: store.WriteRace}) {
+		if errors.Is(err, &store.Error{Kind: store.KindWriteRace}) {
 			// Two arms producing one file means one result is silently
 			// lost: the race ends the arm even when the script catches it.
 			vm.fatal = &LuaError{Msg: strings.TrimLeft(luaWhere(L)+" "+err.Error(), " ")}

@@ -11,7 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/promptforge-go/promptforge/internal/catalog"
-	"github.com/promptforge-go/promptforge/internal/config"
+	"github.com/promptforge-go/promptforge/internal/humantime"
+	"github.com/promptforge-go/promptforge/internal/jsonwire"
 	"github.com/promptforge-go/promptforge/internal/prompt"
 	"github.com/promptforge-go/promptforge/internal/runs"
 )
@@ -53,15 +54,7 @@ func structured(body json.RawMessage, text string, isError bool) *mcp.CallToolRe
 // marshal encodes v compactly without HTML escaping: prompt names,
 // descriptions and values are prose and code, and escaping <, > and &
 // would only make them harder to read.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+func marshal(v any) ([]byte, error) { return jsonwire.Marshal(v) }
 
 // runResult renders a run record: structuredContent is the seven-key wire
 // object (record), the text is recordText, and only a failed run is an
@@ -193,7 +186,7 @@ func (s *Server) checkRun(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	res, ok := s.runs.Check(id)
 	if !ok {
 		return textResult(fmt.Sprintf("there is no run %s: a run can be collected while it is going and for %s after it finishes, and older runs have been evicted; start it again with run_prompt",
-			strconv.Quote(id), config.FormatDuration(s.runs.RetainCompleted()))), nil
+			strconv.Quote(id), humantime.Format(s.runs.RetainCompleted()))), nil
 	}
 	return runResult(res)
 }

@@ -43,7 +43,7 @@ func (h *harness) list(cursor string) listed {
 	return l
 }
 
-func names(l listed) []string {
+func promptNames(l listed) []string {
 	var out []string
 	for _, p := range l.Prompts {
 		var n string
@@ -56,7 +56,7 @@ func names(l listed) []string {
 func TestListPromptsNamesTheCatalogInOrder(t *testing.T) {
 	h := newHarness(t, fixture{})
 	l := h.list("")
-	if got := strings.Join(names(l), ","); got != "echo,explode,greet,summarize" {
+	if got := strings.Join(promptNames(l), ","); got != "echo,explode,greet,summarize" {
 		t.Fatalf("names %s", got)
 	}
 	if l.NextCursor != nil {
@@ -85,7 +85,7 @@ func TestListPromptsShowsDeclarationsAndBrokenEntries(t *testing.T) {
 	}
 	l := h.list("")
 	byName := map[string]map[string]json.RawMessage{}
-	for i, n := range names(l) {
+	for i, n := range promptNames(l) {
 		byName[n] = l.Prompts[i]
 	}
 	if p := byName["bad"]; p == nil || !strings.Contains(string(p["problem"]), "does not parse") || string(p["description"]) != `""` {
@@ -127,8 +127,8 @@ func TestListPromptsPages(t *testing.T) {
 		t.Fatalf("first page: %d prompts, next %v", len(first.Prompts), first.NextCursor)
 	}
 	second := h.list(*first.NextCursor)
-	if len(second.Prompts) != 100 || names(second)[0] != "p100" || *second.NextCursor != "200" {
-		t.Fatalf("second page: %d, first %s", len(second.Prompts), names(second)[0])
+	if len(second.Prompts) != 100 || promptNames(second)[0] != "p100" || *second.NextCursor != "200" {
+		t.Fatalf("second page: %d, first %s", len(second.Prompts), promptNames(second)[0])
 	}
 	last := h.list("200")
 	if len(last.Prompts) != 5 || last.NextCursor != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 // memGateway is a gated chat-completions endpoint served over an in-memory
@@ -50,7 +51,7 @@ func newMemGateway(t testing.TB) *memGateway {
 	}()
 	g.tr = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return g.ln.dial(ctx) }}
 	var err error
-	g.client, err = gateway.New(gateway.Config{BaseURL: "http://gateway.test/v1", APIKey: "mem-key", HTTPClient: &http.Client{Transport: g.tr}})
+	g.client, err = gateway.New(gateway.Options{BaseURL: "http://gateway.test/v1", APIKey: secret.MustNew("mem-key"), HTTPClient: &http.Client{Transport: g.tr}})
 	if err != nil {
 		t.Fatal(err)
 	}

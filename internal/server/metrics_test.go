@@ -9,6 +9,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 func scrape(t *testing.T, m *Metrics) string {
@@ -23,9 +24,9 @@ func TestGatewayCallsAreTimed(t *testing.T) {
 	g := gatewaytest.New(t)
 	g.Enqueue(gatewaytest.Text("spoken"))
 	m := NewMetrics()
-	base := http.DefaultTransport.(*http.Transport).Clone()
+	base := gateway.NewTransport()
 	t.Cleanup(base.CloseIdleConnections)
-	c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: g.APIKey(), HTTPClient: &http.Client{Transport: m.GatewayTransport(base)}})
+	c, err := gateway.New(gateway.Options{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey()), HTTPClient: &http.Client{Transport: m.GatewayTransport(base)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func TestAPromptAddedMidSessionBecomesCallable(t *testing.T) {
 	if _, err := h.handle.Reload(context.Background(), reloadAll(h.dir)); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(names(h.list("")), ","), "newcomer") {
+	if !strings.Contains(strings.Join(promptNames(h.list("")), ","), "newcomer") {
 		t.Fatal("list_prompts does not show the new prompt")
 	}
 	if got := textOf(t, h.ok(ToolRunPrompt, map[string]any{"prompt": "newcomer"})); got != "here" {

@@ -9,8 +9,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/promptforge-go/promptforge/internal/catalog"
-	"github.com/promptforge-go/promptforge/internal/config"
 	"github.com/promptforge-go/promptforge/internal/engine"
+	"github.com/promptforge-go/promptforge/internal/humantime"
 	"github.com/promptforge-go/promptforge/internal/prompt"
 	"github.com/promptforge-go/promptforge/internal/runs"
 	"github.com/promptforge-go/promptforge/internal/store"
@@ -144,7 +144,7 @@ func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, 
 	var busy *runs.RefusedError
 	switch {
 	case errors.As(err, &busy):
-		return runs.Result{}, refused(fmt.Sprintf("every run slot is busy and none came free within %s; retry in a moment", config.FormatDuration(busy.Wait)))
+		return runs.Result{}, refused(fmt.Sprintf("every run slot is busy and none came free within %s; retry in a moment", humantime.Format(busy.Wait)))
 	case errors.Is(err, runs.ErrClosed):
 		return runs.Result{}, refused(msgShuttingDown)
 	case err != nil:

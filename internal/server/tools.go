@@ -5,16 +5,20 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/promptforge-go/promptforge/internal/names"
 )
 
 // The built-in tool names. No prompt is ever published as a tool: a catalog
 // can change under a session, and a fixed surface keeps clients' tool lists
 // stable and small.
+// The names themselves, and the rule that no prompt may take one, are
+// owned by package names.
 const (
-	ToolListPrompts = "list_prompts"
-	ToolRunPrompt   = "run_prompt"
-	ToolNeedPrompt  = "need_prompt"
-	ToolCheckRun    = "check_run"
+	ToolListPrompts = names.ListPrompts
+	ToolRunPrompt   = names.RunPrompt
+	ToolNeedPrompt  = names.NeedPrompt
+	ToolCheckRun    = names.CheckRun
 )
 
 // ServerName is the serverInfo name the reference publishes; clients that

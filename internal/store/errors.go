@@ -10,22 +10,22 @@ import (
 type Kind uint8
 
 const (
-	// NotFound: the path names no file.
-	NotFound Kind = iota + 1
-	// InvalidPath: the path breaks a §4.3 rule.
-	InvalidPath
-	// InvalidGlob: the pattern breaks a §4.3 rule.
-	InvalidGlob
-	// InvalidRange: the line bounds are inconsistent.
-	InvalidRange
-	// InvalidAnchor: str_replace was given an empty old text.
-	InvalidAnchor
-	// AnchorNotFound: str_replace's old text does not occur.
-	AnchorNotFound
-	// AnchorAmbiguous: str_replace's old text occurs more than once.
-	AnchorAmbiguous
-	// WriteRace: two arms of one fanout wrote the same path.
-	WriteRace
+	// KindNotFound: the path names no file.
+	KindNotFound Kind = iota + 1
+	// KindInvalidPath: the path breaks a §4.3 rule.
+	KindInvalidPath
+	// KindInvalidGlob: the pattern breaks a §4.3 rule.
+	KindInvalidGlob
+	// KindInvalidRange: the line bounds are inconsistent.
+	KindInvalidRange
+	// KindInvalidAnchor: str_replace was given an empty old text.
+	KindInvalidAnchor
+	// KindAnchorNotFound: str_replace's old text does not occur.
+	KindAnchorNotFound
+	// KindAnchorAmbiguous: str_replace's old text occurs more than once.
+	KindAnchorAmbiguous
+	// KindWriteRace: two arms of one fanout wrote the same path.
+	KindWriteRace
 )
 
 // Error is every failure the store reports. Error() is the exact text a
@@ -40,7 +40,7 @@ type Error struct {
 
 func (e *Error) Error() string { return e.msg }
 
-// Is lets errors.Is(err, &store.Error{Kind: store.NotFound}) match on the
+// Is lets errors.Is(err, &store.Error{Kind: store.KindNotFound}) match on the
 // kind alone, so callers need no sentinel values.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
@@ -48,38 +48,38 @@ func (e *Error) Is(target error) bool {
 }
 
 func errNotFound(path string) error {
-	return &Error{Kind: NotFound, Path: path, msg: "file not found: " + path}
+	return &Error{Kind: KindNotFound, Path: path, msg: "file not found: " + path}
 }
 
 func errInvalidPath(p, reason string) error {
-	return &Error{Kind: InvalidPath, Path: p, msg: fmt.Sprintf("invalid path %q: %s", p, reason)}
+	return &Error{Kind: KindInvalidPath, Path: p, msg: fmt.Sprintf("invalid path %q: %s", p, reason)}
 }
 
 func errInvalidGlob(p, reason string) error {
-	return &Error{Kind: InvalidGlob, Path: p, msg: fmt.Sprintf("invalid glob pattern %q: %s", p, reason)}
+	return &Error{Kind: KindInvalidGlob, Path: p, msg: fmt.Sprintf("invalid glob pattern %q: %s", p, reason)}
 }
 
 func errInvalidAnchor(path string) error {
-	return &Error{Kind: InvalidAnchor, Path: path,
+	return &Error{Kind: KindInvalidAnchor, Path: path,
 		msg: "invalid anchor for " + path + ": the text to replace must not be empty"}
 }
 
 func errAnchorNotFound(path string) error {
-	return &Error{Kind: AnchorNotFound, Path: path, msg: "anchor not found in " + path}
+	return &Error{Kind: KindAnchorNotFound, Path: path, msg: "anchor not found in " + path}
 }
 
 func errAnchorAmbiguous(path string, n int) error {
-	return &Error{Kind: AnchorAmbiguous, Path: path,
+	return &Error{Kind: KindAnchorAmbiguous, Path: path,
 		msg: "anchor occurs " + strconv.Itoa(n) + " times in " + path + ", expected exactly one"}
 }
 
 func errWriteRace(path string) error {
-	return &Error{Kind: WriteRace, Path: path,
+	return &Error{Kind: KindWriteRace, Path: path,
 		msg: "write-write race on " + path + ": another arm of the same fanout already wrote it"}
 }
 
 func errInvalidRange(path string, r Range, reason string) error {
-	return &Error{Kind: InvalidRange, Path: path,
+	return &Error{Kind: KindInvalidRange, Path: path,
 		msg: "invalid line range " + r.String() + " for " + path + ": " + reason}
 }
 

@@ -89,7 +89,7 @@ func TestGlobRejectsBadPatterns(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := s.Glob(tt.pattern)
-		wantErr(t, err, InvalidGlob, "invalid glob pattern "+sprintfQ(tt.pattern)+": "+tt.reason)
+		wantErr(t, err, KindInvalidGlob, "invalid glob pattern "+sprintfQ(tt.pattern)+": "+tt.reason)
 	}
 	if _, err := s.Glob(strings.Repeat("a", 1024)); err != nil {
 		t.Fatalf("a 1024-byte pattern: %v", err)

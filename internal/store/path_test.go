@@ -42,6 +42,6 @@ func TestValidatePath(t *testing.T) {
 		{"lpt9.md", `segment "lpt9.md" is a reserved Windows device name`},
 	}
 	for _, tt := range invalid {
-		wantErr(t, ValidatePath(tt.path), InvalidPath, "invalid path "+sprintfQ(tt.path)+": "+tt.reason)
+		wantErr(t, ValidatePath(tt.path), KindInvalidPath, "invalid path "+sprintfQ(tt.path)+": "+tt.reason)
 	}
 }

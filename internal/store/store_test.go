@@ -58,7 +58,7 @@ func TestWriteReadOverwriteAppend(t *testing.T) {
 func TestMissingDeleteExists(t *testing.T) {
 	s := New()
 	_, err := s.Read("missing.md", Range{})
-	wantErr(t, err, NotFound, "file not found: missing.md")
+	wantErr(t, err, KindNotFound, "file not found: missing.md")
 	if err := s.Delete("missing.md"); err != nil {
 		t.Fatalf("Delete(missing) = %v, want nil", err)
 	}
@@ -70,12 +70,12 @@ func TestMissingDeleteExists(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.Read("a.md", Range{})
-	wantErr(t, err, NotFound, "file not found: a.md")
+	wantErr(t, err, KindNotFound, "file not found: a.md")
 	if ok, err := s.Exists("a.md"); ok || err != nil {
 		t.Fatalf("Exists(deleted) = %v, %v; want false", ok, err)
 	}
 	_, err = s.Exists("../a.md")
-	wantErr(t, err, InvalidPath, `invalid path "../a.md": the path has a . or .. segment`)
+	wantErr(t, err, KindInvalidPath, `invalid path "../a.md": the path has a . or .. segment`)
 }
 
 func TestStrReplace(t *testing.T) {
@@ -92,11 +92,11 @@ func TestStrReplace(t *testing.T) {
 		kind            Kind
 		msg             string
 	}{
-		{"missing anchor", "doc.md", "omega", AnchorNotFound, "anchor not found in doc.md"},
-		{"ambiguous anchor", "doc.md", "beta", AnchorAmbiguous, "anchor occurs 2 times in doc.md, expected exactly one"},
-		{"overlapping anchor", "doc.md", "a", AnchorAmbiguous, "anchor occurs 5 times in doc.md, expected exactly one"},
-		{"missing file", "nope.md", "x", NotFound, "file not found: nope.md"},
-		{"empty anchor", "doc.md", "", InvalidAnchor, "invalid anchor for doc.md: the text to replace must not be empty"},
+		{"missing anchor", "doc.md", "omega", KindAnchorNotFound, "anchor not found in doc.md"},
+		{"ambiguous anchor", "doc.md", "beta", KindAnchorAmbiguous, "anchor occurs 2 times in doc.md, expected exactly one"},
+		{"overlapping anchor", "doc.md", "a", KindAnchorAmbiguous, "anchor occurs 5 times in doc.md, expected exactly one"},
+		{"missing file", "nope.md", "x", KindNotFound, "file not found: nope.md"},
+		{"empty anchor", "doc.md", "", KindInvalidAnchor, "invalid anchor for doc.md: the text to replace must not be empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,7 +107,7 @@ func TestStrReplace(t *testing.T) {
 		})
 	}
 	mustWrite(t, s, "o.md", "aaa")
-	wantErr(t, s.StrReplace("o.md", "aa", "b"), AnchorAmbiguous, "anchor occurs 2 times in o.md, expected exactly one")
+	wantErr(t, s.StrReplace("o.md", "aa", "b"), KindAnchorAmbiguous, "anchor occurs 2 times in o.md, expected exactly one")
 }
 
 func from(start int) Range      { return Range{Start: start, HasStart: true} }
@@ -200,16 +200,16 @@ func TestRangeErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := s.Read("f.txt", tt.r)
-			wantErr(t, err, InvalidRange, tt.msg)
+			wantErr(t, err, KindInvalidRange, tt.msg)
 			_, err = s.ReadNumbered("f.txt", tt.r)
-			wantErr(t, err, InvalidRange, tt.msg)
+			wantErr(t, err, KindInvalidRange, tt.msg)
 		})
 	}
 	// Bound errors are argument errors: reported even for a missing file.
 	_, err := s.Read("gone.txt", from(0))
-	wantErr(t, err, InvalidRange, "invalid line range 0.. for gone.txt: start must be at least 1")
+	wantErr(t, err, KindInvalidRange, "invalid line range 0.. for gone.txt: start must be at least 1")
 	_, err = s.ReadNumbered("gone.txt", from(1))
-	wantErr(t, err, NotFound, "file not found: gone.txt")
+	wantErr(t, err, KindNotFound, "file not found: gone.txt")
 }
 
 func TestSnapshotIsACopy(t *testing.T) {
@@ -233,7 +233,7 @@ func TestSnapshotIsACopy(t *testing.T) {
 func TestSeedIsAllOrNothing(t *testing.T) {
 	s := New()
 	err := s.Seed(map[string]string{"in/ok.md": "x", "in/bad/": "y", "aux.txt": "z"})
-	wantErr(t, err, InvalidPath, `invalid path "aux.txt": segment "aux.txt" is a reserved Windows device name`)
+	wantErr(t, err, KindInvalidPath, `invalid path "aux.txt": segment "aux.txt" is a reserved Windows device name`)
 	if snap := s.Snapshot(); len(snap) != 0 {
 		t.Fatalf("a failed Seed wrote %v", snap)
 	}
@@ -263,7 +263,7 @@ func TestEveryOperationValidatesThePath(t *testing.T) {
 		"exists":      func() error { _, err := s.Exists(bad); return err },
 	}
 	for name, op := range ops {
-		t.Run(name, func(t *testing.T) { wantErr(t, op(), InvalidPath, msg) })
+		t.Run(name, func(t *testing.T) { wantErr(t, op(), KindInvalidPath, msg) })
 	}
 }
 
@@ -283,7 +283,7 @@ func TestWriteRaceTracking(t *testing.T) {
 	if err := s.WriteAs(arm(f1, 1), "out.md", "arm 1 again"); err != nil {
 		t.Fatalf("same arm rewriting: %v", err)
 	}
-	wantErr(t, s.WriteAs(arm(f1, 2), "out.md", "arm 2"), WriteRace, race)
+	wantErr(t, s.WriteAs(arm(f1, 2), "out.md", "arm 2"), KindWriteRace, race)
 	if got, _ := s.Read("out.md", Range{}); got != "arm 1 again" {
 		t.Fatalf("a racing write changed the file to %q", got)
 	}
@@ -306,7 +306,7 @@ func TestWriteRaceTracking(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Untracked writes leave the record alone: the arms of f2 still race.
-	wantErr(t, s.WriteAs(arm(f2, 5), "out.md", "x"), WriteRace, race)
+	wantErr(t, s.WriteAs(arm(f2, 5), "out.md", "x"), KindWriteRace, race)
 	// Appending arms never race, even on a path arms wrote.
 	if err := s.Append("other.md", "from arm 3"); err != nil {
 		t.Fatal(err)
@@ -342,7 +342,7 @@ func TestConcurrentArms(t *testing.T) {
 		switch {
 		case err == nil:
 			won++
-		case errors.Is(err, &Error{Kind: WriteRace}):
+		case errors.Is(err, &Error{Kind: KindWriteRace}):
 		default:
 			t.Fatalf("arm %d: %v", i, err)
 		}

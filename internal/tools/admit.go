@@ -7,11 +7,13 @@ import (
 	"strings"
 
 	"golang.org/x/net/idna"
+
+	"github.com/promptforge-go/promptforge/internal/redact"
 )
 
 // failure is a web_fetch outcome other than success. Soft failures go
 // back to the model as tool text so it can try another URL; hard ones end
-// the run as an InvalidArguments error. model is what the model (or the
+// the run as a KindInvalidArguments error. model is what the model (or the
 // run's error) shows: never a blocked address, query or credential.
 // detail is for logs only.
 type failure struct {
@@ -71,7 +73,7 @@ func (a *admitter) admitParsed(u *url.URL) (*target, *failure) {
 	case scheme == "https":
 	case scheme == "http" && a.allowHTTP:
 	default:
-		return nil, soft("scheme not allowed: "+sanitizeText(scheme, 40), "scheme refused by policy", nil)
+		return nil, soft("scheme not allowed: "+redact.Text(scheme, 40), "scheme refused by policy", nil)
 	}
 	if u.Opaque != "" || u.Host == "" {
 		return nil, hard("invalid url", "url has no host")

@@ -14,6 +14,8 @@ import (
 
 	"github.com/andybalholm/brotli"
 	"golang.org/x/text/encoding/htmlindex"
+
+	"github.com/promptforge-go/promptforge/internal/redact"
 )
 
 // route is how a content type is handled (spec §3.7).
@@ -52,7 +54,7 @@ func routeFor(mediaType string) route {
 
 // consume turns a final (non-redirect) response into the tool's text.
 func (w *WebFetch) consume(fctx context.Context, u *url.URL, resp *http.Response, a fetchArgs) (string, *failure) {
-	shown := redactURL(u)
+	shown := redact.URL(u)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return "", soft(fmt.Sprintf("HTTP %d from %s; try a different URL", resp.StatusCode, shown), "status "+resp.Status, nil)
 	}
@@ -70,7 +72,7 @@ func (w *WebFetch) consume(fctx context.Context, u *url.URL, resp *http.Response
 	}
 	if r == routeRefused {
 		return "", soft(fmt.Sprintf("content type %s from %s cannot be returned as text; try a different URL that serves HTML, JSON, XML or plain text",
-			sanitizeText(ct, 100), shown), "content type refused", err)
+			redact.Text(ct, 100), shown), "content type refused", err)
 	}
 
 	limit := w.policy.MaxBytes
@@ -83,7 +85,7 @@ func (w *WebFetch) consume(fctx context.Context, u *url.URL, resp *http.Response
 	case "", "identity", "gzip", "x-gzip", "br":
 	default:
 		return "", soft(fmt.Sprintf("response from %s uses content encoding %s, which cannot be decoded; try a different URL",
-			shown, sanitizeText(encoding, 40)), "unsupported Content-Encoding", nil)
+			shown, redact.Text(encoding, 40)), "unsupported Content-Encoding", nil)
 	}
 	// An honest Content-Length tells us early; a compressed one says
 	// nothing about the decompressed size, which is what the cap counts.
@@ -109,7 +111,7 @@ func (w *WebFetch) consume(fctx context.Context, u *url.URL, resp *http.Response
 	label := strings.TrimSpace(params["charset"])
 	text, ok := decodeCharset(data, label)
 	if !ok {
-		return "", soft(fmt.Sprintf("response from %s declared unknown charset %s; cannot decode its text", shown, sanitizeText(label, 64)), "unknown charset", nil)
+		return "", soft(fmt.Sprintf("response from %s declared unknown charset %s; cannot decode its text", shown, redact.Text(label, 64)), "unknown charset", nil)
 	}
 
 	extraction := "plain"

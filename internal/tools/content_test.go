@@ -372,7 +372,7 @@ func TestCancelledCall(t *testing.T) {
 		cancel()
 	}()
 	_, err := w.Call(ctx, args(t, map[string]any{"url": base + "/slow"}))
-	if KindOf(err) != Cancelled {
+	if KindOf(err) != KindCancelled {
 		t.Fatalf("cancelled call: %v (kind %v); want kind Cancelled", err, KindOf(err))
 	}
 }

@@ -31,12 +31,15 @@
 // Failures a model can act on (HTTP status, timeout, DNS, content type,
 // size, charset, refused redirect, scheme) come back as ordinary
 // untrusted tool text; argument errors and policy violations are *Error
-// with kind InvalidArguments and end the run. Messages never show a
+// with kind KindInvalidArguments and end the run. Messages never show a
 // blocked address or a URL's userinfo, query or fragment; the injected
 // logger gets the detail.
 //
-// web_search (NewWebSearch) is a thin client of the gateway's
-// POST {base}/tools/web_search: a closed argument schema checked before
-// sending, a 30 s deadline, a 256 KiB reply cap and a shape check; the
-// raw reply goes to the model as untrusted text.
+// web_search (NewWebSearch) owns the tool's side of a search: a closed
+// argument schema checked before sending and the mapping of failures to
+// tool kinds. The HTTP exchange (POST {base}/tools/web_search, its 30 s
+// deadline, 256 KiB reply cap and shape check) is the gateway client's,
+// reached through the one-method Searcher, because gateway is the only
+// package that speaks the gateway's contract. The raw reply goes to the
+// model as untrusted text.
 package tools

@@ -5,39 +5,39 @@ import (
 	"fmt"
 )
 
-// ErrorKind classifies a tool failure (spec prompt-language §6.1). Every
+// Kind classifies a tool failure (spec prompt-language §6.1). Every
 // kind ends the run that made the call; the kind tells the caller whether
 // the model's arguments, the backend, the network or the run itself was at
 // fault.
-type ErrorKind uint8
+type Kind uint8
 
 const (
-	// InvalidArguments: the call's arguments (or the URL they name) are
+	// KindInvalidArguments: the call's arguments (or the URL they name) are
 	// not acceptable; retrying the same call cannot succeed.
-	InvalidArguments ErrorKind = iota + 1
-	// Backend: the service behind the tool answered with an error or an
+	KindInvalidArguments Kind = iota + 1
+	// KindBackend: the service behind the tool answered with an error or an
 	// unusable reply.
-	Backend
-	// Transport: the service could not be reached or did not answer in
+	KindBackend
+	// KindTransport: the service could not be reached or did not answer in
 	// time.
-	Transport
-	// Cancelled: the caller's context ended while the tool was working.
-	Cancelled
-	// Other: anything else.
-	Other
+	KindTransport
+	// KindCancelled: the caller's context ended while the tool was working.
+	KindCancelled
+	// KindOther: anything else.
+	KindOther
 )
 
-func (k ErrorKind) String() string {
+func (k Kind) String() string {
 	switch k {
-	case InvalidArguments:
+	case KindInvalidArguments:
 		return "invalid arguments"
-	case Backend:
+	case KindBackend:
 		return "backend"
-	case Transport:
+	case KindTransport:
 		return "transport"
-	case Cancelled:
+	case KindCancelled:
 		return "cancelled"
-	case Other:
+	case KindOther:
 		return "other"
 	}
 	return fmt.Sprintf("ErrorKind(%d)", uint8(k))
@@ -47,7 +47,7 @@ func (k ErrorKind) String() string {
 // author reading a failed run: it never carries an address the policy
 // blocked, a query string, or a credential.
 type Error struct {
-	Kind ErrorKind
+	Kind Kind
 	// Msg is the whole message, already prefixed with the tool's wire
 	// name (e.g. "web_fetch: port not allowed: 8080").
 	Msg string
@@ -61,18 +61,18 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // KindOf returns the kind of the first *Error in err's chain, or Other
 // when there is none.
-func KindOf(err error) ErrorKind {
+func KindOf(err error) Kind {
 	var te *Error
 	if errors.As(err, &te) {
 		return te.Kind
 	}
-	return Other
+	return KindOther
 }
 
 func invalidArgs(format string, a ...any) *Error {
-	return &Error{Kind: InvalidArguments, Msg: fmt.Sprintf(format, a...)}
+	return &Error{Kind: KindInvalidArguments, Msg: fmt.Sprintf(format, a...)}
 }
 
 func cancelled(tool string, err error) *Error {
-	return &Error{Kind: Cancelled, Msg: tool + ": cancelled by the caller", Err: err}
+	return &Error{Kind: KindCancelled, Msg: tool + ": cancelled by the caller", Err: err}
 }

@@ -229,7 +229,7 @@ func fetchOK(t *testing.T, w *WebFetch, a map[string]any) string {
 	return res.Text
 }
 
-// fetchHard calls the tool and requires a hard InvalidArguments error.
+// fetchHard calls the tool and requires a hard KindInvalidArguments error.
 func fetchHard(t *testing.T, w *WebFetch, a map[string]any) *Error {
 	t.Helper()
 	res, err := w.Call(context.Background(), args(t, a))
@@ -237,7 +237,7 @@ func fetchHard(t *testing.T, w *WebFetch, a map[string]any) *Error {
 		t.Fatalf("Call(%v) = %q; want a hard error", a, res.Text)
 	}
 	var te *Error
-	if !errors.As(err, &te) || te.Kind != InvalidArguments {
+	if !errors.As(err, &te) || te.Kind != KindInvalidArguments {
 		t.Fatalf("Call(%v) error = %#v; want *Error of kind InvalidArguments", a, err)
 	}
 	return te

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/promptforge-go/promptforge/internal/redact"
 )
 
 // Identity and description of web_fetch (spec prompt-language §6.2).
@@ -231,7 +233,7 @@ func positiveInteger(v json.RawMessage) (uint64, bool) {
 
 // Call implements Tool. Soft failures come back as untrusted text with a
 // nil error; argument and policy violations are *Error with kind
-// InvalidArguments; a cancelled ctx is kind Cancelled.
+// KindInvalidArguments; a cancelled ctx is KindCancelled.
 func (w *WebFetch) Call(ctx context.Context, raw json.RawMessage) (Result, error) {
 	a, err := w.parseFetchArgs(raw)
 	if err != nil {
@@ -245,10 +247,10 @@ func (w *WebFetch) Call(ctx context.Context, raw json.RawMessage) (Result, error
 		return Result{}, cancelled(WebFetchName, err)
 	}
 	if f.hard {
-		w.log.Info("web_fetch: refused", "url", redactRawURL(a.url), "reason", f.model, "detail", f.detail)
-		return Result{}, &Error{Kind: InvalidArguments, Msg: WebFetchName + ": " + f.model, Err: f}
+		w.log.Info("web_fetch: refused", "url", redact.RawURL(a.url), "reason", f.model, "detail", f.detail)
+		return Result{}, &Error{Kind: KindInvalidArguments, Msg: WebFetchName + ": " + f.model, Err: f}
 	}
-	w.log.Debug("web_fetch: soft failure", "url", redactRawURL(a.url), "reason", f.model, "detail", f.detail)
+	w.log.Debug("web_fetch: soft failure", "url", redact.RawURL(a.url), "reason", f.model, "detail", f.detail)
 	return Result{Text: f.model}, nil
 }
 
@@ -321,12 +323,12 @@ func (w *WebFetch) newRequest(ctx context.Context, u *url.URL) *http.Request {
 // checked again when the next request dials.
 func (w *WebFetch) follow(from *target, loc string, requests int) (*target, *failure) {
 	refused := func(to, reason, detail string) *failure {
-		return soft(fmt.Sprintf("redirect from %s to %s refused: %s", redactURL(from.u), to, reason), detail, nil)
+		return soft(fmt.Sprintf("redirect from %s to %s refused: %s", redact.URL(from.u), to, reason), detail, nil)
 	}
 	next, err := from.u.Parse(whatwgTrim(loc))
-	shown := redactRawURL(loc)
+	shown := redact.RawURL(loc)
 	if err == nil {
-		shown = redactURL(next)
+		shown = redact.URL(next)
 	}
 	if requests > w.policy.MaxRedirects {
 		return nil, refused(shown, fmt.Sprintf("too many redirects (the limit is %d)", w.policy.MaxRedirects), "hop limit reached")
@@ -351,9 +353,9 @@ func (w *WebFetch) transportFailure(fctx context.Context, u *url.URL, err error)
 		return f
 	}
 	if timedOut(fctx, err) {
-		return soft("request to "+redactURL(u)+" timed out; try again later or try a different URL", err.Error(), err)
+		return soft("request to "+redact.URL(u)+" timed out; try again later or try a different URL", err.Error(), err)
 	}
-	return soft("fetch failed for "+redactURL(u)+": network error; try a different URL", err.Error(), err)
+	return soft("fetch failed for "+redact.URL(u)+": network error; try a different URL", err.Error(), err)
 }
 
 func timedOut(fctx context.Context, err error) bool {

@@ -1,93 +1,73 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/url"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"golang.org/x/net/http/httpguts"
+	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/redact"
 )
 
 // Identity and limits of web_search (spec prompt-language §6.2 and
-// gateway-picker-webfetch §1.14(c)).
+// gateway-picker-webfetch §1.14(c)). The request's timeout and reply cap
+// are the gateway client's (gateway.SearchTimeout,
+// gateway.MaxSearchReplyBytes).
 const (
 	WebSearchName        = "web_search"
 	WebSearchDescription = "Search the web and return a list of results (title, url, description)."
 
-	webSearchTimeout   = 30 * time.Second
-	webSearchBodyCap   = 256 << 10
 	maxQueryChars      = 400
 	maxSearchCount     = 20
 	maxSearchLangChars = 128
 	maxDomains         = 20
-	maxErrorBodyChars  = 2000
 )
 
-// WebSearch is the web_search tool: a thin client of the gateway's
-// POST {base}/tools/web_search. It validates the model's arguments
-// against a closed schema, forwards them, checks the reply's shape, and
-// hands the raw reply to the model as untrusted text. It is safe for
-// concurrent use.
+// Searcher runs one web search: it sends query, a JSON object of the
+// validated arguments, to the search backend and returns the reply,
+// checked to be a JSON object with a results array. *gateway.Client is
+// the one implementation; the interface is here so that web_search
+// depends on what it calls, not on how the gateway is reached.
+type Searcher interface {
+	Search(ctx context.Context, query json.RawMessage) (json.RawMessage, error)
+}
+
+// WebSearch is the web_search tool: it validates the model's arguments
+// against a closed schema, hands them to a Searcher (the gateway's
+// POST {base}/tools/web_search), and gives the raw reply to the model as
+// untrusted text. It is safe for concurrent use.
 type WebSearch struct {
+	searcher Searcher
 	base     string
-	endpoint string
-	key      string
-	client   *http.Client
 	desc     Descriptor
 }
 
-// NewWebSearch builds web_search against the gateway API root baseURL
-// (including /v1, e.g. http://127.0.0.1:8081/v1) with bearer apiKey. A nil
-// httpClient gets a private client; its own Timeout, if any, applies on
-// top of the tool's 30 s.
-func NewWebSearch(baseURL, apiKey string, httpClient *http.Client) (*WebSearch, error) {
-	base, err := validateBaseURL(baseURL)
-	if err != nil {
-		return nil, err
+// NewWebSearch builds web_search over searcher, normally the run's
+// *gateway.Client.
+func NewWebSearch(searcher Searcher) (*WebSearch, error) {
+	if searcher == nil {
+		return nil, errors.New("web_search: no gateway client to search with; configure the gateway ([gateway] in prompts.toml, or PROMPTFORGE_GATEWAY_URL and PROMPTFORGE_GATEWAY_API_KEY)")
 	}
-	if strings.TrimSpace(apiKey) == "" || !httpguts.ValidHeaderFieldValue(apiKey) {
-		return nil, errors.New("web_search: the gateway API key must be non-blank and contain no control characters; set [gateway].api_key or PROMPTFORGE_GATEWAY_API_KEY")
-	}
-	if httpClient == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-		httpClient = &http.Client{Transport: t}
-	}
-	return &WebSearch{
-		base:     base,
-		endpoint: base + "/tools/web_search",
-		key:      apiKey,
-		client:   httpClient,
+	s := &WebSearch{
+		searcher: searcher,
 		desc: Descriptor{
 			ID:          ID{Server: ServerName, Name: WebSearchName},
 			WireName:    WebSearchName,
 			Description: WebSearchDescription,
 			Parameters:  webSearchSchema(),
 		},
-	}, nil
-}
-
-func validateBaseURL(raw string) (string, error) {
-	trimmed := strings.TrimRight(strings.TrimSpace(raw), "/")
-	u, err := url.Parse(trimmed)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("web_search: gateway URL %q must be an absolute http or https URL such as http://127.0.0.1:8081/v1", redactRawURL(raw))
 	}
-	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		return "", fmt.Errorf("web_search: gateway URL %s must not contain userinfo, a query or a fragment", redactURL(u))
+	// The gateway client says where it sends (never its key), which is
+	// what String and LogValue show.
+	if b, ok := searcher.(interface{ BaseURL() string }); ok {
+		s.base = b.BaseURL()
 	}
-	return trimmed, nil
+	return s, nil
 }
 
 // Descriptor implements Tool.
@@ -100,9 +80,6 @@ func (s *WebSearch) String() string { return "web_search(" + s.base + ")" }
 func (s *WebSearch) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("tool", WebSearchName), slog.String("gateway", s.base))
 }
-
-// CloseIdleConnections releases the client's kept-alive connections.
-func (s *WebSearch) CloseIdleConnections() { s.client.CloseIdleConnections() }
 
 func webSearchSchema() json.RawMessage {
 	domains := func(what string) map[string]any {
@@ -190,7 +167,7 @@ func parseSearchArgs(raw json.RawMessage) (searchRequest, error) {
 		switch key {
 		case "query", "count", "freshness", "country", "search_lang", "safesearch", "include_domains", "exclude_domains":
 		default:
-			return searchRequest{}, invalidArgs("web_search: unknown argument %q; allowed are query, count, freshness, country, search_lang, safesearch, include_domains, exclude_domains", sanitizeText(key, 40))
+			return searchRequest{}, invalidArgs("web_search: unknown argument %q; allowed are query, count, freshness, country, search_lang, safesearch, include_domains, exclude_domains", redact.Text(key, 40))
 		}
 	}
 
@@ -267,7 +244,7 @@ func domainList(m map[string]json.RawMessage, key string) ([]string, error) {
 	}
 	for _, d := range list {
 		if d == "" || strings.ContainsFunc(d, func(r rune) bool { return r == '/' || unicode.IsSpace(r) || unicode.IsControl(r) }) {
-			return nil, invalidArgs("web_search: %s entry %q must be a bare host name (no scheme, path, whitespace or control characters)", key, sanitizeText(d, 80))
+			return nil, invalidArgs("web_search: %s entry %q must be a bare host name (no scheme, path, whitespace or control characters)", key, redact.Text(d, 80))
 		}
 	}
 	return list, nil
@@ -281,84 +258,33 @@ func (s *WebSearch) Call(ctx context.Context, raw json.RawMessage) (Result, erro
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return Result{}, &Error{Kind: Other, Msg: "web_search: cannot encode the request", Err: err}
+		return Result{}, &Error{Kind: KindOther, Msg: "web_search: cannot encode the request", Err: err}
 	}
-	cctx, cancel := context.WithTimeout(ctx, webSearchTimeout)
-	defer cancel()
-	hreq, err := http.NewRequestWithContext(cctx, http.MethodPost, s.endpoint, bytes.NewReader(body))
+	reply, err := s.searcher.Search(ctx, body)
 	if err != nil {
-		return Result{}, &Error{Kind: Other, Msg: "web_search: cannot build the request", Err: err}
+		return Result{}, searchError(ctx, err)
 	}
-	hreq.Header.Set("Authorization", "Bearer "+s.key)
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
-
-	resp, err := s.client.Do(hreq)
-	if err != nil {
-		return Result{}, s.transportError(ctx, cctx, "cannot reach the gateway", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, webSearchBodyCap+1))
-	if err != nil {
-		return Result{}, s.transportError(ctx, cctx, "reading the gateway's reply failed", err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return Result{}, &Error{Kind: Backend, Msg: fmt.Sprintf("web_search: backend returned %d: %s", resp.StatusCode, s.sanitizeBody(data))}
-	}
-	if len(data) > webSearchBodyCap {
-		return Result{}, &Error{Kind: Backend, Msg: fmt.Sprintf("web_search: backend reply exceeds the %d-byte cap", webSearchBodyCap)}
-	}
-	if problem := checkSearchReply(data); problem != "" {
-		return Result{}, &Error{Kind: Backend, Msg: "web_search: backend reply is malformed: " + problem}
-	}
-	return Result{Text: string(data)}, nil
+	return Result{Text: string(reply)}, nil
 }
 
-func (s *WebSearch) transportError(ctx, cctx context.Context, what string, err error) *Error {
-	if ctx.Err() != nil {
+// searchError classifies a Searcher failure for the run: the message is
+// the gateway's, prefixed with the tool's name.
+func searchError(ctx context.Context, err error) *Error {
+	var ge *gateway.Error
+	switch {
+	case ctx.Err() != nil:
 		return cancelled(WebSearchName, ctx.Err())
+	case !errors.As(err, &ge):
+		return &Error{Kind: KindOther, Msg: "web_search: " + err.Error(), Err: err}
 	}
-	if errors.Is(cctx.Err(), context.DeadlineExceeded) {
-		return &Error{Kind: Transport, Msg: fmt.Sprintf("web_search: the gateway at %s did not answer within %v; try again later", s.base, webSearchTimeout), Err: err}
+	kind := KindOther
+	switch ge.Kind {
+	case gateway.KindCancelled:
+		return cancelled(WebSearchName, errors.Unwrap(ge))
+	case gateway.KindTransport:
+		kind = KindTransport
+	case gateway.KindStatus, gateway.KindMalformed:
+		kind = KindBackend
 	}
-	cause := err
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		cause = ue.Err
-	}
-	return &Error{Kind: Transport, Msg: fmt.Sprintf("web_search: %s at %s: %v; check that the gateway is running", what, s.base, cause), Err: err}
-}
-
-// sanitizeBody renders an error body for a message: the key can never
-// appear (a misbehaving backend might echo headers), control characters
-// and runs of whitespace collapse, and it is capped.
-func (s *WebSearch) sanitizeBody(b []byte) string {
-	text := strings.ReplaceAll(string(b), s.key, "[redacted]")
-	text = sanitizeText(text, maxErrorBodyChars)
-	if text == "" {
-		return "(empty body)"
-	}
-	return text
-}
-
-// checkSearchReply enforces the reply contract: a JSON object with a
-// results array whose entries each carry a non-blank url.
-func checkSearchReply(data []byte) string {
-	var reply struct {
-		Results *[]struct {
-			URL *string `json:"url"`
-		} `json:"results"`
-	}
-	if err := json.Unmarshal(data, &reply); err != nil {
-		return "not a JSON object with a results array"
-	}
-	if reply.Results == nil {
-		return "no results array"
-	}
-	for i, r := range *reply.Results {
-		if r.URL == nil || strings.TrimSpace(*r.URL) == "" {
-			return fmt.Sprintf("result %d has no url", i)
-		}
-	}
-	return ""
+	return &Error{Kind: kind, Msg: "web_search: " + ge.Error(), Err: err}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 // TextOf is the single text block of a result; the test fails otherwise.
@@ -52,7 +53,7 @@ var TestModel = gateway.Model{ID: "test-model", Description: "A general assistan
 func Gateway(t testing.TB) (*gatewaytest.Server, *gateway.Client) {
 	t.Helper()
 	g := gatewaytest.New(t)
-	c, err := gateway.New(gateway.Config{BaseURL: g.URL(), APIKey: g.APIKey()})
+	c, err := gateway.New(gateway.Options{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey())})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package config
+package humantime
 
 import (
 	"errors"
@@ -48,12 +48,12 @@ func unitNanos(unit string) (int64, bool) {
 
 var errDurationTooLong = errors.New("the duration is too long (the limit is about 292 years)")
 
-// ParseDuration reads a duration in humantime syntax: one or more
+// Parse reads a duration in humantime syntax: one or more
 // <integer><unit> items ("30s", "1h 30m", "1h30m", "500ms"), whitespace
 // allowed around numbers and units. A bare number, an unknown unit, a sign,
 // a fraction and an empty string are errors. Go's time.ParseDuration is not
 // used because it accepts signs and fractions and lacks d/w/M/y.
-func ParseDuration(s string) (time.Duration, error) {
+func Parse(s string) (time.Duration, error) {
 	rest := strings.TrimLeftFunc(s, unicode.IsSpace)
 	if rest == "" {
 		return 0, errors.New(`the duration is empty; write it like "30s", "1h 30m" or "500ms"`)
@@ -143,13 +143,13 @@ func firstRune(s string) string {
 	return ""
 }
 
-// FormatDuration renders d the way humantime's format_duration does, which
+// Format renders d the way humantime's format_duration does, which
 // is how the reference shows durations to callers (spec §2.4): components
 // years, months, days, h, m, s, ms, us, ns; zero components left out; single
 // spaces between them; "0s" for zero. 5400s is "1h 30m", 240s is "4m".
-// The result always parses back to d with ParseDuration. A negative d, which
+// The result always parses back to d with Parse. A negative d, which
 // no setting can hold, renders as "-" and the magnitude.
-func FormatDuration(d time.Duration) string {
+func Format(d time.Duration) string {
 	if d == 0 {
 		return "0s"
 	}

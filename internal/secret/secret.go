@@ -1,4 +1,4 @@
-package config
+package secret
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 // redacted is what every rendering of a Secret prints (spec §2.7).
 const redacted = "redacted"
 
-// errBlankSecret is returned by NewSecret for an empty or whitespace-only
+// errBlankSecret is returned by New for an empty or whitespace-only
 // value: a blank credential would authenticate nothing and is always a
 // mistake in the configuration.
 var errBlankSecret = errors.New("a secret must not be empty or whitespace-only")
@@ -24,8 +24,8 @@ type Secret struct {
 	value string
 }
 
-// NewSecret wraps v, refusing a blank value. v is kept as given, untrimmed.
-func NewSecret(v string) (Secret, error) {
+// New wraps v, refusing a blank value. v is kept as given, untrimmed.
+func New(v string) (Secret, error) {
 	if strings.TrimSpace(v) == "" {
 		return Secret{}, errBlankSecret
 	}
@@ -35,6 +35,17 @@ func NewSecret(v string) (Secret, error) {
 // Reveal returns the credential. Call it only where the value is sent or
 // compared, never to log it.
 func (s Secret) Reveal() string { return s.value }
+
+// MustNew is New for a value known to be non-blank (a literal, a test
+// key); it panics on a blank one, as regexp.MustCompile does on a bad
+// pattern.
+func MustNew(v string) Secret {
+	s, err := New(v)
+	if err != nil {
+		panic("secret.MustNew: " + err.Error())
+	}
+	return s
+}
 
 // IsZero reports whether s holds no value (the zero Secret).
 func (s Secret) IsZero() bool { return s.value == "" }
