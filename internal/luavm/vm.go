@@ -188,9 +188,6 @@ func (vm *VM) Close() {
 	}
 }
 
-// Args is the args string the VM was built with.
-func (vm *VM) Args() string { return vm.cfg.Args }
-
 // Outcome is how a chunk ended.
 type Outcome struct {
 	// Returned is set when the chunk returned a scalar; Value is its text.
