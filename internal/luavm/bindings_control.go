@@ -17,7 +17,7 @@ import (
 // The engine calls it before each H1 Lua block, so a block that replaced
 // them does not break the next one.
 func (vm *VM) InstallH1Tables() {
-	sh := shared()
+	sh := vm.lib
 	vm.L.G.Global.RawSetString("tools", proxyTable(vm.L, sh.h1ToolsProxy, 0))
 	vm.L.G.Global.RawSetString("models", proxyTable(vm.L, sh.h1ModelsProxy, 0))
 }
@@ -58,7 +58,7 @@ func boxed[T any](L *lua.LState, v T, meta *lua.LTable) *lua.LUserData {
 }
 
 func (vm *VM) toolHandle(h ToolHandle) *lua.LUserData {
-	return boxed(vm.L, h, shared().toolMeta)
+	return boxed(vm.L, h, vm.lib.toolMeta)
 }
 
 func toolIndex(L *lua.LState) int {
@@ -101,7 +101,7 @@ func frozen(kind string) lua.LGFunction {
 }
 
 func (vm *VM) modelHandle(h ModelHandle) *lua.LUserData {
-	return boxed(vm.L, h, shared().modelMeta)
+	return boxed(vm.L, h, vm.lib.modelMeta)
 }
 
 func modelIndex(infer lua.LValue) lua.LGFunction {
@@ -311,7 +311,7 @@ func keyString(v lua.LValue) string {
 }
 
 func (vm *VM) fanoutResult(r FanoutResult) *lua.LUserData {
-	return boxed(vm.L, r, shared().resultMeta)
+	return boxed(vm.L, r, vm.lib.resultMeta)
 }
 
 func resultIndex(L *lua.LState) int {

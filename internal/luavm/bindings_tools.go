@@ -39,7 +39,7 @@ func (vm *VM) InstallToolCalls() {
 		return
 	}
 	calls := L.CreateTable(0, 0)
-	calls.Metatable = shared().callsMeta
+	calls.Metatable = vm.lib.callsMeta
 	tools.RawSetString("calls", calls)
 }
 

@@ -62,8 +62,16 @@ type VM struct {
 	cfg    Config
 	limits Limits
 	host   Host
+	lib    *sharedLib // shared(), fetched once in New
 
-	ctx    context.Context // the run's context
+	// ctx is the context the VM was built under (the run's, or a fanout
+	// arm's). The VM holds it because gopher-lua calls the bindings as
+	// func(*lua.LState) int, with no way to pass a context: the bindings
+	// that wait on the host (tools.need, models.infer, execute, fanout,
+	// ...) hand it on from here. The state's own context (luaCtx) cannot
+	// serve, since the time budget cancels it and host waits do not count
+	// against the budget.
+	ctx    context.Context
 	luaCtx context.Context // ctx, also cancelled when the time budget runs out
 	cancel context.CancelCauseFunc
 	budget budget
@@ -144,11 +152,11 @@ func New(ctx context.Context, cfg Config) *VM {
 		RegistryGrowStep:    registryGrowStep,
 		MinimizeStackMemory: true,
 	})
-	vm := &VM{L: L, cfg: cfg, limits: lim, host: cfg.Host, ctx: ctx}
+	vm := &VM{L: L, cfg: cfg, limits: lim, host: cfg.Host, lib: shared(), ctx: ctx}
 	vm.luaCtx, vm.cancel = context.WithCancelCause(ctx)
 	vm.budget = budget{left: lim.LuaTime, cancel: vm.cancel}
 	L.SetContext(&vmContext{Context: vm.luaCtx, vm: vm})
-	sh := shared()
+	sh := vm.lib
 	vm.openSandbox(sh)
 
 	vm.sys = sysState{Sys: cfg.Sys}
@@ -335,7 +343,7 @@ func (vm *VM) raise(err error) {
 	}
 	ud := vm.L.NewUserData()
 	ud.Value = &hostError{err: err}
-	ud.Metatable = shared().errorMeta
+	ud.Metatable = vm.lib.errorMeta
 	vm.L.Error(ud, 0)
 }
 
