@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/luavm"
 )
 
 // Per-VM limits through Run (§2.1, §3.10): long library calls, var growth,
@@ -19,7 +20,7 @@ const backtracking = `string.find(string.rep("a", 3000), ".-.-.-b")`
 
 func TestLimits_BacktrackingPatternEndsAtTheBudget(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`return tostring(`+backtracking+`)`))
-	runP(t, p, "", Config{Limits: Limits{LuaTime: 50 * time.Millisecond}}).fails(t, Quota, "lua time quota exceeded")
+	runP(t, p, "", Config{Limits: Limits{Limits: luavm.Limits{LuaTime: 50 * time.Millisecond}}}).fails(t, Quota, "lua time quota exceeded")
 }
 
 func TestLimits_BacktrackingPatternStopsOnCancel(t *testing.T) {
@@ -27,7 +28,7 @@ func TestLimits_BacktrackingPatternStopsOnCancel(t *testing.T) {
 	defer cancel(nil)
 	started := make(chan struct{})
 	cfg := Config{
-		Limits: Limits{LuaTime: time.Hour}, // only the cancellation can stop it
+		Limits: Limits{Limits: luavm.Limits{LuaTime: time.Hour}}, // only the cancellation can stop it
 		Observer: ObserverFunc(func(e Event) {
 			if e.Detail == DetailLua {
 				close(started)
@@ -51,11 +52,11 @@ func TestLimits_GsubEscapesALargePage(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`local page = string.rep("a<", 20000)
 local escaped, n = page:gsub("<", "&lt;")
 return #escaped .. " " .. n`))
-	runP(t, p, "", Config{Limits: Limits{LuaTime: time.Second}}).ok(t, "100000 20000")
+	runP(t, p, "", Config{Limits: Limits{Limits: luavm.Limits{LuaTime: time.Second}}}).ok(t, "100000 20000")
 }
 
 func TestLimits_LibraryStringsAreBounded(t *testing.T) {
-	lim := Config{Limits: Limits{MaxStringBytes: 1000}}
+	lim := Config{Limits: Limits{Limits: luavm.Limits{MaxStringBytes: 1000}}}
 	for src, want := range map[string]string{
 		`return (string.gsub(string.rep("a", 600), "a", "bb"))`:             "string.gsub result would exceed the 1000-byte string limit",
 		`local s = string.rep("x", 600) return string.format("%s%s", s, s)`: "string.format result would exceed the 1000-byte string limit",
@@ -69,7 +70,7 @@ func TestLimits_LibraryStringsAreBounded(t *testing.T) {
 func TestLimits_VarGrowthIsBounded(t *testing.T) {
 	// Each var.k = var used to double var: 417 MB after 20 rounds.
 	p := parse(t, "# T\n\n## A\n\n"+lua(`var.a = {1}`)+"\n## B\n\n"+lua(`for i = 1, 40 do var["k" .. i] = var end`))
-	r := runP(t, p, "", Config{Limits: Limits{MaxVarBytes: 1 << 20}})
+	r := runP(t, p, "", Config{Limits: Limits{Limits: luavm.Limits{MaxVarBytes: 1 << 20}}})
 	e := r.fails(t, Lua, "the assignment would grow var past its 1048576-byte limit")
 	if !strings.Contains(e.Error(), "section `B` prologue:") || !strings.Contains(e.Error(), ": var.k") {
 		t.Fatalf("the error does not point at the assignment: %v", e)

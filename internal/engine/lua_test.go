@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/luavm"
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
@@ -36,10 +37,10 @@ func TestLua_SandboxInEveryVMKind(t *testing.T) {
 
 func TestLua_TimeBudget(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`while true do end`))
-	runP(t, p, "", Config{Limits: Limits{LuaTime: 30 * time.Millisecond}}).fails(t, Quota, "lua time quota exceeded")
+	runP(t, p, "", Config{Limits: Limits{Limits: luavm.Limits{LuaTime: 30 * time.Millisecond}}}).fails(t, Quota, "lua time quota exceeded")
 	// The shared replay spends the same budget as the blocks.
 	p = parse(t, "# T\n\n```lua shared\nwhile true do end\n```\n\n## A\n\n"+lua(`return 1`))
-	runP(t, p, "", Config{Limits: Limits{LuaTime: 30 * time.Millisecond}}).fails(t, Quota, "lua time quota exceeded")
+	runP(t, p, "", Config{Limits: Limits{Limits: luavm.Limits{LuaTime: 30 * time.Millisecond}}}).fails(t, Quota, "lua time quota exceeded")
 }
 
 func TestLua_ScalarReturns(t *testing.T) {
@@ -116,7 +117,7 @@ func TestLua_Reply(t *testing.T) {
 
 func TestLua_Log(t *testing.T) {
 	p := parse(t, "# T\n\n"+lua(`log("from h1")`)+"\n## A\n\n"+lua(`log("one")`)+lua(`log("two")`)+lua(`log("three")`))
-	cfg := Config{Execution: "exec-log", Limits: Limits{LogEvents: 2}}
+	cfg := Config{Execution: "exec-log", Limits: Limits{Limits: luavm.Limits{LogEvents: 2}}}
 	r := runP(t, p, "", cfg)
 	r.fails(t, Quota, "lua log event quota exceeded")
 	if got := strings.Join(r.rec.logs(), ","); got != "Lua: from h1,Lua: one,Lua: two" {

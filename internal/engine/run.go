@@ -92,15 +92,7 @@ func newRun(ctx context.Context, p *prompt.Prompt, args string, st *store.Store,
 	if r.exec == "" {
 		r.exec = mintExecution()
 	}
-	r.vmLim = luavm.Limits{
-		LuaTime:         cfg.Limits.LuaTime,
-		CallStackSize:   cfg.Limits.CallStackSize,
-		RegistryMaxSize: cfg.Limits.RegistryMaxSize,
-		MaxStringBytes:  cfg.Limits.MaxStringBytes,
-		MaxVarBytes:     cfg.Limits.MaxVarBytes,
-		LogEvents:       cfg.Limits.LogEvents,
-		LogBytes:        cfg.Limits.LogBytes,
-	}.WithDefaults()
+	r.vmLim = cfg.Limits.Limits.WithDefaults()
 	def := cfg.Limits.MaxToolIterations
 	if def <= 0 {
 		def = DefaultMaxToolIterations
