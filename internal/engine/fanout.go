@@ -109,9 +109,7 @@ spawn:
 		// concurrently with another.
 		id := int(r.ids.Add(1))
 		v := fc.v.Clone()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-slots }()
 			res, err := fc.arm(fr, i, id, v)
 			if err != nil {
@@ -119,7 +117,7 @@ spawn:
 				return
 			}
 			results[i] = res
-		}()
+		})
 	}
 	wg.Wait()
 
