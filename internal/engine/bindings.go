@@ -315,11 +315,11 @@ func (b *bindings) aliasHandles() ([]luavm.ToolHandle, []luavm.ModelHandle) {
 
 // analyseNearDuplicates finds the pairs of H1-bound tools a model could not
 // tell apart (§6.4); a section may not scope both members of a pair.
-func (b *bindings) analyseNearDuplicates() error {
+func (b *bindings) analyseNearDuplicates(ctx context.Context) error {
 	if len(b.toolOrder) < 2 {
 		return nil
 	}
-	idx, err := b.toolIndex(b.r.ctx)
+	idx, err := b.toolIndex(ctx)
 	if err != nil {
 		return bindingErr("near-duplicate analysis could not index the live tools: %w", err)
 	}

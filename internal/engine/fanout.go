@@ -17,7 +17,6 @@ var errSiblingFailed = errors.New("another arm of the same fanout failed")
 // fanoutCall is one fanout(worker, collection) call: the worker's place,
 // what every arm starts from, and the arms' shared store token.
 type fanoutCall struct {
-	ctx      context.Context // the caller's: the arms' context derives from it
 	caller   *unit
 	worker   place
 	vis      []place // the arms' visible set
@@ -53,7 +52,6 @@ func (u *unit) fanout(ctx context.Context, worker string, members []any) ([]luav
 		return nil, cancelledBy(ctx)
 	}
 	fc := &fanoutCall{
-		ctx:      ctx,
 		caller:   u,
 		worker:   w,
 		vis:      armVisible(vis, w),
@@ -62,15 +60,17 @@ func (u *unit) fanout(ctx context.Context, worker string, members []any) ([]luav
 		incoming: u.incoming,
 		token:    u.r.st.NewFanout(),
 	}
-	return fc.run()
+	return fc.run(ctx)
 }
 
-func (fc *fanoutCall) run() ([]luavm.FanoutResult, error) {
+// run runs the arms under a context derived from the caller's ctx, which
+// the first failing arm cancels for its siblings.
+func (fc *fanoutCall) run(ctx context.Context) ([]luavm.FanoutResult, error) {
 	u := fc.caller
 	r := u.r
-	ctx, cancel := context.WithCancelCause(fc.ctx)
+	armsCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	fr := frame{ctx: ctx, depth: u.fr.depth + 1, args: u.fr.args, inArm: true}
+	fr := frame{depth: u.fr.depth + 1, args: u.fr.args, inArm: true}
 
 	limit := r.cfg.Limits.FanoutConcurrency
 	if limit <= 0 {
@@ -88,7 +88,7 @@ func (fc *fanoutCall) run() ([]luavm.FanoutResult, error) {
 	fail := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
-		if first == nil && ctx.Err() == nil {
+		if first == nil && armsCtx.Err() == nil {
 			first = err
 			cancel(errSiblingFailed)
 		}
@@ -97,10 +97,10 @@ spawn:
 	for i := range fc.members {
 		select {
 		case slots <- struct{}{}:
-		case <-ctx.Done():
+		case <-armsCtx.Done():
 			break spawn
 		}
-		if ctx.Err() != nil {
+		if armsCtx.Err() != nil {
 			<-slots
 			break
 		}
@@ -111,7 +111,7 @@ spawn:
 		v := fc.v.Clone()
 		wg.Go(func() {
 			defer func() { <-slots }()
-			res, err := fc.arm(fr, i, id, v)
+			res, err := fc.arm(armsCtx, fr, i, id, v)
 			if err != nil {
 				fail(err)
 				return
@@ -121,8 +121,8 @@ spawn:
 	}
 	wg.Wait()
 
-	if fc.ctx.Err() != nil {
-		return nil, cancelledBy(fc.ctx)
+	if ctx.Err() != nil {
+		return nil, cancelledBy(ctx)
 	}
 	if first != nil {
 		return nil, first
@@ -132,7 +132,7 @@ spawn:
 
 // arm runs member i. It reports Fanout arm started and then exactly one
 // terminal observation, whatever happens, panics included.
-func (fc *fanoutCall) arm(fr frame, i, id int, v *luavm.Var) (res luavm.FanoutResult, err error) {
+func (fc *fanoutCall) arm(ctx context.Context, fr frame, i, id int, v *luavm.Var) (res luavm.FanoutResult, err error) {
 	u := fc.caller.r.newUnit(fr, fc.worker)
 	u.vis = fc.vis
 	u.incoming = fc.incoming
@@ -154,13 +154,13 @@ func (fc *fanoutCall) arm(fr frame, i, id int, v *luavm.Var) (res luavm.FanoutRe
 			// work is still worth having.
 			res, err = luavm.FanoutResult{Text: exhaustedText(u.item), Item: u.item, Exhausted: true}, nil
 			u.observe(FanoutArmExhausted)
-		case fr.ctx.Err() != nil:
+		case ctx.Err() != nil:
 			u.observe(FanoutArmCancelled)
 		default:
 			u.observe(FanoutArmFailed)
 		}
 	}()
-	text, err := u.runArm(id, v)
+	text, err := u.runArm(ctx, id, v)
 	if err != nil {
 		return luavm.FanoutResult{}, err
 	}
@@ -170,18 +170,18 @@ func (fc *fanoutCall) arm(fr frame, i, id int, v *luavm.Var) (res luavm.FanoutRe
 // runArm is the arm's section lifecycle (§2.2, §3.4) with the worker's
 // blocks; a jump continues as a chain from the target, whose outcome is
 // the arm's text.
-func (u *unit) runArm(id int, v *luavm.Var) (string, error) {
+func (u *unit) runArm(ctx context.Context, id int, v *luavm.Var) (string, error) {
 	f, err := func() (flow, error) {
-		u.vm = luavm.New(u.fr.ctx, u.vmConfig(luavm.KindSection, id, u.r.walkAt, u.incoming, v))
+		u.vm = luavm.New(ctx, u.vmConfig(luavm.KindSection, id, u.r.walkAt, u.incoming, v))
 		defer u.teardown()
-		return u.blocks(u.incoming)
+		return u.blocks(ctx, u.incoming)
 	}()
 	if err != nil {
 		return "", err
 	}
 	end := walkEnd{returned: f.returned, value: f.value, reply: f.reply}
 	if f.jump != nil {
-		end, err = u.r.walk(u.fr, f.jump.slice, f.jump.parent, f.jump.index, f.reply, true, v)
+		end, err = u.r.walk(ctx, u.fr, *f.jump, entry{reply: f.reply, v: v, addressed: true})
 		if err != nil {
 			return "", err
 		}

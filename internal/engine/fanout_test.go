@@ -589,11 +589,11 @@ func TestFanout_PreCancelled(t *testing.T) {
 	cause := errors.New("cancelled before the fanout")
 	cancel(cause)
 	rec := &recorder{}
-	r, err := newRun(ctx, p, "", nil, Config{Observer: rec})
+	r, err := newRun(p, "", nil, Config{Observer: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := r.newUnit(frame{ctx: ctx}, place{slice: p.Sections, index: 0})
+	u := r.newUnit(frame{}, place{slice: p.Sections, index: 0})
 	u.vm = luavm.New(ctx, u.vmConfig(luavm.KindSection, 1, "", nil, nil))
 	defer u.vm.Close()
 	_, err = u.fanout(ctx, "## W", []any{"a"})

@@ -22,7 +22,6 @@ import (
 
 // run is the state of one Run call.
 type run struct {
-	ctx    context.Context
 	p      *prompt.Prompt
 	args   string
 	st     *store.Store
@@ -61,7 +60,7 @@ func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cf
 	if v := p.Frontmatter.Version; v != 1 {
 		return Result{}, &Error{Kind: Version, Err: fmt.Errorf("unsupported promptforge version: %d (this build supports major 1)", v)}
 	}
-	r, err := newRun(ctx, p, args, st, cfg)
+	r, err := newRun(p, args, st, cfg)
 	if err != nil {
 		return Result{}, err
 	}
@@ -69,9 +68,9 @@ func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cf
 	defer r.closeClient()
 
 	r.observe(p.Title, RunStarted)
-	value, err := r.execute()
+	value, err := r.execute(ctx)
 	if err != nil {
-		err = r.finalError(err)
+		err = finalError(ctx, err)
 		r.observe(p.Title, RunFailed)
 		return Result{Turns: int(r.turns.Load())}, err
 	}
@@ -81,8 +80,8 @@ func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cf
 
 // newRun prepares the state of one run: defaults, limits, the guard nonce
 // and the checked tool registry.
-func newRun(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cfg Config) (*run, error) {
-	r := &run{ctx: ctx, p: p, args: args, st: st, cfg: cfg, exec: cfg.Execution, now: cfg.Now}
+func newRun(p *prompt.Prompt, args string, st *store.Store, cfg Config) (*run, error) {
+	r := &run{p: p, args: args, st: st, cfg: cfg, exec: cfg.Execution, now: cfg.Now}
 	if r.st == nil {
 		r.st = store.New()
 	}
@@ -160,30 +159,30 @@ func (r *run) debug(t DebugTurn) {
 func (r *run) timestamp() string { return r.now().UTC().Format(time.RFC3339) }
 
 // execute is the H1 pass then the top-level walk (§3.1 steps 4–6).
-func (r *run) execute() (string, error) {
-	if err := r.ctx.Err(); err != nil {
-		return "", r.cancelled()
+func (r *run) execute(ctx context.Context) (string, error) {
+	if ctx.Err() != nil {
+		return "", cancelledBy(ctx)
 	}
-	top := frame{ctx: r.ctx, args: r.args}
+	top := frame{args: r.args}
 	h1 := r.newUnit(top, place{})
-	returned, value, reply, v, err := h1.runH1()
+	end, v, err := h1.runH1(ctx)
 	if err != nil {
 		return "", err
 	}
-	if returned {
-		return value, nil
+	if end.returned {
+		return end.value, nil
 	}
 	if len(r.p.Sections) == 0 {
-		if reply != nil {
-			return *reply, nil
+		if end.reply != nil {
+			return *end.reply, nil
 		}
 		return "done", nil
 	}
-	if err := r.bind.analyseNearDuplicates(); err != nil {
+	if err := r.bind.analyseNearDuplicates(ctx); err != nil {
 		return "", err
 	}
 	r.walkAt = r.timestamp()
-	end, err := r.walk(top, r.p.Sections, nil, 0, nil, false, v)
+	end, err = r.walk(ctx, top, place{slice: r.p.Sections}, entry{v: v})
 	if err != nil {
 		return "", err
 	}
@@ -196,14 +195,12 @@ func (r *run) execute() (string, error) {
 	return "done", nil
 }
 
-// cancelled is the run's cancellation error, naming the host's cause.
-func (r *run) cancelled() *Error { return cancelledBy(r.ctx) }
-
-// finalError classifies whatever ended the run. Cancellation wins: once
-// the context is done, every other failure is a consequence of it.
-func (r *run) finalError(err error) error {
-	if r.ctx.Err() != nil {
-		return r.cancelled()
+// finalError classifies whatever ended the run under ctx. Cancellation
+// wins: once the context is done, every other failure is a consequence of
+// it, and the error names the host's cause.
+func finalError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return cancelledBy(ctx)
 	}
 	return classify(err)
 }

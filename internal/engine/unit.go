@@ -88,11 +88,8 @@ func (u *unit) observe(d Detail) {
 	u.r.observe(u.name, d)
 }
 
-// cancelled is the error of a unit whose context ended: the run's
+// cancelledBy is the cancellation error of a wait on ctx: the run's
 // cancellation, or the abort of a fanout whose sibling arm failed.
-func (u *unit) cancelled() *Error { return cancelledBy(u.fr.ctx) }
-
-// cancelledBy is the cancellation error of a wait on ctx.
 func cancelledBy(ctx context.Context) *Error {
 	return &Error{Kind: Cancelled, Err: &luavm.CancelledError{Cause: context.Cause(ctx)}}
 }
@@ -127,16 +124,19 @@ func (u *unit) teardown() {
 	u.observe(LuaTeardownSucceeded)
 }
 
-// runH1 runs the H1 blocks once (§3.2) and returns the H1's var, which
-// seeds the top-level walk.
-func (u *unit) runH1() (returned bool, value string, reply *string, v *luavm.Var, err error) {
+// runH1 runs the H1 blocks once (§3.2). It ends as a walk does, with a
+// return or the rolling reply; unless it returned, it also gives the H1's
+// var, which seeds the top-level walk.
+func (u *unit) runH1(ctx context.Context) (walkEnd, *luavm.Var, error) {
 	r := u.r
 	defer u.teardown()
 	if len(r.p.H1) == 0 {
-		return false, "", nil, luavm.NewVar(), nil
+		return walkEnd{}, luavm.NewVar(), nil
 	}
 	when := r.timestamp()
-	u.vm = luavm.New(u.fr.ctx, u.vmConfig(luavm.KindH1, 0, when, nil, nil))
+	u.vm = luavm.New(ctx, u.vmConfig(luavm.KindH1, 0, when, nil, nil))
+	var reply *string
+	var err error
 	for _, b := range r.p.H1 {
 		if b.Kind == prompt.BlockLua {
 			u.vm.InstallH1Tables()
@@ -144,42 +144,43 @@ func (u *unit) runH1() (returned bool, value string, reply *string, v *luavm.Var
 			out, cerr := u.vm.RunChunk(b.Lua)
 			if r.bind.recorded != nil {
 				u.observe(LuaChunkFailed)
-				return false, "", nil, nil, r.bind.recorded
+				return walkEnd{}, nil, r.bind.recorded
 			}
 			if cerr != nil {
 				u.observe(LuaChunkFailed)
-				return false, "", nil, nil, cerr
+				return walkEnd{}, nil, cerr
 			}
 			u.observe(LuaChunkSucceeded)
 			if out.Returned {
-				return true, out.Value, nil, nil, nil
+				return walkEnd{returned: true, value: out.Value}, nil, nil
 			}
 			if reply, err = u.vm.Reply(); err != nil {
-				return false, "", nil, nil, err
+				return walkEnd{}, nil, err
 			}
 			continue
 		}
-		if err := u.prose(b); err != nil {
-			return false, "", nil, nil, err
+		if err := u.prose(ctx, b); err != nil {
+			return walkEnd{}, nil, err
 		}
 		if reply, err = u.vm.Reply(); err != nil {
-			return false, "", nil, nil, err
+			return walkEnd{}, nil, err
 		}
 	}
-	if v, err = u.vm.Var(); err != nil {
-		return false, "", nil, nil, err
+	v, err := u.vm.Var()
+	if err != nil {
+		return walkEnd{}, nil, err
 	}
-	return false, "", reply, v, nil
+	return walkEnd{reply: reply}, v, nil
 }
 
 // runSection runs one section entry (§3.4).
-func (u *unit) runSection(reply *string, v *luavm.Var) (flow, error) {
+func (u *unit) runSection(ctx context.Context, reply *string, v *luavm.Var) (flow, error) {
 	r := u.r
 	id := int(r.ids.Add(1))
 	u.incoming = reply
 	u.observe(SectionStarted)
-	u.vm = luavm.New(u.fr.ctx, u.vmConfig(luavm.KindSection, id, r.walkAt, reply, v))
-	f, err := u.blocks(reply)
+	u.vm = luavm.New(ctx, u.vmConfig(luavm.KindSection, id, r.walkAt, reply, v))
+	f, err := u.blocks(ctx, reply)
 	u.teardown()
 	if err != nil {
 		return flow{}, err
@@ -188,7 +189,8 @@ func (u *unit) runSection(reply *string, v *luavm.Var) (flow, error) {
 	return f, nil
 }
 
-func (u *unit) blocks(reply *string) (flow, error) {
+// blocks runs the shared library and the section's blocks in u's VM.
+func (u *unit) blocks(ctx context.Context, reply *string) (flow, error) {
 	r := u.r
 	u.observe(LuaSharedLoadStarted)
 	if err := u.vm.RunShared(r.p.Shared); err != nil {
@@ -226,7 +228,7 @@ func (u *unit) blocks(reply *string) (flow, error) {
 			}
 			continue
 		}
-		if err := u.prose(b); err != nil {
+		if err := u.prose(ctx, b); err != nil {
 			return flow{}, err
 		}
 		var err error
@@ -242,7 +244,7 @@ func (u *unit) blocks(reply *string) (flow, error) {
 
 // prose runs one prose block: scope, substitution, model rounds, reply
 // binding.
-func (u *unit) prose(b prompt.Block) error {
+func (u *unit) prose(ctx context.Context, b prompt.Block) error {
 	r := u.r
 	// A script that replaced var fails here, before the model is called,
 	// whether or not the prose names var (§2.4: the host's next read).
@@ -291,7 +293,7 @@ func (u *unit) prose(b prompt.Block) error {
 	if mb == nil {
 		return bindingErr("model binding required for section %s", u.name)
 	}
-	res, err := u.loop(mb, sc, text, !b.LoopCapable)
+	res, err := u.loop(ctx, mb, sc, text, !b.LoopCapable)
 	if err != nil {
 		return err
 	}
