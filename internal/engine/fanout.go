@@ -30,7 +30,7 @@ type fanoutCall struct {
 // at a time, and returns the results in collection order (§7). It returns
 // only once every arm it started has ended.
 func (u *unit) fanout(ctx context.Context, worker string, members []any) ([]luavm.FanoutResult, error) {
-	if u.fr.depth+1 > MaxDepth {
+	if u.frame.depth+1 > MaxDepth {
 		return nil, &Error{Kind: Lua, Err: fmt.Errorf("fanout recursion exceeded cap of %d", MaxDepth)}
 	}
 	vis := u.visible()
@@ -58,7 +58,7 @@ func (u *unit) fanout(ctx context.Context, worker string, members []any) ([]luav
 		members:  members,
 		v:        v,
 		incoming: u.incoming,
-		token:    u.r.st.NewFanout(),
+		token:    u.r.store.NewFanout(),
 	}
 	return fc.run(ctx)
 }
@@ -70,7 +70,7 @@ func (fc *fanoutCall) run(ctx context.Context) ([]luavm.FanoutResult, error) {
 	r := u.r
 	armsCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	fr := frame{depth: u.fr.depth + 1, args: u.fr.args, inArm: true}
+	fr := frame{depth: u.frame.depth + 1, args: u.frame.args, inArm: true}
 
 	limit := r.cfg.Limits.FanoutConcurrency
 	if limit <= 0 {
@@ -134,7 +134,7 @@ spawn:
 // terminal observation, whatever happens, panics included.
 func (fc *fanoutCall) arm(ctx context.Context, fr frame, i, id int, v *luavm.Var) (res luavm.FanoutResult, err error) {
 	u := fc.caller.r.newUnit(fr, fc.worker)
-	u.vis = fc.vis
+	u.visibleOverride = fc.vis
 	u.incoming = fc.incoming
 	u.item, u.hasItem = fc.members[i], true
 	u.index = i + 1
@@ -181,7 +181,7 @@ func (u *unit) runArm(ctx context.Context, id int, v *luavm.Var) (string, error)
 	}
 	end := walkEnd{returned: f.returned, value: f.value, reply: f.reply}
 	if f.jump != nil {
-		end, err = u.r.walk(ctx, u.fr, *f.jump, entry{reply: f.reply, v: v, addressed: true})
+		end, err = u.r.walk(ctx, u.frame, *f.jump, entry{reply: f.reply, v: v, addressed: true})
 		if err != nil {
 			return "", err
 		}

@@ -22,18 +22,18 @@ import (
 
 // run is the state of one Run call.
 type run struct {
-	p      *prompt.Prompt
-	args   string
-	st     *store.Store
-	cfg    Config
-	exec   string
-	guard  *luavm.Guard
-	vmLim  luavm.Limits
-	maxIt  int
-	now    func() time.Time
-	turns  atomic.Int64
-	ids    atomic.Int64
-	walkAt string // sys.when of the sections: when the walk started
+	p                 *prompt.Prompt
+	args              string
+	store             *store.Store
+	cfg               Config
+	execution         string
+	guard             *luavm.Guard
+	vmLimits          luavm.Limits
+	maxToolIterations int
+	now               func() time.Time
+	turns             atomic.Int64 // completed model turns, fanout arms' included
+	ids               atomic.Int64 // the last sys.id handed to a section entry
+	walkAt            string       // sys.when of the sections: when the walk started
 
 	// debugMu serialises Config.Debug calls: fanout arms complete turns
 	// concurrently, and hosts should not have to care.
@@ -81,22 +81,22 @@ func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cf
 // newRun prepares the state of one run: defaults, limits, the guard nonce
 // and the checked tool registry.
 func newRun(p *prompt.Prompt, args string, st *store.Store, cfg Config) (*run, error) {
-	r := &run{p: p, args: args, st: st, cfg: cfg, exec: cfg.Execution, now: cfg.Now}
-	if r.st == nil {
-		r.st = store.New()
+	r := &run{p: p, args: args, store: st, cfg: cfg, execution: cfg.Execution, now: cfg.Now}
+	if r.store == nil {
+		r.store = store.New()
 	}
 	if r.now == nil {
 		r.now = time.Now
 	}
-	if r.exec == "" {
-		r.exec = mintExecution()
+	if r.execution == "" {
+		r.execution = mintExecution()
 	}
-	r.vmLim = cfg.Limits.Limits.WithDefaults()
+	r.vmLimits = cfg.Limits.Limits.WithDefaults()
 	def := cfg.Limits.MaxToolIterations
 	if def <= 0 {
 		def = DefaultMaxToolIterations
 	}
-	r.maxIt = p.Frontmatter.ResolveMaxToolIterations(def)
+	r.maxToolIterations = p.Frontmatter.ResolveMaxToolIterations(def)
 
 	guard, err := luavm.NewGuard()
 	if err != nil {
@@ -140,13 +140,13 @@ func validateTools(ts []tools.Tool) error {
 
 func (r *run) observe(section string, d Detail) {
 	if r.cfg.Observer != nil {
-		r.cfg.Observer.Observe(Event{Execution: r.exec, Section: section, Detail: d})
+		r.cfg.Observer.Observe(Event{Execution: r.execution, Section: section, Detail: d})
 	}
 }
 
 func (r *run) observeLog(section, msg string) {
 	if r.cfg.Observer != nil {
-		r.cfg.Observer.Observe(Event{Execution: r.exec, Section: section, Detail: DetailLua, Message: "Lua: " + msg})
+		r.cfg.Observer.Observe(Event{Execution: r.execution, Section: section, Detail: DetailLua, Message: "Lua: " + msg})
 	}
 }
 

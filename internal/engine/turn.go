@@ -88,7 +88,7 @@ type roundResult struct {
 func (u *unit) loop(ctx context.Context, mb *modelBinding, sc *scope, text string, singleShot bool) (roundResult, error) {
 	r := u.r
 	u.conv = append(u.conv, gateway.Message{Role: "user", Content: text})
-	rounds := r.maxIt
+	rounds := r.maxToolIterations
 	if singleShot {
 		rounds = 1
 	}
@@ -208,7 +208,7 @@ func (u *unit) complete(ctx context.Context, mb *modelBinding, msgs []gateway.Me
 func (u *unit) turnCompleted(req, resp []byte, finish, reasoning string) {
 	n := u.r.turns.Add(1)
 	if u.r.cfg.Debug != nil {
-		u.r.debug(DebugTurn{Execution: u.r.exec, Section: u.name, Turn: int(n),
+		u.r.debug(DebugTurn{Execution: u.r.execution, Section: u.name, Turn: int(n),
 			Request: req, Response: resp, FinishReason: finish, Reasoning: reasoning})
 	}
 	u.observe(ModelTurnCompleted)

@@ -14,16 +14,16 @@ import (
 // unit is one execution unit: the H1 pass, one section entry, or one
 // fanout arm. It owns a VM and is that VM's luavm.Host.
 type unit struct {
-	r    *run
-	fr   frame
-	sec  *prompt.Section // nil for the H1
-	at   place           // where sec sits (zero for the H1)
-	name string
-	vm   *luavm.VM
+	r     *run
+	frame frame
+	sec   *prompt.Section // nil for the H1
+	place place           // where sec sits (zero for the H1)
+	name  string
+	vm    *luavm.VM
 
-	// vis overrides the visible set computed from at (fanout arms see
-	// their caller's set, see armVisible).
-	vis []place
+	// visibleOverride replaces the visible set computed from place:
+	// fanout arms see their caller's set (see armVisible).
+	visibleOverride []place
 	// incoming is the reply the unit was entered with; fanout arms
 	// receive their caller's.
 	incoming *string
@@ -54,7 +54,7 @@ type localTool struct {
 // newUnit prepares the unit for the section at p; the zero place is the
 // H1.
 func (r *run) newUnit(fr frame, p place) *unit {
-	u := &unit{r: r, fr: fr, at: p, name: r.p.Title}
+	u := &unit{r: r, frame: fr, place: p, name: r.p.Title}
 	if p.slice != nil {
 		u.sec = p.section()
 		u.name = u.sec.Name
@@ -63,10 +63,10 @@ func (r *run) newUnit(fr frame, p place) *unit {
 }
 
 func (u *unit) visible() []place {
-	if u.vis != nil {
-		return u.vis
+	if u.visibleOverride != nil {
+		return u.visibleOverride
 	}
-	return visibleFrom(u.at)
+	return visibleFrom(u.place)
 }
 
 // armForwarded are the observations a fanout arm reports. An arm's own
@@ -82,7 +82,7 @@ var armForwarded = map[Detail]bool{
 }
 
 func (u *unit) observe(d Detail) {
-	if u.fr.inArm && !armForwarded[d] {
+	if u.frame.inArm && !armForwarded[d] {
 		return
 	}
 	u.r.observe(u.name, d)
@@ -98,16 +98,16 @@ func (u *unit) vmConfig(kind luavm.Kind, id int, when string, reply *string, v *
 	return luavm.Config{
 		Kind:  kind,
 		Host:  u,
-		Store: u.r.st,
+		Store: u.r.store,
 		Guard: u.r.guard,
-		Args:  u.fr.args,
+		Args:  u.frame.args,
 		Sys: luavm.Sys{
 			When: when, Now: u.r.timestamp(), ID: id, SectionName: u.name,
-			Execution: u.r.exec, SectionCount: len(u.r.p.Sections), Index: u.index,
+			Execution: u.r.execution, SectionCount: len(u.r.p.Sections), Index: u.index,
 		},
 		Var:     v,
 		Reply:   reply,
-		Limits:  u.r.vmLim,
+		Limits:  u.r.vmLimits,
 		Item:    u.item,
 		HasItem: u.hasItem,
 		Writer:  u.writer,

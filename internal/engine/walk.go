@@ -200,14 +200,14 @@ func (u *unit) execute(ctx context.Context, target string, input *string) (strin
 	if err != nil {
 		return "", err
 	}
-	if u.fr.depth+1 > MaxDepth {
+	if u.frame.depth+1 > MaxDepth {
 		return "", &Error{Kind: Lua, Err: fmt.Errorf("execute recursion exceeded cap of %d", MaxDepth)}
 	}
 	v, err := u.vm.Var()
 	if err != nil {
 		return "", err
 	}
-	fr := u.fr
+	fr := u.frame
 	fr.depth++
 	if input != nil {
 		fr.args = *input
