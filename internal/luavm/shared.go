@@ -23,6 +23,8 @@ import (
 
 // vmContext is the context a VM's LState carries: the Lua context (run
 // cancellation plus the time budget) and the VM its bindings serve.
+// gopher-lua hands a binding nothing but its LState, so the state's
+// context is the one place both can travel.
 type vmContext struct {
 	context.Context
 	vm *VM
