@@ -6,6 +6,7 @@ package luavm
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -196,6 +197,24 @@ func (vm *VM) toolsAddLocal(L *lua.LState) int {
 	if !ok {
 		L.RaiseError("tools.add_local handler must be a function, got %s", luaTypeName(L.Get(4)))
 	}
+	schema, err := localToolSchema(params)
+	if err != nil {
+		L.RaiseError("%s", err.Error())
+	}
+	if err := vm.host.AddLocalTool(string(alias), string(desc), schema); err != nil {
+		vm.raise(err)
+	}
+	if vm.locals == nil {
+		vm.locals = make(map[string]*lua.LFunction)
+	}
+	vm.locals[string(alias)] = handler
+	return 0
+}
+
+// localToolSchema is the JSON schema of a tools.add_local params table:
+// each entry is name = "type" or name = {"type", "description"}, every
+// parameter is required, and the error is the message to raise in Lua.
+func localToolSchema(params *lua.LTable) (json.RawMessage, error) {
 	type prop struct {
 		Type        string `json:"type"`
 		Description string `json:"description,omitempty"`
@@ -236,7 +255,7 @@ func (vm *VM) toolsAddLocal(L *lua.LState) int {
 		props[string(name)] = p
 	})
 	if perr != "" {
-		L.RaiseError("%s", perr)
+		return nil, errors.New(perr)
 	}
 	required := make([]string, 0, len(props))
 	for k := range props {
@@ -249,16 +268,9 @@ func (vm *VM) toolsAddLocal(L *lua.LState) int {
 		Required   []string        `json:"required"`
 	}{"object", props, required})
 	if err != nil {
-		L.RaiseError("tools.add_local could not build the schema: %s", err.Error())
+		return nil, fmt.Errorf("tools.add_local could not build the schema: %w", err)
 	}
-	if err := vm.host.AddLocalTool(string(alias), string(desc), schema); err != nil {
-		vm.raise(err)
-	}
-	if vm.locals == nil {
-		vm.locals = make(map[string]*lua.LFunction)
-	}
-	vm.locals[string(alias)] = handler
-	return 0
+	return schema, nil
 }
 
 // CallLocalTool runs a tools.add_local handler with the model's arguments.
