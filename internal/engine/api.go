@@ -95,29 +95,29 @@ type DebugTurn struct {
 type Kind uint8
 
 const (
-	Parse Kind = iota + 1
-	Version
-	Binding
-	Completion
-	Tool
-	Lua
-	Quota
-	Substitution
-	Cancelled
-	Internal
+	KindParse Kind = iota + 1
+	KindVersion
+	KindBinding
+	KindCompletion
+	KindTool
+	KindLua
+	KindQuota
+	KindSubstitution
+	KindCancelled
+	KindInternal
 )
 
 var kindNames = [...]string{
-	Parse:        "parse",
-	Version:      "version",
-	Binding:      "binding",
-	Completion:   "completion",
-	Tool:         "tool",
-	Lua:          "lua",
-	Quota:        "quota",
-	Substitution: "substitution",
-	Cancelled:    "cancelled",
-	Internal:     "internal",
+	KindParse:        "parse",
+	KindVersion:      "version",
+	KindBinding:      "binding",
+	KindCompletion:   "completion",
+	KindTool:         "tool",
+	KindLua:          "lua",
+	KindQuota:        "quota",
+	KindSubstitution: "substitution",
+	KindCancelled:    "cancelled",
+	KindInternal:     "internal",
 }
 
 func (k Kind) String() string {
@@ -140,11 +140,11 @@ func (e *Error) Unwrap() error { return e.Err }
 // failures, malformed replies and 5xx/429 statuses.
 func (e *Error) Retryable() bool {
 	var r interface{ Retryable() bool }
-	return e.Kind == Completion && errors.As(e.Err, &r) && r.Retryable()
+	return e.Kind == KindCompletion && errors.As(e.Err, &r) && r.Retryable()
 }
 
 // Cancelled reports whether the run was cancelled.
-func (e *Error) Cancelled() bool { return e.Kind == Cancelled }
+func (e *Error) Cancelled() bool { return e.Kind == KindCancelled }
 
 // Observer receives observations. Observe must not block; it may be called
 // concurrently (fanout arms).

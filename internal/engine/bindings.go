@@ -83,7 +83,7 @@ func (b *bindings) modelPolicy() match.Policy {
 }
 
 func bindingErr(format string, args ...any) *Error {
-	return &Error{Kind: Binding, Err: fmt.Errorf(format, args...)}
+	return &Error{Kind: KindBinding, Err: fmt.Errorf(format, args...)}
 }
 
 // record keeps the first resolution error and returns err for raising.

@@ -49,12 +49,12 @@ func TestControl_VersionGate(t *testing.T) {
 	body := "# T\n\n## A\n\n" + lua(`return "ran"`)
 	runP(t, parse(t, "---\nname: t\ndescription: d\npromptforge: 1\n---\n"+body), "", Config{}).ok(t, "ran")
 	r := runP(t, parse(t, "---\nname: t\ndescription: d\npromptforge: 2\n---\n"+body), "", Config{})
-	r.fails(t, Version, "unsupported promptforge version: 2 (this build supports major 1)")
+	r.fails(t, KindVersion, "unsupported promptforge version: 2 (this build supports major 1)")
 	if len(r.rec.lines()) != 0 {
 		t.Fatalf("refusal was observed: %v", r.rec.lines())
 	}
 	r = runP(t, parse(t, "---\nname: t\ndescription: d\n---\n"+body), "", Config{})
-	r.fails(t, Parse, "not a promptforge prompt")
+	r.fails(t, KindParse, "not a promptforge prompt")
 	if len(r.rec.lines()) != 0 {
 		t.Fatalf("refusal was observed: %v", r.rec.lines())
 	}
@@ -135,7 +135,7 @@ func TestControl_Execute(t *testing.T) {
 	runP(t, p, "", Config{}).ok(t, "[]")
 	// Non-string target.
 	p = parse(t, "# T\n\n## Main\n\n"+lua(`execute(5)`))
-	runP(t, p, "", Config{}).fails(t, Lua, "section target must be a string, got number")
+	runP(t, p, "", Config{}).fails(t, KindLua, "section target must be a string, got number")
 }
 
 func TestControl_Jump(t *testing.T) {
@@ -221,7 +221,7 @@ func TestControl_ChainsAndChildWalks(t *testing.T) {
 	})
 	t.Run("recursion is capped", func(t *testing.T) {
 		p := parse(t, "# T\n\n## A\n\n"+lua(`return execute("## B")`)+"\n## B\n\n---\n\n"+lua(`return execute("## A")`))
-		runP(t, p, "", Config{}).fails(t, Lua, "execute recursion exceeded cap of 8")
+		runP(t, p, "", Config{}).fails(t, KindLua, "execute recursion exceeded cap of 8")
 	})
 	t.Run("jump to a child starts a child walk", func(t *testing.T) {
 		p := parse(t, "# T\n\n## A\n\n"+lua(`reply = "a"; jump("### A2")`)+
@@ -256,13 +256,13 @@ func TestControl_VisibleSets(t *testing.T) {
 		name, aLua, a1Lua, want string
 		kind                    Kind
 	}{
-		{"self", lua(`execute("## A")`), "", "section heading `## A` not found; available sections: ## B, ### A1, ### A2", Lua},
-		{"niece", lua(`execute("### B1")`), "", "section heading `### B1` not found", Lua},
-		{"grandchild", lua(`execute("#### A2x")`), "", "section heading `#### A2x` not found", Lua},
-		{"child cannot reach top level", lua(`jump("### A1")`), lua(`execute("## B")`), "section heading `## B` not found; available sections: ### A2", Lua},
-		{"bare name", lua(`execute("B")`), "", "section heading must include ### markers, got bare name: B", Lua},
-		{"no name", lua(`execute("###")`), "", "section heading has no name: ###", Lua},
-		{"no space", lua(`execute("##B")`), "", "section heading must have whitespace after the ### markers: ##B", Lua},
+		{"self", lua(`execute("## A")`), "", "section heading `## A` not found; available sections: ## B, ### A1, ### A2", KindLua},
+		{"niece", lua(`execute("### B1")`), "", "section heading `### B1` not found", KindLua},
+		{"grandchild", lua(`execute("#### A2x")`), "", "section heading `#### A2x` not found", KindLua},
+		{"child cannot reach top level", lua(`jump("### A1")`), lua(`execute("## B")`), "section heading `## B` not found; available sections: ### A2", KindLua},
+		{"bare name", lua(`execute("B")`), "", "section heading must include ### markers, got bare name: B", KindLua},
+		{"no name", lua(`execute("###")`), "", "section heading has no name: ###", KindLua},
+		{"no space", lua(`execute("##B")`), "", "section heading must have whitespace after the ### markers: ##B", KindLua},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -302,14 +302,14 @@ return table.concat(b, ",") .. "|" .. table.concat(n, ",")`)+
 		"\n### Numbered\n\n1. one\n2) two\n\n## Bullets\n\n---\n\n- alpha\n* beta\n\n## Prose\n\n---\n\nJust text.\n")
 	runP(t, p, "", Config{}).ok(t, "alpha,beta|one,two")
 	p = parse(t, "# T\n\n## A\n\n"+lua(`list_from_section("## Prose")`)+"\n## Prose\n\n---\n\nJust text.\n")
-	runP(t, p, "", Config{}).fails(t, Lua, "section `Prose` has no pre-parsed items")
+	runP(t, p, "", Config{}).fails(t, KindLua, "section `Prose` has no pre-parsed items")
 	p = parse(t, "# T\n\n## A\n\n"+lua(`list_from_section("## Missing")`)+"\n## L\n\n---\n\n- x\n")
-	runP(t, p, "", Config{}).fails(t, Lua, "section heading `## Missing` not found; available sections: ## L")
+	runP(t, p, "", Config{}).fails(t, KindLua, "section heading `## Missing` not found; available sections: ## L")
 }
 
 func TestControl_H1ControlGlobalsFail(t *testing.T) {
 	for _, name := range []string{"execute", "jump", "fanout", "list_from_section"} {
 		p := parse(t, "# T\n\n"+lua(name+`("## A", {})`)+"\n## A\n\n"+lua(`return 1`))
-		runP(t, p, "", Config{}).fails(t, Lua, name+" is only available in sections (## headings); H1 runs before sections exist")
+		runP(t, p, "", Config{}).fails(t, KindLua, name+" is only available in sections (## headings); H1 runs before sections exist")
 	}
 }

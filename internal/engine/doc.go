@@ -12,7 +12,7 @@
 //
 // Cancellation: the run's context reaches every wait — model calls, tool
 // calls, Lua (through the VM's context), infer and execute — and a
-// cancelled run fails with Kind Cancelled and the context's cause. Run
+// cancelled run fails with KindCancelled and the context's cause. Run
 // starts no goroutine that outlives it: fanout waits for its arms, and a
 // gateway client the run built from the environment has its idle
 // connections (and their transport goroutines) closed when Run returns.

@@ -31,7 +31,7 @@ type fanoutCall struct {
 // only once every arm it started has ended.
 func (u *unit) fanout(ctx context.Context, worker string, members []any) ([]luavm.FanoutResult, error) {
 	if u.frame.depth+1 > MaxDepth {
-		return nil, &Error{Kind: Lua, Err: fmt.Errorf("fanout recursion exceeded cap of %d", MaxDepth)}
+		return nil, &Error{Kind: KindLua, Err: fmt.Errorf("fanout recursion exceeded cap of %d", MaxDepth)}
 	}
 	vis := u.visible()
 	w, err := resolveTarget(vis, worker)
@@ -143,7 +143,7 @@ func (fc *fanoutCall) arm(ctx context.Context, fr frame, i, id int, v *luavm.Var
 	u.observe(FanoutArmStarted)
 	defer func() {
 		if p := recover(); p != nil {
-			err = &Error{Kind: Internal, Err: fmt.Errorf("fanout arm %d of section %q panicked: %v", u.index, u.name, p)}
+			err = &Error{Kind: KindInternal, Err: fmt.Errorf("fanout arm %d of section %q panicked: %v", u.index, u.name, p)}
 		}
 		var ex *loopExhaustedError
 		switch {

@@ -105,7 +105,7 @@ func TestFanout_RaisingArmFailsTheRunAndAbortsSiblings(t *testing.T) {
 	p := fanoutPrompt(t, defaultModel, `fanout("## W", {"slow", "bad"}); return "unreachable"`,
 		lua(`if item == "bad" then error("arm broke on " .. item) end`)+"\nWork on {{ item }}.\n")
 	r := runP(t, p, "", g.cfg())
-	r.fails(t, Lua, "arm broke on bad")
+	r.fails(t, KindLua, "arm broke on bad")
 	if r.rec.count(FanoutArmStarted) != 2 || r.rec.count(FanoutArmFailed) != 1 ||
 		r.rec.count(FanoutArmCancelled) != 1 || r.rec.count(FanoutArmSucceeded) != 0 {
 		t.Fatalf("arm events %v", r.rec.sectionEvents("W"))
@@ -131,7 +131,7 @@ return "T:" .. item`))
 		"T:first/true/first/false;T:second/true/second/false|T:first|T:first+T:second|second;first;")
 	// Results are read-only.
 	p = fanoutPrompt(t, "", `local r = fanout("## W", {"a"}); r[1].text = "x"`, lua(`return item`))
-	runP(t, p, "", Config{}).fails(t, Lua, "fanout results are read-only")
+	runP(t, p, "", Config{}).fails(t, KindLua, "fanout results are read-only")
 }
 
 func TestFanout_ExhaustedArmIsSoft(t *testing.T) {
@@ -197,7 +197,7 @@ func TestFanout_CallSiteErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := parse(t, "# T\n\n## Main\n\n"+lua(c.caller)+rest)
 			r := runP(t, p, "", Config{})
-			r.fails(t, Lua, c.want)
+			r.fails(t, KindLua, c.want)
 			if n := r.rec.count(FanoutArmStarted); n != 0 {
 				t.Fatalf("%d arms started", n)
 			}
@@ -257,11 +257,11 @@ return #r .. ":" .. sum`, lua(`return item * 2`))
 func TestFanout_WriteRaces(t *testing.T) {
 	t.Run("two arms write one path", func(t *testing.T) {
 		p := fanoutPrompt(t, "", `fanout("## W", {"a", "b"})`, lua(`store.write("same", item)`))
-		runP(t, p, "", Config{}).fails(t, Lua, "write-write race on same: another arm of the same fanout already wrote it")
+		runP(t, p, "", Config{}).fails(t, KindLua, "write-write race on same: another arm of the same fanout already wrote it")
 	})
 	t.Run("the race is fatal even when caught", func(t *testing.T) {
 		p := fanoutPrompt(t, "", `fanout("## W", {"a", "b"}); return "caught"`, lua(`pcall(store.write, "same", item)`))
-		runP(t, p, "", Config{}).fails(t, Lua, "write-write race on same")
+		runP(t, p, "", Config{}).fails(t, KindLua, "write-write race on same")
 	})
 	t.Run("appends, own rewrites, chains and later fanouts are fine", func(t *testing.T) {
 		p := parse(t, "# T\n\n## Main\n\n"+lua(`
@@ -289,7 +289,7 @@ execute("## Chain")`)+
 func TestFanout_ArmsTalkToTheModel(t *testing.T) {
 	t.Run("model required", func(t *testing.T) {
 		p := fanoutPrompt(t, "", `fanout("## W", {"a"})`, "Say {{ item }}.\n")
-		runP(t, p, "", Config{}).fails(t, Binding, "model binding required for section W")
+		runP(t, p, "", Config{}).fails(t, KindBinding, "model binding required for section W")
 	})
 	t.Run("prose blocks roll the reply forward", func(t *testing.T) {
 		g := newGW(t)
@@ -322,7 +322,7 @@ func TestFanout_ArmsTalkToTheModel(t *testing.T) {
 	t.Run("unknown alias in infer", func(t *testing.T) {
 		g := newGW(t)
 		p := fanoutPrompt(t, defaultModel, `fanout("## W", {"a"})`, lua(`return models.get("nope"):infer("x")`))
-		runP(t, p, "", g.cfg()).fails(t, Lua, `models.get alias "nope" was not declared by models.need`)
+		runP(t, p, "", g.cfg()).fails(t, KindLua, `models.get alias "nope" was not declared by models.need`)
 	})
 	t.Run("epilog sees sys.model and the item renders as JSON", func(t *testing.T) {
 		g := newGW(t)
@@ -338,7 +338,7 @@ func TestFanout_LazyClient(t *testing.T) {
 	t.Setenv(gateway.EnvAPIKey, "")
 	p := fanoutPrompt(t, defaultModel, `fanout("## W", {"a", "b"})`, "Say {{ item }}.\n")
 	cfg := Config{Models: newGW(t).cfg().Models}
-	runP(t, p, "", cfg).fails(t, Completion, gateway.EnvURL)
+	runP(t, p, "", cfg).fails(t, KindCompletion, gateway.EnvURL)
 
 	g := newGW(t)
 	g.Respond(echo)
@@ -378,8 +378,8 @@ func TestFanout_ControlSurfaceInsideArms(t *testing.T) {
 	}
 	t.Run("non-visible headings", func(t *testing.T) {
 		r := runP(t, build(`execute("## Main")`), "", Config{})
-		r.fails(t, Lua, "section heading `## Main` not found; available sections: ## Other, ## List, ## Silent, ### MainKid, ### WKid, ### WKid2")
-		runP(t, build(`execute("## W")`), "", Config{}).fails(t, Lua, "section heading `## W` not found")
+		r.fails(t, KindLua, "section heading `## Main` not found; available sections: ## Other, ## List, ## Silent, ### MainKid, ### WKid, ### WKid2")
+		runP(t, build(`execute("## W")`), "", Config{}).fails(t, KindLua, "section heading `## W` not found")
 	})
 }
 
@@ -456,8 +456,8 @@ return "fanout at " .. d .. ": " .. fanout("## %s", {"x"})[1].text`, armLua, sto
 			section("R", "S", stop, armExecutes)+section("S", "R", stop, armExecutes))
 	}
 	runP(t, build(7, false), "", Config{}).ok(t, "fanout at 7: arm at 7")
-	runP(t, build(8, false), "", Config{}).fails(t, Lua, "fanout recursion exceeded cap of 8")
-	runP(t, build(7, true), "", Config{}).fails(t, Lua, "execute recursion exceeded cap of 8")
+	runP(t, build(8, false), "", Config{}).fails(t, KindLua, "fanout recursion exceeded cap of 8")
+	runP(t, build(7, true), "", Config{}).fails(t, KindLua, "execute recursion exceeded cap of 8")
 }
 
 func TestFanout_LogsAndDebugCaptureFromArms(t *testing.T) {
@@ -619,7 +619,7 @@ func TestFanout_ArmErrorsKeepTheirKind(t *testing.T) {
 	})
 	p := fanoutPrompt(t, defaultModel, `fanout("## W", {"a", "b"})`, "Say {{ item }}.\n")
 	r := runP(t, p, "", g.cfg())
-	r.fails(t, Completion, "")
+	r.fails(t, KindCompletion, "")
 	if r.rec.count(FanoutArmFailed) != 1 {
 		t.Fatalf("events %v", r.rec.sectionEvents("W"))
 	}

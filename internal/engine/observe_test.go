@@ -46,7 +46,7 @@ func TestObserve_TwoSectionSequence(t *testing.T) {
 func TestObserve_FailingRun(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`error("boom")`))
 	r := runP(t, p, "", Config{})
-	r.fails(t, Lua, "boom")
+	r.fails(t, KindLua, "boom")
 	lines := r.rec.lines()
 	if r.rec.count(SectionStarted) != 1 || r.rec.count(SectionFinished) != 0 || r.rec.count(LuaChunkFailed) != 1 ||
 		r.rec.count(LuaTeardownSucceeded) != 2 || lines[len(lines)-1] != "T: Run failed" {

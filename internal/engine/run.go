@@ -51,14 +51,14 @@ type run struct {
 // No goroutine started by Run outlives it.
 func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cfg Config) (Result, error) {
 	if p == nil {
-		return Result{}, &Error{Kind: Internal, Err: errors.New("engine.Run was given no prompt")}
+		return Result{}, &Error{Kind: KindInternal, Err: errors.New("engine.Run was given no prompt")}
 	}
 	// The version gate comes first and reports nothing.
 	if !p.Frontmatter.HasVersion {
-		return Result{}, &Error{Kind: Parse, Err: errors.New("not a promptforge prompt: no promptforge version")}
+		return Result{}, &Error{Kind: KindParse, Err: errors.New("not a promptforge prompt: no promptforge version")}
 	}
 	if v := p.Frontmatter.Version; v != 1 {
-		return Result{}, &Error{Kind: Version, Err: fmt.Errorf("unsupported promptforge version: %d (this build supports major 1)", v)}
+		return Result{}, &Error{Kind: KindVersion, Err: fmt.Errorf("unsupported promptforge version: %d (this build supports major 1)", v)}
 	}
 	r, err := newRun(p, args, st, cfg)
 	if err != nil {
@@ -100,7 +100,7 @@ func newRun(p *prompt.Prompt, args string, st *store.Store, cfg Config) (*run, e
 
 	guard, err := luavm.NewGuard()
 	if err != nil {
-		return nil, &Error{Kind: Internal, Err: err}
+		return nil, &Error{Kind: KindInternal, Err: err}
 	}
 	r.guard = guard
 	if err := validateTools(cfg.Tools); err != nil {
@@ -127,11 +127,11 @@ func validateTools(ts []tools.Tool) error {
 		d := t.Descriptor()
 		for _, part := range []string{d.ID.Server, d.ID.Name, d.WireName} {
 			if part == "" || strings.ContainsRune(part, '/') || strings.ContainsFunc(part, unicode.IsControl) {
-				return &Error{Kind: Internal, Err: fmt.Errorf("live tool %q has an invalid identity or wire name: each must be non-empty, without '/' or control characters", d.ID)}
+				return &Error{Kind: KindInternal, Err: fmt.Errorf("live tool %q has an invalid identity or wire name: each must be non-empty, without '/' or control characters", d.ID)}
 			}
 		}
 		if seen[d.ID] {
-			return &Error{Kind: Internal, Err: fmt.Errorf("live tool %q is registered twice; tool identities must be unique", d.ID)}
+			return &Error{Kind: KindInternal, Err: fmt.Errorf("live tool %q is registered twice; tool identities must be unique", d.ID)}
 		}
 		seen[d.ID] = true
 	}
@@ -221,22 +221,22 @@ func classify(err error) *Error {
 	)
 	switch {
 	case errors.As(err, &ce):
-		return &Error{Kind: Cancelled, Err: err}
+		return &Error{Kind: KindCancelled, Err: err}
 	case errors.As(err, &qe):
-		return &Error{Kind: Quota, Err: err}
+		return &Error{Kind: KindQuota, Err: err}
 	case errors.As(err, &te):
-		return &Error{Kind: Substitution, Err: err}
+		return &Error{Kind: KindSubstitution, Err: err}
 	case errors.As(err, &ge):
 		if ge.Kind == gateway.KindCanceled {
-			return &Error{Kind: Cancelled, Err: err}
+			return &Error{Kind: KindCancelled, Err: err}
 		}
-		return &Error{Kind: Completion, Err: err}
+		return &Error{Kind: KindCompletion, Err: err}
 	case errors.As(err, &le), errors.As(err, &se):
-		return &Error{Kind: Lua, Err: err}
+		return &Error{Kind: KindLua, Err: err}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return &Error{Kind: Cancelled, Err: err}
+		return &Error{Kind: KindCancelled, Err: err}
 	}
-	return &Error{Kind: Internal, Err: err}
+	return &Error{Kind: KindInternal, Err: err}
 }
 
 // closeClient closes the idle connections of a client the run built: its
@@ -265,7 +265,7 @@ func (r *run) gatewayClient() (*gateway.Client, error) {
 			r.client, err = gateway.New(gc)
 		}
 		if err != nil {
-			r.clientErr = &Error{Kind: Completion, Err: fmt.Errorf("no gateway client was configured and none could be built from the environment: %w", err)}
+			r.clientErr = &Error{Kind: KindCompletion, Err: fmt.Errorf("no gateway client was configured and none could be built from the environment: %w", err)}
 		}
 	}
 	return r.client, r.clientErr

@@ -128,7 +128,7 @@ func (u *unit) loop(ctx context.Context, mb *modelBinding, sc *scope, text strin
 			return roundResult{finish: comp.FinishReason}, nil
 		}
 	}
-	return roundResult{}, &Error{Kind: Tool, Err: &loopExhaustedError{rounds: rounds}}
+	return roundResult{}, &Error{Kind: KindTool, Err: &loopExhaustedError{rounds: rounds}}
 }
 
 // loopExhaustedError is a tool loop that ran out of rounds. It is a typed
@@ -151,7 +151,7 @@ func (u *unit) dispatch(ctx context.Context, sc *scope, call gateway.ToolCall) (
 		if _, declared := r.bind.tools[alias]; declared {
 			suffix = " (alias was declared by tools.need but not added to this section's scope)"
 		}
-		return "", &Error{Kind: Tool, Err: fmt.Errorf("tool %q is not in this section's scope; in-scope aliases: %s%s", alias, quoteIDs(sc.order), suffix)}
+		return "", &Error{Kind: KindTool, Err: fmt.Errorf("tool %q is not in this section's scope; in-scope aliases: %s%s", alias, quoteIDs(sc.order), suffix)}
 	}
 	if u.calls != nil {
 		u.calls[alias]++
@@ -167,7 +167,7 @@ func (u *unit) dispatch(ctx context.Context, sc *scope, call gateway.ToolCall) (
 			if errors.As(err, &q) {
 				return "", err
 			}
-			return "", &Error{Kind: Tool, Err: fmt.Errorf("tool call failure: local tool %q: %w", alias, err)}
+			return "", &Error{Kind: KindTool, Err: fmt.Errorf("tool call failure: local tool %q: %w", alias, err)}
 		}
 		u.observe(ToolCallSucceeded)
 		return out, nil
@@ -178,7 +178,7 @@ func (u *unit) dispatch(ctx context.Context, sc *scope, call gateway.ToolCall) (
 		if ctx.Err() != nil {
 			return "", cancelledBy(ctx)
 		}
-		return "", &Error{Kind: Tool, Err: fmt.Errorf("tool call failure: %w", err)}
+		return "", &Error{Kind: KindTool, Err: fmt.Errorf("tool call failure: %w", err)}
 	}
 	u.observe(ToolCallSucceeded)
 	if res.Trusted {
@@ -237,7 +237,7 @@ func (u *unit) infer(ctx context.Context, mb *modelBinding, p string) (string, e
 	}
 	u.turnCompleted(comp.RequestJSON, comp.ResponseJSON, comp.FinishReason, comp.Reasoning)
 	if len(comp.ToolCalls) > 0 {
-		return "", &Error{Kind: Completion, Err: errors.New("model inference received tool calls but no tools were advertised")}
+		return "", &Error{Kind: KindCompletion, Err: errors.New("model inference received tool calls but no tools were advertised")}
 	}
 	return comp.Text, nil
 }

@@ -91,7 +91,7 @@ func (u *unit) observe(d Detail) {
 // cancelledBy is the cancellation error of a wait on ctx: the run's
 // cancellation, or the abort of a fanout whose sibling arm failed.
 func cancelledBy(ctx context.Context) *Error {
-	return &Error{Kind: Cancelled, Err: &luavm.CancelledError{Cause: context.Cause(ctx)}}
+	return &Error{Kind: KindCancelled, Err: &luavm.CancelledError{Cause: context.Cause(ctx)}}
 }
 
 func (u *unit) vmConfig(kind luavm.Kind, id int, when string, reply *string, v *luavm.Var) luavm.Config {

@@ -201,7 +201,7 @@ func (u *unit) execute(ctx context.Context, target string, input *string) (strin
 		return "", err
 	}
 	if u.frame.depth+1 > MaxDepth {
-		return "", &Error{Kind: Lua, Err: fmt.Errorf("execute recursion exceeded cap of %d", MaxDepth)}
+		return "", &Error{Kind: KindLua, Err: fmt.Errorf("execute recursion exceeded cap of %d", MaxDepth)}
 	}
 	v, err := u.vm.Var()
 	if err != nil {

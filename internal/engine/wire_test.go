@@ -76,7 +76,7 @@ func TestWire_IterationCap(t *testing.T) {
 			cfg.Tools = []tools.Tool{searchTool()}
 			cfg.Limits = c.limits
 			r := runP(t, parse(t, searchPrompt(t, c.fm)), "", cfg)
-			r.fails(t, Tool, "tool-call loop did not converge")
+			r.fails(t, KindTool, "tool-call loop did not converge")
 			if n := len(g.Requests()); n != c.want || r.Turns != c.want {
 				t.Fatalf("requests %d turns %d, want %d", n, r.Turns, c.want)
 			}
@@ -90,7 +90,7 @@ func TestWire_UnknownAndFailingTools(t *testing.T) {
 	cfg := g.cfg()
 	cfg.Tools = []tools.Tool{searchTool()}
 	r := runP(t, parse(t, searchPrompt(t, "")), "", cfg)
-	r.fails(t, Tool, `tool "nosuch" is not in this section's scope; in-scope aliases: [search]`)
+	r.fails(t, KindTool, `tool "nosuch" is not in this section's scope; in-scope aliases: [search]`)
 	if r.rec.count(ToolCallFailed) != 1 {
 		t.Fatalf("observations %v", r.rec.lines())
 	}
@@ -101,7 +101,7 @@ func TestWire_UnknownAndFailingTools(t *testing.T) {
 	g.Enqueue(callSearch("x"))
 	cfg.Tools = []tools.Tool{failing}
 	r = runP(t, parse(t, searchPrompt(t, "")), "", cfg)
-	e := r.fails(t, Tool, "tool call failure: backend exploded")
+	e := r.fails(t, KindTool, "tool call failure: backend exploded")
 	if !errors.Is(e, cause) {
 		t.Fatal("inner cause lost")
 	}
@@ -115,7 +115,7 @@ func TestWire_FailedTurnLeaksNothing(t *testing.T) {
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Status(500, `{"error":"secret body with prompt text"}`))
 	r := runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nSecret prose input.\n"), "", g.cfg())
-	e := r.fails(t, Completion, "500")
+	e := r.fails(t, KindCompletion, "500")
 	if !e.Retryable() {
 		t.Fatal("5xx should be retryable")
 	}
@@ -154,7 +154,7 @@ func TestWire_EmptyTurns(t *testing.T) {
 				lua(`return "[" .. reply .. "]" .. sys.reply_finish_reason`)
 			r := runP(t, parse(t, body), "", cfg)
 			if c.fail {
-				r.fails(t, Completion, c.want)
+				r.fails(t, KindCompletion, c.want)
 			} else {
 				finish := "stop"
 				if c.trunc > 0 {
@@ -261,7 +261,7 @@ func TestWire_MalformedReply(t *testing.T) {
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Malformed(`{"choices": "nope"`))
 	r := runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nHi.\n"), "", g.cfg())
-	e := r.fails(t, Completion, "malformed")
+	e := r.fails(t, KindCompletion, "malformed")
 	if !e.Retryable() {
 		t.Fatal("malformed replies are retryable")
 	}
@@ -278,7 +278,7 @@ func TestWire_HangPastClientTimeout(t *testing.T) {
 	cfg := g.cfg()
 	cfg.Client = c
 	r := runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nHi.\n"), "", cfg)
-	e := r.fails(t, Completion, "")
+	e := r.fails(t, KindCompletion, "")
 	if !e.Retryable() || e.Cancelled() {
 		t.Fatalf("timeout error %v: retryable %v cancelled %v", e, e.Retryable(), e.Cancelled())
 	}
@@ -290,7 +290,7 @@ func TestWire_LazyClientFromEnvironment(t *testing.T) {
 	// Lua-only prompts need no gateway.
 	runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\n"+lua(`return "no model needed"`)), "", Config{Models: []gateway.Model{testModel}}).ok(t, "no model needed")
 	r := runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nHi.\n"), "", Config{Models: []gateway.Model{testModel}})
-	r.fails(t, Completion, gateway.EnvURL)
+	r.fails(t, KindCompletion, gateway.EnvURL)
 
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Text("from env"))
@@ -323,7 +323,7 @@ func runCtx(ctx context.Context, t *testing.T, body string, cfg Config) (Result,
 func wantCancelled(t *testing.T, err error, cause string) {
 	t.Helper()
 	var e *Error
-	if !errors.As(err, &e) || !e.Cancelled() || e.Kind != Cancelled {
+	if !errors.As(err, &e) || !e.Cancelled() || e.Kind != KindCancelled {
 		t.Fatalf("error %T %v is not a cancellation", err, err)
 	}
 	if !strings.Contains(e.Error(), cause) {
