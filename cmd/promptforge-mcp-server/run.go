@@ -111,7 +111,7 @@ func runOnce(ctx context.Context, f runFlags, logger *slog.Logger, lookup env, s
 	}
 	var (
 		p   *prompt.Prompt
-		cfg = engine.Config{Observer: progressObserver{logger}}
+		cfg = engine.Options{Observer: progressObserver{logger}}
 		err error
 	)
 	if f.config != "" {
@@ -176,7 +176,7 @@ func notAPrompt(path string) error {
 // as is, anything else is a catalog name (matched as run_prompt matches
 // it). The gateway, its model catalog and the live tools come from the
 // configuration, as they do for serve; PROMPTFORGE_GATEWAY_* are not read.
-func fromConfig(ctx context.Context, f runFlags, logger *slog.Logger, lookup env, cfg *engine.Config) (*prompt.Prompt, func(), error) {
+func fromConfig(ctx context.Context, f runFlags, logger *slog.Logger, lookup env, cfg *engine.Options) (*prompt.Prompt, func(), error) {
 	conf, err := config.Loader{LookupEnv: config.LookupFunc(lookup), Logger: logger}.Load(f.config)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load the configuration: %w", err)
@@ -272,7 +272,7 @@ func extractOutput(st *store.Store, p *prompt.Prompt, value, outPath string, std
 // web_search too. Neither variable set means no gateway: a Lua-only prompt
 // runs, and a model call fails saying what to set. The returned func
 // releases the clients' idle connections.
-func fromEnv(ctx context.Context, lookup env, logger *slog.Logger, cfg *engine.Config) (func(), error) {
+func fromEnv(ctx context.Context, lookup env, logger *slog.Logger, cfg *engine.Options) (func(), error) {
 	fetch, err := tools.NewWebFetch(tools.DefaultPolicy(), tools.WithLogger(logger))
 	if err != nil {
 		return nil, fmt.Errorf("build web_fetch: %w", err)

@@ -12,9 +12,9 @@ import (
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
-// Config is everything a run needs besides the prompt, its args and its
+// Options is everything a run needs besides the prompt, its args and its
 // store.
-type Config struct {
+type Options struct {
 	// Execution is the run id every observation carries; "" mints one.
 	Execution string
 	// Client is the gateway; nil builds one from PROMPTFORGE_GATEWAY_URL

@@ -36,7 +36,7 @@
 // one terminal event under the worker's name; its model turns, tool calls
 // and log lines are reported as usual, but its section lifecycle (section,
 // chunk, teardown, scope and store events) is not, since the arm events
-// already stand for it. The Observer and Config.Debug are called from arm
+// already stand for it. The Observer and Options.Debug are called from arm
 // goroutines; Debug calls are serialised by the run, Observer must be safe
 // for concurrent use.
 package engine

@@ -20,14 +20,14 @@ const backtracking = `string.find(string.rep("a", 3000), ".-.-.-b")`
 
 func TestLimits_BacktrackingPatternEndsAtTheBudget(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`return tostring(`+backtracking+`)`))
-	runP(t, p, "", Config{Limits: Limits{Limits: luavm.Limits{LuaTime: 50 * time.Millisecond}}}).fails(t, KindQuota, "lua time quota exceeded")
+	runP(t, p, "", Options{Limits: Limits{Limits: luavm.Limits{LuaTime: 50 * time.Millisecond}}}).fails(t, KindQuota, "lua time quota exceeded")
 }
 
 func TestLimits_BacktrackingPatternStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	started := make(chan struct{})
-	cfg := Config{
+	cfg := Options{
 		Limits: Limits{Limits: luavm.Limits{LuaTime: time.Hour}}, // only the cancellation can stop it
 		Observer: ObserverFunc(func(e Event) {
 			if e.Detail == DetailLua {
@@ -52,11 +52,11 @@ func TestLimits_GsubEscapesALargePage(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`local page = string.rep("a<", 20000)
 local escaped, n = page:gsub("<", "&lt;")
 return #escaped .. " " .. n`))
-	runP(t, p, "", Config{Limits: Limits{Limits: luavm.Limits{LuaTime: time.Second}}}).ok(t, "100000 20000")
+	runP(t, p, "", Options{Limits: Limits{Limits: luavm.Limits{LuaTime: time.Second}}}).ok(t, "100000 20000")
 }
 
 func TestLimits_LibraryStringsAreBounded(t *testing.T) {
-	lim := Config{Limits: Limits{Limits: luavm.Limits{MaxStringBytes: 1000}}}
+	lim := Options{Limits: Limits{Limits: luavm.Limits{MaxStringBytes: 1000}}}
 	for src, want := range map[string]string{
 		`return (string.gsub(string.rep("a", 600), "a", "bb"))`:             "string.gsub result would exceed the 1000-byte string limit",
 		`local s = string.rep("x", 600) return string.format("%s%s", s, s)`: "string.format result would exceed the 1000-byte string limit",
@@ -70,7 +70,7 @@ func TestLimits_LibraryStringsAreBounded(t *testing.T) {
 func TestLimits_VarGrowthIsBounded(t *testing.T) {
 	// Each var.k = var used to double var: 417 MB after 20 rounds.
 	p := parse(t, "# T\n\n## A\n\n"+lua(`var.a = {1}`)+"\n## B\n\n"+lua(`for i = 1, 40 do var["k" .. i] = var end`))
-	r := runP(t, p, "", Config{Limits: Limits{Limits: luavm.Limits{MaxVarBytes: 1 << 20}}})
+	r := runP(t, p, "", Options{Limits: Limits{Limits: luavm.Limits{MaxVarBytes: 1 << 20}}})
 	e := r.fails(t, KindLua, "the assignment would grow var past its 1048576-byte limit")
 	if !strings.Contains(e.Error(), "section `B` prologue:") || !strings.Contains(e.Error(), ": var.k") {
 		t.Fatalf("the error does not point at the assignment: %v", e)

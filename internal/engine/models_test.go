@@ -16,7 +16,7 @@ var catalog = []gateway.Model{
 	{ID: "m-switch", Description: "General assistant model that is fast for chat", Context: 32768, Thinking: gateway.ThinkingSwitchable},
 }
 
-func catalogCfg(g *gw) Config {
+func catalogCfg(g *gw) Options {
 	cfg := g.cfg()
 	cfg.Models = catalog
 	return cfg
@@ -62,7 +62,7 @@ func TestModels_ConstraintFilters(t *testing.T) {
 			p := parse(t, "# T\n\n"+lua(`local ok, e = pcall(models.need, "m", "General assistant model", `+c.opts+`)
 if ok then return e.model_id end
 return "absent"`))
-			r := runP(t, p, "", Config{Models: catalog})
+			r := runP(t, p, "", Options{Models: catalog})
 			switch c.want {
 			case "absent":
 				r.fails(t, KindBinding, `no model matches capability "General assistant model"`)
@@ -79,7 +79,7 @@ return "absent"`))
 		for _, m := range catalog {
 			p := parse(t, "# T\n\n"+lua(`local ok, e = pcall(models.need, "m", "`+m.Description+`", {thinking = `+c.thinking+`})
 return ok and e.model_id or "absent"`))
-			r := runP(t, p, "", Config{Models: catalog})
+			r := runP(t, p, "", Options{Models: catalog})
 			if r.err == nil && c.keep[m.ID] && r.Value != m.ID {
 				t.Errorf("thinking=%s: %s bound %q", c.thinking, m.ID, r.Value)
 			}
@@ -187,8 +187,8 @@ store.write("inferred", w:infer("once") .. "|" .. models.infer("default") .. "|"
 		t.Fatalf("completions in order: %s", got)
 	}
 	// H1 prose that substitutes to nothing needs no model; otherwise it does.
-	runP(t, parse(t, "# T\n\n"+lua(`empty = ""`)+"\n{{ empty }}\n\n## A\n\n"+lua(`return "fine"`)), "", Config{}).ok(t, "fine")
-	runP(t, parse(t, "# T\n\nDescribes the prompt.\n\n## A\n\n"+lua(`return "x"`)), "", Config{}).fails(t, KindBinding, "model binding required for section T")
+	runP(t, parse(t, "# T\n\n"+lua(`empty = ""`)+"\n{{ empty }}\n\n## A\n\n"+lua(`return "fine"`)), "", Options{}).ok(t, "fine")
+	runP(t, parse(t, "# T\n\nDescribes the prompt.\n\n## A\n\n"+lua(`return "x"`)), "", Options{}).fails(t, KindBinding, "model binding required for section T")
 	// H1-only prompt: the last H1 reply is the result.
 	g2 := newGW(t)
 	g2.Enqueue(gatewaytest.Text("h1 answer"))

@@ -25,7 +25,7 @@ type run struct {
 	p                 *prompt.Prompt
 	args              string
 	store             *store.Store
-	cfg               Config
+	cfg               Options
 	execution         string
 	guard             *luavm.Guard
 	vmLimits          luavm.Limits
@@ -35,7 +35,7 @@ type run struct {
 	ids               atomic.Int64 // the last sys.id handed to a section entry
 	walkAt            string       // sys.when of the sections: when the walk started
 
-	// debugMu serialises Config.Debug calls: fanout arms complete turns
+	// debugMu serialises Options.Debug calls: fanout arms complete turns
 	// concurrently, and hosts should not have to care.
 	debugMu sync.Mutex
 
@@ -49,7 +49,7 @@ type run struct {
 // Run executes a parsed prompt with args over st (nil: a fresh store). It
 // returns the run's value, or an *Error; Result.Turns is set either way.
 // No goroutine started by Run outlives it.
-func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cfg Config) (Result, error) {
+func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cfg Options) (Result, error) {
 	if p == nil {
 		return Result{}, &Error{Kind: KindInternal, Err: errors.New("engine.Run was given no prompt")}
 	}
@@ -80,7 +80,7 @@ func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cf
 
 // newRun prepares the state of one run: defaults, limits, the guard nonce
 // and the checked tool registry.
-func newRun(p *prompt.Prompt, args string, st *store.Store, cfg Config) (*run, error) {
+func newRun(p *prompt.Prompt, args string, st *store.Store, cfg Options) (*run, error) {
 	r := &run{p: p, args: args, store: st, cfg: cfg, execution: cfg.Execution, now: cfg.Now}
 	if r.store == nil {
 		r.store = store.New()

@@ -94,8 +94,8 @@ func cancelledBy(ctx context.Context) *Error {
 	return &Error{Kind: KindCancelled, Err: &luavm.CancelledError{Cause: context.Cause(ctx)}}
 }
 
-func (u *unit) vmConfig(kind luavm.Kind, id int, when string, reply *string, v *luavm.Var) luavm.Config {
-	return luavm.Config{
+func (u *unit) vmOptions(kind luavm.Kind, id int, when string, reply *string, v *luavm.Var) luavm.Options {
+	return luavm.Options{
 		Kind:  kind,
 		Host:  u,
 		Store: u.r.store,
@@ -134,7 +134,7 @@ func (u *unit) runH1(ctx context.Context) (walkEnd, *luavm.Var, error) {
 		return walkEnd{}, luavm.NewVar(), nil
 	}
 	when := r.timestamp()
-	u.vm = luavm.New(ctx, u.vmConfig(luavm.KindH1, 0, when, nil, nil))
+	u.vm = luavm.New(ctx, u.vmOptions(luavm.KindH1, 0, when, nil, nil))
 	var reply *string
 	var err error
 	for _, b := range r.p.H1 {
@@ -179,7 +179,7 @@ func (u *unit) runSection(ctx context.Context, reply *string, v *luavm.Var) (flo
 	id := int(r.ids.Add(1))
 	u.incoming = reply
 	u.observe(SectionStarted)
-	u.vm = luavm.New(ctx, u.vmConfig(luavm.KindSection, id, r.walkAt, reply, v))
+	u.vm = luavm.New(ctx, u.vmOptions(luavm.KindSection, id, r.walkAt, reply, v))
 	f, err := u.blocks(ctx, reply)
 	u.teardown()
 	if err != nil {

@@ -288,15 +288,15 @@ func TestWire_LazyClientFromEnvironment(t *testing.T) {
 	t.Setenv(gateway.EnvURL, "")
 	t.Setenv(gateway.EnvAPIKey, "")
 	// Lua-only prompts need no gateway.
-	runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\n"+lua(`return "no model needed"`)), "", Config{Models: []gateway.Model{testModel}}).ok(t, "no model needed")
-	r := runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nHi.\n"), "", Config{Models: []gateway.Model{testModel}})
+	runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\n"+lua(`return "no model needed"`)), "", Options{Models: []gateway.Model{testModel}}).ok(t, "no model needed")
+	r := runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nHi.\n"), "", Options{Models: []gateway.Model{testModel}})
 	r.fails(t, KindCompletion, gateway.EnvURL)
 
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Text("from env"))
 	t.Setenv(gateway.EnvURL, g.URL())
 	t.Setenv(gateway.EnvAPIKey, g.APIKey())
-	runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nHi.\n"), "", Config{Models: []gateway.Model{testModel}}).ok(t, "from env")
+	runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nHi.\n"), "", Options{Models: []gateway.Model{testModel}}).ok(t, "from env")
 }
 
 // A client the run builds from the environment is the run's: its
@@ -309,13 +309,13 @@ func TestWire_LazyClientLeavesNoGoroutines(t *testing.T) {
 	t.Setenv(gateway.EnvAPIKey, g.APIKey())
 	before := goleak.IgnoreCurrent()
 	p := parse(t, "# T\n\n"+defaultModel+"\n## A\n\nHi.\n\n## B\n\nAgain.\n")
-	runP(t, p, "", Config{Models: []gateway.Model{testModel}}).ok(t, "from env")
+	runP(t, p, "", Options{Models: []gateway.Model{testModel}}).ok(t, "from env")
 	goleak.VerifyNone(t, before)
 }
 
 // Cancellation.
 
-func runCtx(ctx context.Context, t *testing.T, body string, cfg Config) (Result, error) {
+func runCtx(ctx context.Context, t *testing.T, body string, cfg Options) (Result, error) {
 	t.Helper()
 	return Run(ctx, parse(t, body), "", store.New(), cfg)
 }
@@ -334,7 +334,7 @@ func wantCancelled(t *testing.T, err error, cause string) {
 func TestCancel_PreCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(errors.New("the caller cancelled the call"))
-	_, err := runCtx(ctx, t, "# T\n\n## A\n\n"+lua(`return 1`), Config{})
+	_, err := runCtx(ctx, t, "# T\n\n## A\n\n"+lua(`return 1`), Options{})
 	wantCancelled(t, err, "the caller cancelled the call")
 }
 
@@ -388,7 +388,7 @@ func TestCancel_MidLuaLoop(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	started := make(chan struct{})
-	cfg := Config{Observer: ObserverFunc(func(e Event) {
+	cfg := Options{Observer: ObserverFunc(func(e Event) {
 		if e.Detail == DetailLua {
 			close(started)
 		}

@@ -36,8 +36,8 @@ type Sys struct {
 	Index int
 }
 
-// Config describes one VM.
-type Config struct {
+// Options describes one VM.
+type Options struct {
 	Kind   Kind
 	Host   Host
 	Store  *store.Store
@@ -59,7 +59,7 @@ type Config struct {
 // not safe for concurrent use: one section runs on one goroutine.
 type VM struct {
 	L      *lua.LState
-	cfg    Config
+	cfg    Options
 	limits Limits
 	host   Host
 	lib    *sharedLib // shared(), fetched once in New
@@ -142,7 +142,7 @@ func (v *Var) Lookup(keys ...string) (any, bool) {
 // New builds a VM: the sandbox, then the host values, log, store and the
 // control globals, in the order prompts may rely on (the shared library
 // replay and alias globals come after, from RunShared and InstallAliases).
-func New(ctx context.Context, cfg Config) *VM {
+func New(ctx context.Context, cfg Options) *VM {
 	lim := cfg.Limits.WithDefaults()
 	L := lua.NewState(lua.Options{
 		SkipOpenLibs:        true,

@@ -171,7 +171,7 @@ func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progres
 				obs.Observe(ev)
 			})
 		}
-		res, err := engine.Run(ctx, p, r.args, st, engine.Config{
+		res, err := engine.Run(ctx, p, r.args, st, engine.Options{
 			Execution: id,
 			Client:    s.client,
 			Models:    s.models,
