@@ -346,7 +346,7 @@ func TestTheConfigEnvironmentBuildsTheLiveTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := engine.Run(context.Background(), fetcher, "", nil, engine.Config{Client: env.client, Models: env.models, Tools: env.tools})
+	res, err := engine.Run(context.Background(), fetcher, "", nil, engine.Options{Client: env.client, Models: env.models, Tools: env.tools})
 	if err != nil || res.Value != "bound" {
 		t.Fatalf("fetcher: %q, %v", res.Value, err)
 	}

@@ -97,7 +97,7 @@ func RunOnce(ctx context.Context, o RunOptions) (string, error) {
 			return "", err
 		}
 	}
-	res, err := engine.Run(ctx, p, o.Args, st, engine.Config{
+	res, err := engine.Run(ctx, p, o.Args, st, engine.Options{
 		Client:   env.client,
 		Models:   env.models,
 		Tools:    env.tools,

@@ -6,14 +6,15 @@ import (
 	"time"
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/luavm"
 	"github.com/promptforge-go/promptforge/internal/match"
 	"github.com/promptforge-go/promptforge/internal/prompt"
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
-// Config is everything a run needs besides the prompt, its args and its
+// Options is everything a run needs besides the prompt, its args and its
 // store.
-type Config struct {
+type Options struct {
 	// Execution is the run id every observation carries; "" mints one.
 	Execution string
 	// Client is the gateway, which the host configures and owns (its idle
@@ -53,32 +54,11 @@ type Limits struct {
 	MaxToolIterations int
 	// FanoutConcurrency caps fanout arms in flight (default 8).
 	FanoutConcurrency int
-	// LuaTime is each VM's budget of Lua execution time; it stands in for
-	// the reference's quota of 10,000,000 instructions (default
-	// luavm.DefaultLuaTime, 2 s, which is about five times that quota of
-	// simple Lua on the machine it was measured on; see there). Time spent
-	// waiting on the model, tools or execute chains does not count. It
-	// also bounds what the per-VM limits below cannot: a VM has no memory
-	// ceiling (gopher-lua offers no allocation hook), so a loop growing a
-	// Lua table, or `..` doubling a string, allocates until this budget
-	// ends it.
-	LuaTime time.Duration
-	// CallStackSize caps nested Lua calls per VM (default 200).
-	CallStackSize int
-	// RegistryMaxSize caps each VM's value stack, in slots (default 1Mi).
-	RegistryMaxSize int
-	// MaxStringBytes caps strings built by string.rep, string.format,
-	// string.gsub and table.concat (default 16 MiB). The `..` operator is
-	// not capped: gopher-lua concatenates strings inside its VM loop
-	// without a hook or metamethod to intercept.
-	MaxStringBytes int
-	// MaxVarBytes caps var's data, as an estimate of the memory it holds
-	// (default 16 MiB; see luavm.Limits.MaxVarBytes for how it counts).
-	MaxVarBytes int
-	// LogEvents and LogBytes are each VM's log() budgets (default 1024
-	// events, 256 KiB).
-	LogEvents int
-	LogBytes  int
+	// Limits bound each of the run's VMs: the H1's, every section
+	// entry's and every fanout arm's. Its zero fields take the luavm
+	// defaults; its LuaTime is per VM, and time spent waiting on the
+	// model, tools or execute chains does not count.
+	luavm.Limits
 }
 
 // DefaultMaxToolIterations is the default of Limits.MaxToolIterations. It
@@ -116,29 +96,29 @@ type DebugTurn struct {
 type Kind uint8
 
 const (
-	Parse Kind = iota + 1
-	Version
-	Binding
-	Completion
-	Tool
-	Lua
-	Quota
-	Substitution
-	Cancelled
-	Internal
+	KindParse Kind = iota + 1
+	KindVersion
+	KindBinding
+	KindCompletion
+	KindTool
+	KindLua
+	KindQuota
+	KindSubstitution
+	KindCancelled
+	KindInternal
 )
 
 var kindNames = [...]string{
-	Parse:        "parse",
-	Version:      "version",
-	Binding:      "binding",
-	Completion:   "completion",
-	Tool:         "tool",
-	Lua:          "lua",
-	Quota:        "quota",
-	Substitution: "substitution",
-	Cancelled:    "cancelled",
-	Internal:     "internal",
+	KindParse:        "parse",
+	KindVersion:      "version",
+	KindBinding:      "binding",
+	KindCompletion:   "completion",
+	KindTool:         "tool",
+	KindLua:          "lua",
+	KindQuota:        "quota",
+	KindSubstitution: "substitution",
+	KindCancelled:    "cancelled",
+	KindInternal:     "internal",
 }
 
 func (k Kind) String() string {
@@ -161,11 +141,11 @@ func (e *Error) Unwrap() error { return e.Err }
 // failures, malformed replies and 5xx/429 statuses.
 func (e *Error) Retryable() bool {
 	var r interface{ Retryable() bool }
-	return e.Kind == Completion && errors.As(e.Err, &r) && r.Retryable()
+	return e.Kind == KindCompletion && errors.As(e.Err, &r) && r.Retryable()
 }
 
 // Cancelled reports whether the run was cancelled.
-func (e *Error) Cancelled() bool { return e.Kind == Cancelled }
+func (e *Error) Cancelled() bool { return e.Kind == KindCancelled }
 
 // Observer receives observations. Observe must not block; it may be called
 // concurrently (fanout arms).

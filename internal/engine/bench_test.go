@@ -23,7 +23,7 @@ func BenchmarkParseAndRunLua(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := Run(ctx, p, "world", nil, Config{})
+		res, err := Run(ctx, p, "world", nil, Options{})
 		if err != nil || res.Value != "hello world" {
 			b.Fatal(res, err)
 		}
@@ -39,7 +39,7 @@ func BenchmarkRunLua(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Run(ctx, p, "world", nil, Config{}); err != nil {
+		if _, err := Run(ctx, p, "world", nil, Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -126,7 +126,7 @@ func BenchmarkFanoutPerArm(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := Run(ctx, p, "", nil, Config{})
+		res, err := Run(ctx, p, "", nil, Options{})
 		if err != nil || res.Value != "64" {
 			b.Fatal(res, err)
 		}

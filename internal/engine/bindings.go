@@ -83,7 +83,7 @@ func (b *bindings) modelPolicy() match.Policy {
 }
 
 func bindingErr(format string, args ...any) *Error {
-	return &Error{Kind: Binding, Err: fmt.Errorf(format, args...)}
+	return &Error{Kind: KindBinding, Err: fmt.Errorf(format, args...)}
 }
 
 // record keeps the first resolution error and returns err for raising.
@@ -315,11 +315,11 @@ func (b *bindings) aliasHandles() ([]luavm.ToolHandle, []luavm.ModelHandle) {
 
 // analyseNearDuplicates finds the pairs of H1-bound tools a model could not
 // tell apart (§6.4); a section may not scope both members of a pair.
-func (b *bindings) analyseNearDuplicates() error {
+func (b *bindings) analyseNearDuplicates(ctx context.Context) error {
 	if len(b.toolOrder) < 2 {
 		return nil
 	}
-	idx, err := b.toolIndex(b.r.ctx)
+	idx, err := b.toolIndex(ctx)
 	if err != nil {
 		return bindingErr("near-duplicate analysis could not index the live tools: %w", err)
 	}

@@ -28,33 +28,33 @@ func TestControl_FallThroughReturnAndDone(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`store.append("trace", "A" .. sys.id .. ";")`)+
 		"\n## B\n\n"+lua(`store.append("trace", "B" .. sys.id .. ";") return "from B"`)+
 		"\n## C\n\n"+lua(`store.append("trace", "C;")`))
-	r := runP(t, p, "", Config{})
+	r := runP(t, p, "", Options{})
 	r.ok(t, "from B")
 	if got := trace(t, r); got != "A1;B2;" {
 		t.Fatalf("trace = %q", got)
 	}
 	p = parse(t, "# T\n\n## A\n\n"+lua(`local x = 1`)+"\n## B\n\n"+lua(`local y = 2`))
-	runP(t, p, "", Config{}).ok(t, "done")
+	runP(t, p, "", Options{}).ok(t, "done")
 }
 
 func TestControl_H1Only(t *testing.T) {
-	runP(t, parse(t, "# T\n\n"+lua(`return "h1 " .. sys.id`)), "", Config{}).ok(t, "h1 0")
-	runP(t, parse(t, "# T\n\n"+lua(`local x = 1`)), "", Config{}).ok(t, "done")
-	runP(t, parse(t, "# T\n"), "", Config{}).ok(t, "done")
+	runP(t, parse(t, "# T\n\n"+lua(`return "h1 " .. sys.id`)), "", Options{}).ok(t, "h1 0")
+	runP(t, parse(t, "# T\n\n"+lua(`local x = 1`)), "", Options{}).ok(t, "done")
+	runP(t, parse(t, "# T\n"), "", Options{}).ok(t, "done")
 	// An H1 return skips the sections.
-	runP(t, parse(t, "# T\n\n"+lua(`return "early"`)+"\n## A\n\n"+lua(`return "late"`)), "", Config{}).ok(t, "early")
+	runP(t, parse(t, "# T\n\n"+lua(`return "early"`)+"\n## A\n\n"+lua(`return "late"`)), "", Options{}).ok(t, "early")
 }
 
 func TestControl_VersionGate(t *testing.T) {
 	body := "# T\n\n## A\n\n" + lua(`return "ran"`)
-	runP(t, parse(t, "---\nname: t\ndescription: d\npromptforge: 1\n---\n"+body), "", Config{}).ok(t, "ran")
-	r := runP(t, parse(t, "---\nname: t\ndescription: d\npromptforge: 2\n---\n"+body), "", Config{})
-	r.fails(t, Version, "unsupported promptforge version: 2 (this build supports major 1)")
+	runP(t, parse(t, "---\nname: t\ndescription: d\npromptforge: 1\n---\n"+body), "", Options{}).ok(t, "ran")
+	r := runP(t, parse(t, "---\nname: t\ndescription: d\npromptforge: 2\n---\n"+body), "", Options{})
+	r.fails(t, KindVersion, "unsupported promptforge version: 2 (this build supports major 1)")
 	if len(r.rec.lines()) != 0 {
 		t.Fatalf("refusal was observed: %v", r.rec.lines())
 	}
-	r = runP(t, parse(t, "---\nname: t\ndescription: d\n---\n"+body), "", Config{})
-	r.fails(t, Parse, "not a promptforge prompt")
+	r = runP(t, parse(t, "---\nname: t\ndescription: d\n---\n"+body), "", Options{})
+	r.fails(t, KindParse, "not a promptforge prompt")
 	if len(r.rec.lines()) != 0 {
 		t.Fatalf("refusal was observed: %v", r.rec.lines())
 	}
@@ -110,39 +110,39 @@ func TestControl_SingleShotVersusLoop(t *testing.T) {
 
 func TestControl_PrologueReturnAndEmptyProse(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`return args`)+"\nNever sent.\n\n"+lua(`store.write("epi", "ran")`))
-	r := runP(t, p, "the args", Config{})
+	r := runP(t, p, "the args", Options{})
 	r.ok(t, "the args")
 	if ok, _ := r.st.Exists("epi"); ok {
 		t.Fatal("epilog ran after a prologue return")
 	}
 	// Empty prose (two adjacent fences) needs no model; the epilog sees nil.
 	p = parse(t, "# T\n\n## A\n\n"+lua(`local x = 1`)+lua(`return "epilog saw " .. tostring(reply)`))
-	runP(t, p, "", Config{}).ok(t, "epilog saw nil")
+	runP(t, p, "", Options{}).ok(t, "epilog saw nil")
 	// Whitespace-only prose after substitution skips without a binding.
 	p = parse(t, "# T\n\n## A\n\n"+lua(`blank = "   "`)+"\n{{ blank }}\n\n"+lua(`return "skipped"`))
-	runP(t, p, "", Config{}).ok(t, "skipped")
+	runP(t, p, "", Options{}).ok(t, "skipped")
 }
 
 func TestControl_Execute(t *testing.T) {
 	p := parse(t, "# T\n\n## Main\n\n"+lua(`var.v = "outer"; local got = execute("## Sub", "input"); return got .. "|" .. var.v .. "|" .. args`)+
 		"\n## Sub\n\n---\n\n"+lua(`var.v = "changed"; reply = "sub saw " .. args .. " " .. tostring(reply)`))
-	runP(t, p, "run args", Config{}).ok(t, "sub saw input nil|outer|run args")
+	runP(t, p, "run args", Options{}).ok(t, "sub saw input nil|outer|run args")
 	// execute returns the chain's return value.
 	p = parse(t, "# T\n\n## Main\n\n"+lua(`return "got " .. execute("## Sub")`)+"\n## Sub\n\n---\n\n"+lua(`return 7`))
-	runP(t, p, "", Config{}).ok(t, "got 7")
+	runP(t, p, "", Options{}).ok(t, "got 7")
 	// Nothing produced: "".
 	p = parse(t, "# T\n\n## Main\n\n"+lua(`return "[" .. execute("## Sub") .. "]"`)+"\n## Sub\n\n---\n\n"+lua(`local x = 1`))
-	runP(t, p, "", Config{}).ok(t, "[]")
+	runP(t, p, "", Options{}).ok(t, "[]")
 	// Non-string target.
 	p = parse(t, "# T\n\n## Main\n\n"+lua(`execute(5)`))
-	runP(t, p, "", Config{}).fails(t, Lua, "section target must be a string, got number")
+	runP(t, p, "", Options{}).fails(t, KindLua, "section target must be a string, got number")
 }
 
 func TestControl_Jump(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+mark("A")+lua(`jump("## C")`)+lua(`store.append("trace", "A-after;")`)+
 		"\n## B\n\n"+mark("B")+"\n## C\n\n"+lua(`store.append("trace", "C:" .. tostring(reply) .. ";")`)+
 		"\n## D\n\n"+mark("D"))
-	r := runP(t, p, "", Config{})
+	r := runP(t, p, "", Options{})
 	r.ok(t, "done")
 	if got := trace(t, r); got != "A;C:nil;D;" {
 		t.Fatalf("trace = %q", got)
@@ -150,13 +150,13 @@ func TestControl_Jump(t *testing.T) {
 	// The reply at jump time is carried; reply = nil clears it.
 	p = parse(t, "# T\n\n## A\n\n"+lua(`reply = "carried"; jump("## C")`)+"\n## B\n\n"+mark("B")+
 		"\n## C\n\n"+lua(`return reply`))
-	runP(t, p, "", Config{}).ok(t, "carried")
+	runP(t, p, "", Options{}).ok(t, "carried")
 	p = parse(t, "# T\n\n## A\n\n"+lua(`reply = "x"`)+"\n## B\n\n"+lua(`reply = nil; jump("## C")`)+"\n## C\n\n"+lua(`return tostring(reply)`))
-	runP(t, p, "", Config{}).ok(t, "nil")
+	runP(t, p, "", Options{}).ok(t, "nil")
 	// A backward jump re-enters a section with a fresh id.
 	p = parse(t, "# T\n\n## A\n\n"+lua(`store.append("trace", "A" .. sys.id .. ";")`)+
 		"\n## B\n\n"+lua(`store.append("trace", "B" .. sys.id .. ";") if sys.id < 4 then jump("## A") end return "end"`))
-	r = runP(t, p, "", Config{})
+	r = runP(t, p, "", Options{})
 	r.ok(t, "end")
 	if got := trace(t, r); got != "A1;B2;A3;B4;" {
 		t.Fatalf("trace = %q", got)
@@ -181,7 +181,7 @@ func TestControl_ChainsAndChildWalks(t *testing.T) {
 			"\n## X\n\n---\n\n"+mark("X")+lua(`jump("## Z")`)+
 			"\n## Y\n\n"+mark("Y")+lua(`return store.read("got")`)+
 			"\n## Z\n\n---\n\n"+lua(`store.append("trace", "Z;"); reply = "z reply"`))
-		r := runP(t, p, "", Config{})
+		r := runP(t, p, "", Options{})
 		r.ok(t, "z reply")
 		// The outer walk did not move: after Main it falls through to Y
 		// (X and Z are off-walk).
@@ -194,7 +194,7 @@ func TestControl_ChainsAndChildWalks(t *testing.T) {
 			"\n## X\n\n---\n\n"+mark("X")+
 			"\n## Off\n\n---\n\n"+mark("Off")+
 			"\n## Y\n\n"+lua(`store.append("trace", "Y;"); reply = "from Y"`))
-		r := runP(t, p, "", Config{})
+		r := runP(t, p, "", Options{})
 		r.ok(t, "from Y")
 		if got := trace(t, r); got != "X;Y;" {
 			t.Fatalf("trace = %q", got)
@@ -204,24 +204,24 @@ func TestControl_ChainsAndChildWalks(t *testing.T) {
 		p := parse(t, "# T\n\n## Main\n\n"+lua(`store.write("got", execute("## X"))`)+
 			"\n## X\n\n---\n\n"+lua(`return "chain value"`)+
 			"\n## Y\n\n"+lua(`return "walk continued " .. store.read("got")`))
-		runP(t, p, "", Config{}).ok(t, "walk continued chain value")
+		runP(t, p, "", Options{}).ok(t, "walk continued chain value")
 	})
 	t.Run("execute chain jumping to a child returns the chain's final reply", func(t *testing.T) {
 		p := parse(t, "# T\n\n## Main\n\n"+lua(`return execute("## X")`)+
 			"\n## X\n\n---\n\n"+lua(`reply = "x"; jump("### Kid")`)+
 			"\n### Kid\n\n"+lua(`reply = "kid after " .. reply`)+
 			"\n### Kid2\n\n"+lua(`reply = reply .. " and kid2"`))
-		runP(t, p, "", Config{}).ok(t, "kid after x and kid2")
+		runP(t, p, "", Options{}).ok(t, "kid after x and kid2")
 	})
 	t.Run("ids are run-global across chains and re-entries", func(t *testing.T) {
 		p := parse(t, "# T\n\n## Main\n\n"+lua(`execute("## X"); execute("## X")`)+
 			"\n## X\n\n---\n\n"+lua(`store.append("trace", sys.id .. ";") return ""`)+
 			"\n## After\n\n"+lua(`return store.read("trace") .. sys.id`))
-		runP(t, p, "", Config{}).ok(t, "2;3;4")
+		runP(t, p, "", Options{}).ok(t, "2;3;4")
 	})
 	t.Run("recursion is capped", func(t *testing.T) {
 		p := parse(t, "# T\n\n## A\n\n"+lua(`return execute("## B")`)+"\n## B\n\n---\n\n"+lua(`return execute("## A")`))
-		runP(t, p, "", Config{}).fails(t, Lua, "execute recursion exceeded cap of 8")
+		runP(t, p, "", Options{}).fails(t, KindLua, "execute recursion exceeded cap of 8")
 	})
 	t.Run("jump to a child starts a child walk", func(t *testing.T) {
 		p := parse(t, "# T\n\n## A\n\n"+lua(`reply = "a"; jump("### A2")`)+
@@ -232,7 +232,7 @@ func TestControl_ChainsAndChildWalks(t *testing.T) {
 			"\n#### Deep\n\n"+lua(`store.append("trace", "Deep:" .. reply .. ";"); reply = reply .. "d"`)+
 			"\n## B\n\n"+lua(`store.append("trace", "B:" .. reply .. ";")`)+
 			"\n### B1\n\n"+mark("B1-never"))
-		r := runP(t, p, "", Config{})
+		r := runP(t, p, "", Options{})
 		r.ok(t, "a24d")
 		if got := trace(t, r); got != "A2:a;A4:a2;Deep:a24;B:a24d;" {
 			t.Fatalf("trace = %q", got)
@@ -240,12 +240,12 @@ func TestControl_ChainsAndChildWalks(t *testing.T) {
 	})
 	t.Run("jump to an off-walk child runs it", func(t *testing.T) {
 		p := parse(t, "# T\n\n## A\n\n"+lua(`jump("### Hidden")`)+"\n### Hidden\n\n---\n\n"+lua(`return "hidden ran"`))
-		runP(t, p, "", Config{}).ok(t, "hidden ran")
+		runP(t, p, "", Options{}).ok(t, "hidden ran")
 	})
 	t.Run("execute to a later child runs the child slice from there", func(t *testing.T) {
 		p := parse(t, "# T\n\n## A\n\n"+lua(`return execute("### C2")`)+
 			"\n### C1\n\n"+mark("C1")+"\n### C2\n\n"+lua(`reply = "c2"`)+"\n### C3\n\n"+lua(`reply = reply .. "c3"`))
-		runP(t, p, "", Config{}).ok(t, "c2c3")
+		runP(t, p, "", Options{}).ok(t, "c2c3")
 	})
 }
 
@@ -256,30 +256,30 @@ func TestControl_VisibleSets(t *testing.T) {
 		name, aLua, a1Lua, want string
 		kind                    Kind
 	}{
-		{"self", lua(`execute("## A")`), "", "section heading `## A` not found; available sections: ## B, ### A1, ### A2", Lua},
-		{"niece", lua(`execute("### B1")`), "", "section heading `### B1` not found", Lua},
-		{"grandchild", lua(`execute("#### A2x")`), "", "section heading `#### A2x` not found", Lua},
-		{"child cannot reach top level", lua(`jump("### A1")`), lua(`execute("## B")`), "section heading `## B` not found; available sections: ### A2", Lua},
-		{"bare name", lua(`execute("B")`), "", "section heading must include ### markers, got bare name: B", Lua},
-		{"no name", lua(`execute("###")`), "", "section heading has no name: ###", Lua},
-		{"no space", lua(`execute("##B")`), "", "section heading must have whitespace after the ### markers: ##B", Lua},
+		{"self", lua(`execute("## A")`), "", "section heading `## A` not found; available sections: ## B, ### A1, ### A2", KindLua},
+		{"niece", lua(`execute("### B1")`), "", "section heading `### B1` not found", KindLua},
+		{"grandchild", lua(`execute("#### A2x")`), "", "section heading `#### A2x` not found", KindLua},
+		{"child cannot reach top level", lua(`jump("### A1")`), lua(`execute("## B")`), "section heading `## B` not found; available sections: ### A2", KindLua},
+		{"bare name", lua(`execute("B")`), "", "section heading must include ### markers, got bare name: B", KindLua},
+		{"no name", lua(`execute("###")`), "", "section heading has no name: ###", KindLua},
+		{"no space", lua(`execute("##B")`), "", "section heading must have whitespace after the ### markers: ##B", KindLua},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := parse(t, strings.Replace(strings.Replace(body, "%s", c.aLua, 1), "%s", c.a1Lua, 1))
-			runP(t, p, "", Config{}).fails(t, c.kind, c.want)
+			runP(t, p, "", Options{}).fails(t, c.kind, c.want)
 		})
 	}
 	t.Run("child reaches siblings and children", func(t *testing.T) {
 		p := parse(t, "# T\n\n## A\n\n"+lua(`jump("### A1")`)+"\n### A1\n\n"+lua(`return execute("### A2") .. "," .. execute("#### A1x")`)+
 			"\n#### A1x\n\n"+lua(`reply = "A1x"`)+"\n### A2\n\n"+lua(`reply = "A2"`))
-		runP(t, p, "", Config{}).ok(t, "A2,A1x")
+		runP(t, p, "", Options{}).ok(t, "A2,A1x")
 	})
 }
 
 func TestControl_OffWalk(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+mark("A")+"\n## Off\n\n---\n\n"+mark("Off")+"\n## B\n\n"+mark("B"))
-	r := runP(t, p, "", Config{})
+	r := runP(t, p, "", Options{})
 	r.ok(t, "done")
 	if got := trace(t, r); got != "A;B;" {
 		t.Fatalf("trace = %q", got)
@@ -288,7 +288,7 @@ func TestControl_OffWalk(t *testing.T) {
 	// next off-walk section again.
 	p = parse(t, "# T\n\n## A\n\n"+lua(`jump("## Off1")`)+"\n## Off1\n\n---\n\n"+mark("Off1")+
 		"\n## Off2\n\n---\n\n"+mark("Off2")+"\n## B\n\n"+mark("B"))
-	r = runP(t, p, "", Config{})
+	r = runP(t, p, "", Options{})
 	if got := trace(t, r); got != "Off1;B;" {
 		t.Fatalf("trace = %q", got)
 	}
@@ -300,16 +300,16 @@ local b = list_from_section("## Bullets")
 local n = list_from_section("### Numbered")
 return table.concat(b, ",") .. "|" .. table.concat(n, ",")`)+
 		"\n### Numbered\n\n1. one\n2) two\n\n## Bullets\n\n---\n\n- alpha\n* beta\n\n## Prose\n\n---\n\nJust text.\n")
-	runP(t, p, "", Config{}).ok(t, "alpha,beta|one,two")
+	runP(t, p, "", Options{}).ok(t, "alpha,beta|one,two")
 	p = parse(t, "# T\n\n## A\n\n"+lua(`list_from_section("## Prose")`)+"\n## Prose\n\n---\n\nJust text.\n")
-	runP(t, p, "", Config{}).fails(t, Lua, "section `Prose` has no pre-parsed items")
+	runP(t, p, "", Options{}).fails(t, KindLua, "section `Prose` has no pre-parsed items")
 	p = parse(t, "# T\n\n## A\n\n"+lua(`list_from_section("## Missing")`)+"\n## L\n\n---\n\n- x\n")
-	runP(t, p, "", Config{}).fails(t, Lua, "section heading `## Missing` not found; available sections: ## L")
+	runP(t, p, "", Options{}).fails(t, KindLua, "section heading `## Missing` not found; available sections: ## L")
 }
 
 func TestControl_H1ControlGlobalsFail(t *testing.T) {
 	for _, name := range []string{"execute", "jump", "fanout", "list_from_section"} {
 		p := parse(t, "# T\n\n"+lua(name+`("## A", {})`)+"\n## A\n\n"+lua(`return 1`))
-		runP(t, p, "", Config{}).fails(t, Lua, name+" is only available in sections (## headings); H1 runs before sections exist")
+		runP(t, p, "", Options{}).fails(t, KindLua, name+" is only available in sections (## headings); H1 runs before sections exist")
 	}
 }

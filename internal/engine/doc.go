@@ -12,7 +12,7 @@
 //
 // Cancellation: the run's context reaches every wait — model calls, tool
 // calls, Lua (through the VM's context), infer and execute — and a
-// cancelled run fails with Kind Cancelled and the context's cause. Run
+// cancelled run fails with KindCancelled and the context's cause. Run
 // starts no goroutine that outlives it: fanout waits for its arms, and a
 // gateway client the run built from the environment has its idle
 // connections (and their transport goroutines) closed when Run returns.
@@ -36,7 +36,7 @@
 // one terminal event under the worker's name; its model turns, tool calls
 // and log lines are reported as usual, but its section lifecycle (section,
 // chunk, teardown, scope and store events) is not, since the arm events
-// already stand for it. The Observer and Config.Debug are called from arm
+// already stand for it. The Observer and Options.Debug are called from arm
 // goroutines; Debug calls are serialised by the run, Observer must be safe
 // for concurrent use.
 package engine

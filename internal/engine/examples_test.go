@@ -83,7 +83,7 @@ func TestExample_Digest(t *testing.T) {
 	})
 	t.Run("nothing to digest", func(t *testing.T) {
 		// No text: no arm, no model call, no gateway needed.
-		r := runP(t, p, "  \n---\n", Config{Models: []gateway.Model{testModel}})
+		r := runP(t, p, "  \n---\n", Options{Models: []gateway.Model{testModel}})
 		r.ok(t, "Nothing to digest: give one or more texts separated by lines holding only ---.")
 	})
 }

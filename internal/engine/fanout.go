@@ -17,7 +17,6 @@ var errSiblingFailed = errors.New("another arm of the same fanout failed")
 // fanoutCall is one fanout(worker, collection) call: the worker's place,
 // what every arm starts from, and the arms' shared store token.
 type fanoutCall struct {
-	ctx      context.Context // the caller's: the arms' context derives from it
 	caller   *unit
 	worker   place
 	vis      []place // the arms' visible set
@@ -31,8 +30,8 @@ type fanoutCall struct {
 // at a time, and returns the results in collection order (§7). It returns
 // only once every arm it started has ended.
 func (u *unit) fanout(ctx context.Context, worker string, members []any) ([]luavm.FanoutResult, error) {
-	if u.fr.depth+1 > MaxDepth {
-		return nil, &Error{Kind: Lua, Err: fmt.Errorf("fanout recursion exceeded cap of %d", MaxDepth)}
+	if u.frame.depth+1 > MaxDepth {
+		return nil, &Error{Kind: KindLua, Err: fmt.Errorf("fanout recursion exceeded cap of %d", MaxDepth)}
 	}
 	vis := u.visible()
 	w, err := resolveTarget(vis, worker)
@@ -53,24 +52,25 @@ func (u *unit) fanout(ctx context.Context, worker string, members []any) ([]luav
 		return nil, cancelledBy(ctx)
 	}
 	fc := &fanoutCall{
-		ctx:      ctx,
 		caller:   u,
 		worker:   w,
 		vis:      armVisible(vis, w),
 		members:  members,
 		v:        v,
 		incoming: u.incoming,
-		token:    u.r.st.NewFanout(),
+		token:    u.r.store.NewFanout(),
 	}
-	return fc.run()
+	return fc.run(ctx)
 }
 
-func (fc *fanoutCall) run() ([]luavm.FanoutResult, error) {
+// run runs the arms under a context derived from the caller's ctx, which
+// the first failing arm cancels for its siblings.
+func (fc *fanoutCall) run(ctx context.Context) ([]luavm.FanoutResult, error) {
 	u := fc.caller
 	r := u.r
-	ctx, cancel := context.WithCancelCause(fc.ctx)
+	armsCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	fr := frame{ctx: ctx, depth: u.fr.depth + 1, args: u.fr.args, inArm: true}
+	fr := frame{depth: u.frame.depth + 1, args: u.frame.args, inArm: true}
 
 	limit := r.cfg.Limits.FanoutConcurrency
 	if limit <= 0 {
@@ -88,7 +88,7 @@ func (fc *fanoutCall) run() ([]luavm.FanoutResult, error) {
 	fail := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
-		if first == nil && ctx.Err() == nil {
+		if first == nil && armsCtx.Err() == nil {
 			first = err
 			cancel(errSiblingFailed)
 		}
@@ -97,10 +97,10 @@ spawn:
 	for i := range fc.members {
 		select {
 		case slots <- struct{}{}:
-		case <-ctx.Done():
+		case <-armsCtx.Done():
 			break spawn
 		}
-		if ctx.Err() != nil {
+		if armsCtx.Err() != nil {
 			<-slots
 			break
 		}
@@ -109,22 +109,20 @@ spawn:
 		// concurrently with another.
 		id := int(r.ids.Add(1))
 		v := fc.v.Clone()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-slots }()
-			res, err := fc.arm(fr, i, id, v)
+			res, err := fc.arm(armsCtx, fr, i, id, v)
 			if err != nil {
 				fail(err)
 				return
 			}
 			results[i] = res
-		}()
+		})
 	}
 	wg.Wait()
 
-	if fc.ctx.Err() != nil {
-		return nil, cancelledBy(fc.ctx)
+	if ctx.Err() != nil {
+		return nil, cancelledBy(ctx)
 	}
 	if first != nil {
 		return nil, first
@@ -134,9 +132,9 @@ spawn:
 
 // arm runs member i. It reports Fanout arm started and then exactly one
 // terminal observation, whatever happens, panics included.
-func (fc *fanoutCall) arm(fr frame, i, id int, v *luavm.Var) (res luavm.FanoutResult, err error) {
+func (fc *fanoutCall) arm(ctx context.Context, fr frame, i, id int, v *luavm.Var) (res luavm.FanoutResult, err error) {
 	u := fc.caller.r.newUnit(fr, fc.worker)
-	u.vis = fc.vis
+	u.visibleOverride = fc.vis
 	u.incoming = fc.incoming
 	u.item, u.hasItem = fc.members[i], true
 	u.index = i + 1
@@ -145,7 +143,7 @@ func (fc *fanoutCall) arm(fr frame, i, id int, v *luavm.Var) (res luavm.FanoutRe
 	u.observe(FanoutArmStarted)
 	defer func() {
 		if p := recover(); p != nil {
-			err = &Error{Kind: Internal, Err: fmt.Errorf("fanout arm %d of section %q panicked: %v", u.index, u.name, p)}
+			err = &Error{Kind: KindInternal, Err: fmt.Errorf("fanout arm %d of section %q panicked: %v", u.index, u.name, p)}
 		}
 		var ex *loopExhaustedError
 		switch {
@@ -156,13 +154,13 @@ func (fc *fanoutCall) arm(fr frame, i, id int, v *luavm.Var) (res luavm.FanoutRe
 			// work is still worth having.
 			res, err = luavm.FanoutResult{Text: exhaustedText(u.item), Item: u.item, Exhausted: true}, nil
 			u.observe(FanoutArmExhausted)
-		case fr.ctx.Err() != nil:
+		case ctx.Err() != nil:
 			u.observe(FanoutArmCancelled)
 		default:
 			u.observe(FanoutArmFailed)
 		}
 	}()
-	text, err := u.runArm(id, v)
+	text, err := u.runArm(ctx, id, v)
 	if err != nil {
 		return luavm.FanoutResult{}, err
 	}
@@ -172,18 +170,18 @@ func (fc *fanoutCall) arm(fr frame, i, id int, v *luavm.Var) (res luavm.FanoutRe
 // runArm is the arm's section lifecycle (§2.2, §3.4) with the worker's
 // blocks; a jump continues as a chain from the target, whose outcome is
 // the arm's text.
-func (u *unit) runArm(id int, v *luavm.Var) (string, error) {
+func (u *unit) runArm(ctx context.Context, id int, v *luavm.Var) (string, error) {
 	f, err := func() (flow, error) {
-		u.vm = luavm.New(u.fr.ctx, u.vmConfig(luavm.KindSection, id, u.r.walkAt, u.incoming, v))
+		u.vm = luavm.New(ctx, u.vmOptions(luavm.KindSection, id, u.r.walkAt, u.incoming, v))
 		defer u.teardown()
-		return u.blocks(u.incoming)
+		return u.blocks(ctx, u.incoming)
 	}()
 	if err != nil {
 		return "", err
 	}
 	end := walkEnd{returned: f.returned, value: f.value, reply: f.reply}
 	if f.jump != nil {
-		end, err = u.r.walk(u.fr, f.jump.slice, f.jump.parent, f.jump.index, f.reply, true, v)
+		end, err = u.r.walk(ctx, u.frame, *f.jump, entry{reply: f.reply, v: v, addressed: true})
 		if err != nil {
 			return "", err
 		}

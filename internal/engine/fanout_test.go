@@ -59,7 +59,7 @@ func echo(req gatewaytest.Request) gatewaytest.Reply {
 func TestFanout_PrologueReturnWorker(t *testing.T) {
 	p := fanoutPrompt(t, "", `local r = fanout("## W", {"alpha", "beta"}); return table.concat(r, "\n")`,
 		lua(`return item .. "-" .. sys.index`))
-	r := runP(t, p, "", Config{})
+	r := runP(t, p, "", Options{})
 	r.ok(t, "alpha-1\nbeta-2")
 	got := r.rec.sectionEvents("W")
 	started, succeeded := 0, 0
@@ -82,7 +82,7 @@ func TestFanout_FromEpilogAfterEmptyProse(t *testing.T) {
 	p := parse(t, "# T\n\n## Main\n\n"+lua(`local x = 1`)+lua(`
 local r = fanout("## W", {"x", "y"})
 return table.concat(r, ",")`)+"\n## W\n\n---\n\n"+lua(`return item .. "-" .. sys.index`))
-	runP(t, p, "", Config{}).ok(t, "x-1,y-2")
+	runP(t, p, "", Options{}).ok(t, "x-1,y-2")
 }
 
 func TestFanout_ArmsRunConcurrentlyAndShareTheStore(t *testing.T) {
@@ -93,7 +93,7 @@ func TestFanout_ArmsRunConcurrentlyAndShareTheStore(t *testing.T) {
 		lua(`store.write("ready/" .. item, "yes")
 while #store.glob("ready/*") < 2 do end
 return item`))
-	runP(t, p, "", Config{}).ok(t, "2:alpha,beta")
+	runP(t, p, "", Options{}).ok(t, "2:alpha,beta")
 }
 
 func TestFanout_RaisingArmFailsTheRunAndAbortsSiblings(t *testing.T) {
@@ -105,7 +105,7 @@ func TestFanout_RaisingArmFailsTheRunAndAbortsSiblings(t *testing.T) {
 	p := fanoutPrompt(t, defaultModel, `fanout("## W", {"slow", "bad"}); return "unreachable"`,
 		lua(`if item == "bad" then error("arm broke on " .. item) end`)+"\nWork on {{ item }}.\n")
 	r := runP(t, p, "", g.cfg())
-	r.fails(t, Lua, "arm broke on bad")
+	r.fails(t, KindLua, "arm broke on bad")
 	if r.rec.count(FanoutArmStarted) != 2 || r.rec.count(FanoutArmFailed) != 1 ||
 		r.rec.count(FanoutArmCancelled) != 1 || r.rec.count(FanoutArmSucceeded) != 0 {
 		t.Fatalf("arm events %v", r.rec.sectionEvents("W"))
@@ -127,11 +127,11 @@ end
 store.append("order", item .. ";")
 if item == "second" then store.write("second done", "") end
 return "T:" .. item`))
-	runP(t, p, "", Config{}).ok(t,
+	runP(t, p, "", Options{}).ok(t,
 		"T:first/true/first/false;T:second/true/second/false|T:first|T:first+T:second|second;first;")
 	// Results are read-only.
 	p = fanoutPrompt(t, "", `local r = fanout("## W", {"a"}); r[1].text = "x"`, lua(`return item`))
-	runP(t, p, "", Config{}).fails(t, Lua, "fanout results are read-only")
+	runP(t, p, "", Options{}).fails(t, KindLua, "fanout results are read-only")
 }
 
 func TestFanout_ExhaustedArmIsSoft(t *testing.T) {
@@ -166,14 +166,14 @@ local r = fanout("## W", {"b", 2, true, {name = "x"}})
 return table.concat(r, ",") .. "|" .. r[4].item.name .. "|" .. type(r[2].item)`,
 		lua(`if type(item) == "table" then return "table:" .. item.name end
 return type(item) .. ":" .. tostring(item)`))
-	runP(t, p, "", Config{}).ok(t, "string:b,number:2,boolean:true,table:x|x|number")
+	runP(t, p, "", Options{}).ok(t, "string:b,number:2,boolean:true,table:x|x|number")
 	// Hash members arrive as {key, value} pairs after the array part.
 	p = fanoutPrompt(t, "", `
 local r = fanout("## W", {"first", colour = "red"})
 return table.concat(r, ",") .. "|" .. r[2].item.key .. "=" .. r[2].item.value`,
 		lua(`if type(item) == "table" then return item.key .. ":" .. item.value end
 return item`))
-	runP(t, p, "", Config{}).ok(t, "first,colour:red|colour=red")
+	runP(t, p, "", Options{}).ok(t, "first,colour:red|colour=red")
 }
 
 func TestFanout_CallSiteErrors(t *testing.T) {
@@ -196,8 +196,8 @@ func TestFanout_CallSiteErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := parse(t, "# T\n\n## Main\n\n"+lua(c.caller)+rest)
-			r := runP(t, p, "", Config{})
-			r.fails(t, Lua, c.want)
+			r := runP(t, p, "", Options{})
+			r.fails(t, KindLua, c.want)
 			if n := r.rec.count(FanoutArmStarted); n != 0 {
 				t.Fatalf("%d arms started", n)
 			}
@@ -209,7 +209,7 @@ func TestFanout_WorkerSharedBySiblingCallers(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`store.write("a", fanout("## W", {"from A"})[1].text)`)+
 		"\n## B\n\n"+lua(`return store.read("a") .. "|" .. fanout("## W", {"from B"})[1].text`)+
 		"\n## W\n\n---\n\n"+lua(`return "W " .. item`))
-	runP(t, p, "", Config{}).ok(t, "W from A|W from B")
+	runP(t, p, "", Options{}).ok(t, "W from A|W from B")
 }
 
 // window tracks how many arms are between started and their terminal
@@ -242,7 +242,7 @@ for _, x in ipairs(r) do sum = sum + tonumber(x.text) end
 return #r .. ":" .. sum`, lua(`return item * 2`))
 	for _, limit := range []int{0, 3} {
 		w := &window{}
-		cfg := Config{Observer: w, Limits: Limits{FanoutConcurrency: limit}}
+		cfg := Options{Observer: w, Limits: Limits{FanoutConcurrency: limit}}
 		runP(t, p, "", cfg).ok(t, "1025:1051650")
 		want := limit
 		if want == 0 {
@@ -257,11 +257,11 @@ return #r .. ":" .. sum`, lua(`return item * 2`))
 func TestFanout_WriteRaces(t *testing.T) {
 	t.Run("two arms write one path", func(t *testing.T) {
 		p := fanoutPrompt(t, "", `fanout("## W", {"a", "b"})`, lua(`store.write("same", item)`))
-		runP(t, p, "", Config{}).fails(t, Lua, "write-write race on same: another arm of the same fanout already wrote it")
+		runP(t, p, "", Options{}).fails(t, KindLua, "write-write race on same: another arm of the same fanout already wrote it")
 	})
 	t.Run("the race is fatal even when caught", func(t *testing.T) {
 		p := fanoutPrompt(t, "", `fanout("## W", {"a", "b"}); return "caught"`, lua(`pcall(store.write, "same", item)`))
-		runP(t, p, "", Config{}).fails(t, Lua, "write-write race on same")
+		runP(t, p, "", Options{}).fails(t, KindLua, "write-write race on same")
 	})
 	t.Run("appends, own rewrites, chains and later fanouts are fine", func(t *testing.T) {
 		p := parse(t, "# T\n\n## Main\n\n"+lua(`
@@ -278,7 +278,7 @@ if item == "c" or item == "d" then store.write("shared", item) end
 execute("## Chain")`)+
 			"\n## Chain\n\n---\n\n"+lua(`store.write("chained", "yes") return ""`)+
 			"\n## After\n\n"+lua(`store.write("shared", "walk") return store.read("summary")`))
-		r := runP(t, p, "", Config{})
+		r := runP(t, p, "", Options{})
 		r.ok(t, "8|22|d|yes")
 		if s, _ := r.st.Read("shared", storeAll); s != "walk" {
 			t.Fatalf("shared = %q after the walk wrote it", s)
@@ -289,7 +289,7 @@ execute("## Chain")`)+
 func TestFanout_ArmsTalkToTheModel(t *testing.T) {
 	t.Run("model required", func(t *testing.T) {
 		p := fanoutPrompt(t, "", `fanout("## W", {"a"})`, "Say {{ item }}.\n")
-		runP(t, p, "", Config{}).fails(t, Binding, "model binding required for section W")
+		runP(t, p, "", Options{}).fails(t, KindBinding, "model binding required for section W")
 	})
 	t.Run("prose blocks roll the reply forward", func(t *testing.T) {
 		g := newGW(t)
@@ -322,7 +322,7 @@ func TestFanout_ArmsTalkToTheModel(t *testing.T) {
 	t.Run("unknown alias in infer", func(t *testing.T) {
 		g := newGW(t)
 		p := fanoutPrompt(t, defaultModel, `fanout("## W", {"a"})`, lua(`return models.get("nope"):infer("x")`))
-		runP(t, p, "", g.cfg()).fails(t, Lua, `models.get alias "nope" was not declared by models.need`)
+		runP(t, p, "", g.cfg()).fails(t, KindLua, `models.get alias "nope" was not declared by models.need`)
 	})
 	t.Run("epilog sees sys.model and the item renders as JSON", func(t *testing.T) {
 		g := newGW(t)
@@ -341,8 +341,8 @@ func TestFanout_NoClient(t *testing.T) {
 	t.Setenv(gateway.EnvURL, g.URL())
 	t.Setenv(gateway.EnvAPIKey, g.APIKey())
 	p := fanoutPrompt(t, defaultModel, `fanout("## W", {"a", "b"})`, "Say {{ item }}.\n")
-	cfg := Config{Models: g.cfg().Models}
-	runP(t, p, "", cfg).fails(t, Completion, gateway.EnvURL)
+	cfg := Options{Models: g.cfg().Models}
+	runP(t, p, "", cfg).fails(t, KindCompletion, gateway.EnvURL)
 	if n := len(g.Requests()); n != 0 {
 		t.Errorf("%d requests reached the gateway the environment names", n)
 	}
@@ -376,13 +376,13 @@ func TestFanout_ControlSurfaceInsideArms(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			runP(t, build(c.worker), "", Config{}).ok(t, c.want)
+			runP(t, build(c.worker), "", Options{}).ok(t, c.want)
 		})
 	}
 	t.Run("non-visible headings", func(t *testing.T) {
-		r := runP(t, build(`execute("## Main")`), "", Config{})
-		r.fails(t, Lua, "section heading `## Main` not found; available sections: ## Other, ## List, ## Silent, ### MainKid, ### WKid, ### WKid2")
-		runP(t, build(`execute("## W")`), "", Config{}).fails(t, Lua, "section heading `## W` not found")
+		r := runP(t, build(`execute("## Main")`), "", Options{})
+		r.fails(t, KindLua, "section heading `## Main` not found; available sections: ## Other, ## List, ## Silent, ### MainKid, ### WKid, ### WKid2")
+		runP(t, build(`execute("## W")`), "", Options{}).fails(t, KindLua, "section heading `## W` not found")
 	})
 }
 
@@ -391,9 +391,9 @@ func TestFanout_IncomingReply(t *testing.T) {
 	p := parse(t, "# T\n\n## Before\n\n"+lua(`reply = "incoming"`)+
 		"\n## Main\n\n"+lua(`reply = "latest"; local r = fanout("## W", {"a"}); return r[1].text .. "|" .. tostring(r[1].ok)`)+
 		"\n## W\n\n---\n\n"+lua(`local x = 1`))
-	runP(t, p, "", Config{}).ok(t, "incoming|true")
+	runP(t, p, "", Options{}).ok(t, "incoming|true")
 	p = fanoutPrompt(t, "", `local r = fanout("## W", {"a"}); return "[" .. r[1].text .. "]" .. tostring(r[1].ok)`, lua(`local x = 1`))
-	runP(t, p, "", Config{}).ok(t, "[]true")
+	runP(t, p, "", Options{}).ok(t, "[]true")
 }
 
 func TestFanout_ArmGlobals(t *testing.T) {
@@ -401,7 +401,7 @@ func TestFanout_ArmGlobals(t *testing.T) {
 		p := parse(t, "# T\n\n```lua shared\nseen = item\n```\n\n## Main\n\n"+
 			lua(`return tostring(seen) .. "|" .. table.concat(fanout("## W", {"a", "b"}), ",")`)+
 			"\n## W\n\n---\n\n"+lua(`return seen`))
-		runP(t, p, "", Config{}).ok(t, "nil|a,b")
+		runP(t, p, "", Options{}).ok(t, "nil|a,b")
 	})
 	t.Run("sys in arms", func(t *testing.T) {
 		p := parse(t, "# T\n\n## Main\n\n"+lua(`return sys.id .. ":" .. table.concat(fanout("## W", {"a", "b"}), ",")`)+
@@ -412,10 +412,10 @@ return sys.section_name .. sys.index .. "#" .. sys.id`)+
 			"\n## Next\n\n"+lua(`return "next " .. sys.id .. " after " .. store.read("x")`))
 		// The caller returned, so Next never runs; a second prompt checks
 		// the id after the arms.
-		runP(t, p, "", Config{}).ok(t, "1:W1#2,W2#3")
+		runP(t, p, "", Options{}).ok(t, "1:W1#2,W2#3")
 		p = parse(t, "# T\n\n## Main\n\n"+lua(`fanout("## W", {"a", "b"})`)+
 			"\n## W\n\n---\n\n"+lua(`return sys.id`)+"\n## Next\n\n"+lua(`return "next " .. sys.id`))
-		runP(t, p, "", Config{}).ok(t, "next 4")
+		runP(t, p, "", Options{}).ok(t, "next 4")
 	})
 	t.Run("each arm gets a fresh clone of var", func(t *testing.T) {
 		p := parse(t, "# T\n\n## Main\n\n"+lua(`
@@ -424,17 +424,17 @@ var.nested = {k = "caller"}
 local r = fanout("## W", {1, 2, 3})
 return table.concat(r, ",") .. "|" .. var.n .. var.nested.k`)+
 			"\n## W\n\n---\n\n"+lua(`var.n = var.n + item; var.nested.k = "arm"; return var.n`))
-		runP(t, p, "", Config{}).ok(t, "11,12,13|10caller")
+		runP(t, p, "", Options{}).ok(t, "11,12,13|10caller")
 	})
 	t.Run("sandbox", func(t *testing.T) {
 		p := fanoutPrompt(t, "", `return table.concat(fanout("## W", {"a", "b"}), ",")`, lua(sandboxProbe+"\nreturn probe"))
-		runP(t, p, "", Config{}).ok(t, "absent:,absent:")
+		runP(t, p, "", Options{}).ok(t, "absent:,absent:")
 	})
 	t.Run("args are the caller's", func(t *testing.T) {
 		p := parse(t, "# T\n\n## Main\n\n"+lua(`return args .. "|" .. execute("## Sub", "chain input")`)+
 			"\n## Sub\n\n---\n\n"+lua(`return fanout("## W", {"a"})[1].text`)+
 			"\n## W\n\n---\n\n"+lua(`return args .. " " .. item`))
-		runP(t, p, "run args", Config{}).ok(t, "run args|chain input a")
+		runP(t, p, "run args", Options{}).ok(t, "run args|chain input a")
 	})
 }
 
@@ -458,9 +458,9 @@ return "fanout at " .. d .. ": " .. fanout("## %s", {"x"})[1].text`, armLua, sto
 		return parse(t, "# T\n\n## Main\n\n"+lua(`return execute("## R", "1")`)+
 			section("R", "S", stop, armExecutes)+section("S", "R", stop, armExecutes))
 	}
-	runP(t, build(7, false), "", Config{}).ok(t, "fanout at 7: arm at 7")
-	runP(t, build(8, false), "", Config{}).fails(t, Lua, "fanout recursion exceeded cap of 8")
-	runP(t, build(7, true), "", Config{}).fails(t, Lua, "execute recursion exceeded cap of 8")
+	runP(t, build(7, false), "", Options{}).ok(t, "fanout at 7: arm at 7")
+	runP(t, build(8, false), "", Options{}).fails(t, KindLua, "fanout recursion exceeded cap of 8")
+	runP(t, build(7, true), "", Options{}).fails(t, KindLua, "execute recursion exceeded cap of 8")
 }
 
 func TestFanout_LogsAndDebugCaptureFromArms(t *testing.T) {
@@ -592,12 +592,12 @@ func TestFanout_PreCancelled(t *testing.T) {
 	cause := errors.New("cancelled before the fanout")
 	cancel(cause)
 	rec := &recorder{}
-	r, err := newRun(ctx, p, "", nil, Config{Observer: rec})
+	r, err := newRun(p, "", nil, Options{Observer: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := r.newUnit(frame{ctx: ctx}, place{slice: p.Sections, index: 0})
-	u.vm = luavm.New(ctx, u.vmConfig(luavm.KindSection, 1, "", nil, nil))
+	u := r.newUnit(frame{}, place{slice: p.Sections, index: 0})
+	u.vm = luavm.New(ctx, u.vmOptions(luavm.KindSection, 1, "", nil, nil))
 	defer u.vm.Close()
 	_, err = u.fanout(ctx, "## W", []any{"a"})
 	wantCancelled(t, err, cause.Error())
@@ -605,7 +605,7 @@ func TestFanout_PreCancelled(t *testing.T) {
 		t.Fatalf("%d arms started", n)
 	}
 	// Through Run, the cancelled run fails before any arm starts.
-	res, err := Run(ctx, p, "", nil, Config{Observer: rec})
+	res, err := Run(ctx, p, "", nil, Options{Observer: rec})
 	wantCancelled(t, err, cause.Error())
 	if res.Value != "" || rec.count(FanoutArmStarted) != 0 {
 		t.Fatalf("value %q, events %v", res.Value, rec.lines())
@@ -622,14 +622,14 @@ func TestFanout_ArmErrorsKeepTheirKind(t *testing.T) {
 	})
 	p := fanoutPrompt(t, defaultModel, `fanout("## W", {"a", "b"})`, "Say {{ item }}.\n")
 	r := runP(t, p, "", g.cfg())
-	r.fails(t, Completion, "")
+	r.fails(t, KindCompletion, "")
 	if r.rec.count(FanoutArmFailed) != 1 {
 		t.Fatalf("events %v", r.rec.sectionEvents("W"))
 	}
 	// A caught arm failure leaves the caller running.
 	p = fanoutPrompt(t, "", `local ok, err = pcall(fanout, "## W", {"a"}); return tostring(ok) .. " " .. tostring(err)`,
 		lua(`error("arm says no")`))
-	r = runP(t, p, "", Config{})
+	r = runP(t, p, "", Options{})
 	if r.err != nil || !strings.HasPrefix(r.Value, "false ") || !strings.Contains(r.Value, "arm says no") {
 		t.Fatalf("value %q, err %v", r.Value, r.err)
 	}

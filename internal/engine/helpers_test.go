@@ -104,8 +104,8 @@ var testModel = gateway.Model{ID: "test-model", Description: "A general assistan
 	Context: 32768, Thinking: gateway.ThinkingNever, Dialect: gateway.DialectOpenAI}
 
 // cfg is a config that reaches g with the default catalog.
-func (g *gw) cfg() Config {
-	return Config{Client: g.client, Models: []gateway.Model{testModel}}
+func (g *gw) cfg() Options {
+	return Options{Client: g.client, Models: []gateway.Model{testModel}}
 }
 
 // defaultModel is an H1 that declares the test model as default.
@@ -118,7 +118,7 @@ type result struct {
 	rec *recorder
 }
 
-func runP(t testing.TB, p *prompt.Prompt, args string, cfg Config) result {
+func runP(t testing.TB, p *prompt.Prompt, args string, cfg Options) result {
 	t.Helper()
 	rec := &recorder{}
 	if cfg.Observer == nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/luavm"
 )
 
 // Per-VM limits through Run (§2.1, §3.10): long library calls, var growth,
@@ -19,15 +20,15 @@ const backtracking = `string.find(string.rep("a", 3000), ".-.-.-b")`
 
 func TestLimits_BacktrackingPatternEndsAtTheBudget(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`return tostring(`+backtracking+`)`))
-	runP(t, p, "", Config{Limits: Limits{LuaTime: 50 * time.Millisecond}}).fails(t, Quota, "lua time quota exceeded")
+	runP(t, p, "", Options{Limits: Limits{Limits: luavm.Limits{LuaTime: 50 * time.Millisecond}}}).fails(t, KindQuota, "lua time quota exceeded")
 }
 
 func TestLimits_BacktrackingPatternStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	started := make(chan struct{})
-	cfg := Config{
-		Limits: Limits{LuaTime: time.Hour}, // only the cancellation can stop it
+	cfg := Options{
+		Limits: Limits{Limits: luavm.Limits{LuaTime: time.Hour}}, // only the cancellation can stop it
 		Observer: ObserverFunc(func(e Event) {
 			if e.Detail == DetailLua {
 				close(started)
@@ -51,26 +52,26 @@ func TestLimits_GsubEscapesALargePage(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`local page = string.rep("a<", 20000)
 local escaped, n = page:gsub("<", "&lt;")
 return #escaped .. " " .. n`))
-	runP(t, p, "", Config{Limits: Limits{LuaTime: time.Second}}).ok(t, "100000 20000")
+	runP(t, p, "", Options{Limits: Limits{Limits: luavm.Limits{LuaTime: time.Second}}}).ok(t, "100000 20000")
 }
 
 func TestLimits_LibraryStringsAreBounded(t *testing.T) {
-	lim := Config{Limits: Limits{MaxStringBytes: 1000}}
+	lim := Options{Limits: Limits{Limits: luavm.Limits{MaxStringBytes: 1000}}}
 	for src, want := range map[string]string{
 		`return (string.gsub(string.rep("a", 600), "a", "bb"))`:             "string.gsub result would exceed the 1000-byte string limit",
 		`local s = string.rep("x", 600) return string.format("%s%s", s, s)`: "string.format result would exceed the 1000-byte string limit",
 		`local s = string.rep("x", 700) s = s .. s .. s .. s .. s .. s .. s .. s .. s .. s return #{string.byte(s .. s .. s .. s .. s .. s .. s .. s .. s .. s, 1, -1)}`: "string.byte would return 70000 values",
 		`local t = {} for i = 1, 100 do t[i] = "0123456789abcdef" end return table.concat(t)`:                                                                            "table.concat result would exceed the 1000-byte string limit",
 	} {
-		runP(t, parse(t, "# T\n\n## A\n\n"+lua(src)), "", lim).fails(t, Lua, want)
+		runP(t, parse(t, "# T\n\n## A\n\n"+lua(src)), "", lim).fails(t, KindLua, want)
 	}
 }
 
 func TestLimits_VarGrowthIsBounded(t *testing.T) {
 	// Each var.k = var used to double var: 417 MB after 20 rounds.
 	p := parse(t, "# T\n\n## A\n\n"+lua(`var.a = {1}`)+"\n## B\n\n"+lua(`for i = 1, 40 do var["k" .. i] = var end`))
-	r := runP(t, p, "", Config{Limits: Limits{MaxVarBytes: 1 << 20}})
-	e := r.fails(t, Lua, "the assignment would grow var past its 1048576-byte limit")
+	r := runP(t, p, "", Options{Limits: Limits{Limits: luavm.Limits{MaxVarBytes: 1 << 20}}})
+	e := r.fails(t, KindLua, "the assignment would grow var past its 1048576-byte limit")
 	if !strings.Contains(e.Error(), "section `B` prologue:") || !strings.Contains(e.Error(), ": var.k") {
 		t.Fatalf("the error does not point at the assignment: %v", e)
 	}
@@ -83,7 +84,7 @@ func TestLimits_VarReassignedFailsBeforeTheModelCall(t *testing.T) {
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Text("must not be used"))
 	p := parse(t, "# T\n\n"+defaultModel+"\n## A\n\n"+lua(`var = {}`)+"\nHello.\n")
-	runP(t, p, "", g.cfg()).fails(t, Lua, "the `var` global was reassigned; write `var.<field>` instead")
+	runP(t, p, "", g.cfg()).fails(t, KindLua, "the `var` global was reassigned; write `var.<field>` instead")
 	if n := len(g.Requests()); n != 0 {
 		t.Fatalf("%d model calls before the failure", n)
 	}
@@ -136,5 +137,5 @@ tools.add_local("hop", "hop", {}, function() local ok, err = pcall(j, "## B") re
 	g.Enqueue(gatewaytest.Calls(gatewaytest.Call{Name: "hop"}))
 	p = parse(t, "# T\n\n"+defaultModel+"\n## A\n\n"+lua(`local j = jump
 tools.add_local("hop", "hop", {}, function() j("## B") end)`)+"\nGo.\n\n## B\n\n"+lua(`return "jumped"`))
-	runP(t, p, "", g.cfg()).fails(t, Tool, "jump is not available inside a local tool handler")
+	runP(t, p, "", g.cfg()).fails(t, KindTool, "jump is not available inside a local tool handler")
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/luavm"
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
@@ -36,18 +37,18 @@ func TestLua_SandboxInEveryVMKind(t *testing.T) {
 
 func TestLua_TimeBudget(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`while true do end`))
-	runP(t, p, "", Config{Limits: Limits{LuaTime: 30 * time.Millisecond}}).fails(t, Quota, "lua time quota exceeded")
+	runP(t, p, "", Options{Limits: Limits{Limits: luavm.Limits{LuaTime: 30 * time.Millisecond}}}).fails(t, KindQuota, "lua time quota exceeded")
 	// The shared replay spends the same budget as the blocks.
 	p = parse(t, "# T\n\n```lua shared\nwhile true do end\n```\n\n## A\n\n"+lua(`return 1`))
-	runP(t, p, "", Config{Limits: Limits{LuaTime: 30 * time.Millisecond}}).fails(t, Quota, "lua time quota exceeded")
+	runP(t, p, "", Options{Limits: Limits{Limits: luavm.Limits{LuaTime: 30 * time.Millisecond}}}).fails(t, KindQuota, "lua time quota exceeded")
 }
 
 func TestLua_ScalarReturns(t *testing.T) {
 	for src, want := range map[string]string{`"s"`: "s", `42`: "42", `1.5`: "1.5", `true`: "true", `2.0`: "2"} {
-		runP(t, parse(t, "# T\n\n## A\n\n"+lua("return "+src)), "", Config{}).ok(t, want)
+		runP(t, parse(t, "# T\n\n## A\n\n"+lua("return "+src)), "", Options{}).ok(t, want)
 	}
-	runP(t, parse(t, "# T\n\n## A\n\n"+lua("return nil")+"\n## B\n\n"+lua(`return "next"`)), "", Config{}).ok(t, "next")
-	runP(t, parse(t, "# T\n\n## A\n\n"+lua("return {}")), "", Config{}).fails(t, Lua, "cannot return a table")
+	runP(t, parse(t, "# T\n\n## A\n\n"+lua("return nil")+"\n## B\n\n"+lua(`return "next"`)), "", Options{}).ok(t, "next")
+	runP(t, parse(t, "# T\n\n## A\n\n"+lua("return {}")), "", Options{}).fails(t, KindLua, "cannot return a table")
 }
 
 func TestLua_Sys(t *testing.T) {
@@ -80,13 +81,13 @@ func TestLua_Var(t *testing.T) {
 		"\n## C\n\n"+lua(`var.n = var.n + 1; execute("## Sub")`)+
 		"\n## D\n\n"+lua(`return var.seed .. "|" .. var.n .. "|" .. var.list[1] .. "|" .. tostring(var.sub)`)+
 		"\n## Sub\n\n---\n\n"+lua(`var.sub = "discarded"; var.n = 999; return ""`))
-	runP(t, p, "", Config{}).ok(t, "from h1|2|x|nil")
+	runP(t, p, "", Options{}).ok(t, "from h1|2|x|nil")
 	// A function is rejected at the assigning line, catchably.
 	p = parse(t, "# T\n\n## A\n\n"+lua("local ok = pcall(function() var.f = function() end end)\nassert(not ok)\nvar.t = {}\nvar.t.g = function() end"))
-	runP(t, p, "", Config{}).fails(t, Lua, "section `A` prologue:14: var.t.g must be JSON data, got function")
+	runP(t, p, "", Options{}).fails(t, KindLua, "section `A` prologue:14: var.t.g must be JSON data, got function")
 	// Reassigning the global fails when the host reads it back.
 	p = parse(t, "# T\n\n## A\n\n"+lua(`var = {}`))
-	runP(t, p, "", Config{}).fails(t, Lua, "the `var` global was reassigned; write `var.<field>` instead")
+	runP(t, p, "", Options{}).fails(t, KindLua, "the `var` global was reassigned; write `var.<field>` instead")
 	// Templates read var.
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Text("ok"))
@@ -110,15 +111,15 @@ func TestLua_Reply(t *testing.T) {
 	if got := msgContents(g.Requests()[1])[0]; got != "user:Previous: first" {
 		t.Fatalf("B's prose = %q", got)
 	}
-	runP(t, parse(t, "# T\n\n## A\n\n"+lua(`reply = 5`)), "", Config{}).fails(t, Lua, "`reply` must be a string or nil, got number")
-	runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\n{{ reply }}\n"), "", g.cfg()).fails(t, Substitution, "{{ reply }} is nil")
+	runP(t, parse(t, "# T\n\n## A\n\n"+lua(`reply = 5`)), "", Options{}).fails(t, KindLua, "`reply` must be a string or nil, got number")
+	runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\n{{ reply }}\n"), "", g.cfg()).fails(t, KindSubstitution, "{{ reply }} is nil")
 }
 
 func TestLua_Log(t *testing.T) {
 	p := parse(t, "# T\n\n"+lua(`log("from h1")`)+"\n## A\n\n"+lua(`log("one")`)+lua(`log("two")`)+lua(`log("three")`))
-	cfg := Config{Execution: "exec-log", Limits: Limits{LogEvents: 2}}
+	cfg := Options{Execution: "exec-log", Limits: Limits{Limits: luavm.Limits{LogEvents: 2}}}
 	r := runP(t, p, "", cfg)
-	r.fails(t, Quota, "lua log event quota exceeded")
+	r.fails(t, KindQuota, "lua log event quota exceeded")
 	if got := strings.Join(r.rec.logs(), ","); got != "Lua: from h1,Lua: one,Lua: two" {
 		t.Fatalf("logs = %s", got)
 	}
@@ -128,8 +129,8 @@ func TestLua_Log(t *testing.T) {
 		}
 	}
 	// Logging never changes the result.
-	with := runP(t, parse(t, "# T\n\n## A\n\n"+lua(`log("x"); return "v"`)), "", Config{})
-	without := runP(t, parse(t, "# T\n\n## A\n\n"+lua(`return "v"`)), "", Config{Observer: ObserverFunc(func(Event) {})})
+	with := runP(t, parse(t, "# T\n\n## A\n\n"+lua(`log("x"); return "v"`)), "", Options{})
+	without := runP(t, parse(t, "# T\n\n## A\n\n"+lua(`return "v"`)), "", Options{Observer: ObserverFunc(func(Event) {})})
 	with.ok(t, "v")
 	without.ok(t, "v")
 }
@@ -153,7 +154,7 @@ func TestLua_Untrusted(t *testing.T) {
 	if !strings.Contains(toolMsg, "untrusted_input_"+nonce) {
 		t.Fatalf("tool result not wrapped with the run nonce: %q", toolMsg)
 	}
-	runP(t, parse(t, "# T\n\n## A\n\n"+lua(`untrusted(5)`)), "", Config{}).fails(t, Lua, "string expected, got number")
+	runP(t, parse(t, "# T\n\n## A\n\n"+lua(`untrusted(5)`)), "", Options{}).fails(t, KindLua, "string expected, got number")
 }
 
 func TestLua_SharedLibrary(t *testing.T) {
@@ -162,7 +163,7 @@ func TestLua_SharedLibrary(t *testing.T) {
 			"```lua shared\nlog('loading ' .. args)\nstore.append('loads', 'x')\nseen_alias = tostring(search)\nfunction greet() return 'hi ' .. sys.section_name .. ' ' .. tostring(search) end\ncounter = (counter or 0) + 1\n```\n"+
 			"\n## A\n\n"+lua(`counter = counter + 10; store.write("a", greet() .. " " .. seen_alias)`)+
 			"\n## B\n\n"+lua(`return store.read("a") .. "|" .. counter .. "|" .. store.read("loads")`))
-		cfg := Config{Tools: []tools.Tool{searchTool()}}
+		cfg := Options{Tools: []tools.Tool{searchTool()}}
 		r := runP(t, p, "argv", cfg)
 		r.ok(t, "hi A Tool(search) nil|1|xx")
 		if got := strings.Join(r.rec.logs(), ","); got != "Lua: loading argv,Lua: loading argv" {
@@ -171,19 +172,19 @@ func TestLua_SharedLibrary(t *testing.T) {
 	})
 	t.Run("table return fails", func(t *testing.T) {
 		p := parse(t, "# T\n\n```lua shared\nreturn {}\n```\n\n## A\n\n"+lua(`return 1`))
-		runP(t, p, "", Config{}).fails(t, Lua, "cannot return a table as a result")
+		runP(t, p, "", Options{}).fails(t, KindLua, "cannot return a table as a result")
 	})
 	t.Run("scalar return is discarded", func(t *testing.T) {
 		p := parse(t, "# T\n\n```lua shared\nreturn 'ignored'\n```\n\n## A\n\n"+lua(`return "block"`))
-		runP(t, p, "", Config{}).ok(t, "block")
+		runP(t, p, "", Options{}).ok(t, "block")
 	})
 	t.Run("jump during replay is a hard error", func(t *testing.T) {
 		p := parse(t, "# T\n\n```lua shared\npcall(jump, '## B')\n```\n\n## A\n\n"+lua(`return 1`)+"\n## B\n\n"+lua(`return 2`))
-		runP(t, p, "", Config{}).fails(t, Lua, "jump is not available during shared library load")
+		runP(t, p, "", Options{}).fails(t, KindLua, "jump is not available during shared library load")
 	})
 	t.Run("absent library replays on the same path", func(t *testing.T) {
-		with := runP(t, parse(t, "# T\n\n```lua shared\nlocal x = 1\n```\n\n## A\n\n"+lua(`return 1`)), "", Config{})
-		without := runP(t, parse(t, "# T\n\n## A\n\n"+lua(`return 1`)), "", Config{})
+		with := runP(t, parse(t, "# T\n\n```lua shared\nlocal x = 1\n```\n\n## A\n\n"+lua(`return 1`)), "", Options{})
+		without := runP(t, parse(t, "# T\n\n## A\n\n"+lua(`return 1`)), "", Options{})
 		if a, b := strings.Join(with.rec.lines(), "\n"), strings.Join(without.rec.lines(), "\n"); a != b {
 			t.Fatalf("observations differ:\n%s\n---\n%s", a, b)
 		}
@@ -191,14 +192,14 @@ func TestLua_SharedLibrary(t *testing.T) {
 }
 
 func TestLua_TasksIsNil(t *testing.T) {
-	runP(t, parse(t, "# T\n\n## A\n\n"+lua(`return tostring(tasks)`)), "", Config{}).ok(t, "nil")
+	runP(t, parse(t, "# T\n\n## A\n\n"+lua(`return tostring(tasks)`)), "", Options{}).ok(t, "nil")
 }
 
 func TestLua_RuntimeErrorLines(t *testing.T) {
 	// header is 5 lines; "# T" is line 6; the fence opens on line 10.
 	p := parse(t, "# T\n\n## A\n\n"+lua("local a = 1\nerror('boom')"))
-	r := runP(t, p, "", Config{})
-	r.fails(t, Lua, "section `A` prologue:12: boom")
+	r := runP(t, p, "", Options{})
+	r.fails(t, KindLua, "section `A` prologue:12: boom")
 	// Display keeps no traceback.
 	if strings.Contains(r.err.Error(), "traceback") {
 		t.Fatalf("traceback in %q", r.err)
@@ -207,7 +208,7 @@ func TestLua_RuntimeErrorLines(t *testing.T) {
 
 func TestLua_ReplyClearedForFallThrough(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`reply = "set"`)+"\n## B\n\n"+lua(`assert(reply == "set"); reply = nil`)+"\n## C\n\n"+lua(`return tostring(reply)`))
-	runP(t, p, "", Config{}).ok(t, "nil")
+	runP(t, p, "", Options{}).ok(t, "nil")
 }
 
 func TestLua_LocalHandlerCanExecute(t *testing.T) {
@@ -225,7 +226,7 @@ func TestLua_LocalHandlerCanExecute(t *testing.T) {
 func TestLua_StoreTriad(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`store.write("notes.txt", "alpha\nbeta")`)+"\n## B\n\n"+
 		lua(`return store.read_numbered("notes.txt") .. "|" .. store.read("notes.txt")`))
-	runP(t, p, "", Config{}).ok(t, "1| alpha\n2| beta|alpha\nbeta")
+	runP(t, p, "", Options{}).ok(t, "1| alpha\n2| beta|alpha\nbeta")
 	p = parse(t, "# T\n\n## A\n\n"+lua(`return store.read("missing.txt")`))
-	runP(t, p, "", Config{}).fails(t, Lua, "file not found: missing.txt")
+	runP(t, p, "", Options{}).fails(t, KindLua, "file not found: missing.txt")
 }

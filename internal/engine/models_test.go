@@ -16,7 +16,7 @@ var catalog = []gateway.Model{
 	{ID: "m-switch", Description: "General assistant model that is fast for chat", Context: 32768, Thinking: gateway.ThinkingSwitchable},
 }
 
-func catalogCfg(g *gw) Config {
+func catalogCfg(g *gw) Options {
 	cfg := g.cfg()
 	cfg.Models = catalog
 	return cfg
@@ -44,10 +44,10 @@ store.write("h", w.model_id .. "|" .. c.name .. "|" .. c.context .. "|" .. c.dia
 	}
 	// Without use or default the section is unbound.
 	p = parse(t, "# T\n\n"+lua(`models.need("writer", "General assistant model tuned for prose writing")`)+"\n## Only\n\nSpeak.\n")
-	runP(t, p, "", catalogCfg(g)).fails(t, Binding, "model binding required for section Only")
+	runP(t, p, "", catalogCfg(g)).fails(t, KindBinding, "model binding required for section Only")
 	// Undeclared use fails loudly.
 	p = parse(t, "# T\n\n## A\n\n"+lua(`models.use("ghost")`))
-	runP(t, p, "", catalogCfg(g)).fails(t, Lua, `models.use alias "ghost" was not declared by models.need`)
+	runP(t, p, "", catalogCfg(g)).fails(t, KindLua, `models.use alias "ghost" was not declared by models.need`)
 }
 
 func TestModels_ConstraintFilters(t *testing.T) {
@@ -62,10 +62,10 @@ func TestModels_ConstraintFilters(t *testing.T) {
 			p := parse(t, "# T\n\n"+lua(`local ok, e = pcall(models.need, "m", "General assistant model", `+c.opts+`)
 if ok then return e.model_id end
 return "absent"`))
-			r := runP(t, p, "", Config{Models: catalog})
+			r := runP(t, p, "", Options{Models: catalog})
 			switch c.want {
 			case "absent":
-				r.fails(t, Binding, `no model matches capability "General assistant model"`)
+				r.fails(t, KindBinding, `no model matches capability "General assistant model"`)
 			default:
 				r.ok(t, c.want)
 			}
@@ -79,7 +79,7 @@ return "absent"`))
 		for _, m := range catalog {
 			p := parse(t, "# T\n\n"+lua(`local ok, e = pcall(models.need, "m", "`+m.Description+`", {thinking = `+c.thinking+`})
 return ok and e.model_id or "absent"`))
-			r := runP(t, p, "", Config{Models: catalog})
+			r := runP(t, p, "", Options{Models: catalog})
 			if r.err == nil && c.keep[m.ID] && r.Value != m.ID {
 				t.Errorf("thinking=%s: %s bound %q", c.thinking, m.ID, r.Value)
 			}
@@ -115,9 +115,9 @@ func TestModels_Default(t *testing.T) {
 	}
 	// The multi-arg form rolled back: "c" was never declared.
 	p := parse(t, "# T\n\n"+lua(need+`; models.default("writer"); pcall(models.default, "c", "General assistant model with deep reasoning for code")`)+"\n## A\n\n"+lua(`models.get("c")`))
-	runP(t, p, "", catalogCfg(g)).fails(t, Lua, `models.get alias "c" was not declared by models.need`)
+	runP(t, p, "", catalogCfg(g)).fails(t, KindLua, `models.get alias "c" was not declared by models.need`)
 	p = parse(t, "# T\n\n"+lua(need)+"\n## A\n\n"+lua(`models.default("writer")`))
-	runP(t, p, "", catalogCfg(g)).fails(t, Lua, "models.default is only available during live H1 execution")
+	runP(t, p, "", catalogCfg(g)).fails(t, KindLua, "models.default is only available during live H1 execution")
 }
 
 func TestModels_GetAndInfer(t *testing.T) {
@@ -147,20 +147,20 @@ return a .. b .. models.get("writer"):infer("x")`))
 		lua(`local got = models.get("writer"):infer("x"); local ok, e = pcall(models.infer, "y"); assert(not ok); return got .. tostring(e)`))
 	runP(t, p, "", catalogCfg(g)).ok(t, "[m-never:x]model binding required for section Only")
 	p = parse(t, "# T\n\n"+lua(`models.need("writer", "General assistant model tuned for prose writing")`)+"\n## Only\n\n"+lua(`return models.infer("y")`))
-	runP(t, p, "", catalogCfg(g)).fails(t, Binding, "model binding required for section Only")
+	runP(t, p, "", catalogCfg(g)).fails(t, KindBinding, "model binding required for section Only")
 	// Per-call options are refused.
 	p = parse(t, h1+"\n## A\n\n"+lua(`return writer:infer("x", {temperature = 1})`))
-	runP(t, p, "", catalogCfg(g)).fails(t, Lua, "per-call options are not supported")
+	runP(t, p, "", catalogCfg(g)).fails(t, KindLua, "per-call options are not supported")
 	// models.use at most once per section.
 	p = parse(t, h1+"\n## A\n\n"+lua(`models.use("writer")`)+"\nHi.\n\n"+lua(`models.use("chat")`))
-	runP(t, p, "", catalogCfg(g)).fails(t, Lua, "models.use may be called at most once per section")
+	runP(t, p, "", catalogCfg(g)).fails(t, KindLua, "models.use may be called at most once per section")
 }
 
 func TestModels_InferToolCallReply(t *testing.T) {
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Calls(gatewaytest.Call{Name: "x"}))
 	p := parse(t, "# T\n\n"+defaultModel+"\n## A\n\n"+lua(`return models.infer("x")`))
-	runP(t, p, "", g.cfg()).fails(t, Completion, "model inference received tool calls but no tools were advertised")
+	runP(t, p, "", g.cfg()).fails(t, KindCompletion, "model inference received tool calls but no tools were advertised")
 }
 
 func TestModels_H1(t *testing.T) {
@@ -187,8 +187,8 @@ store.write("inferred", w:infer("once") .. "|" .. models.infer("default") .. "|"
 		t.Fatalf("completions in order: %s", got)
 	}
 	// H1 prose that substitutes to nothing needs no model; otherwise it does.
-	runP(t, parse(t, "# T\n\n"+lua(`empty = ""`)+"\n{{ empty }}\n\n## A\n\n"+lua(`return "fine"`)), "", Config{}).ok(t, "fine")
-	runP(t, parse(t, "# T\n\nDescribes the prompt.\n\n## A\n\n"+lua(`return "x"`)), "", Config{}).fails(t, Binding, "model binding required for section T")
+	runP(t, parse(t, "# T\n\n"+lua(`empty = ""`)+"\n{{ empty }}\n\n## A\n\n"+lua(`return "fine"`)), "", Options{}).ok(t, "fine")
+	runP(t, parse(t, "# T\n\nDescribes the prompt.\n\n## A\n\n"+lua(`return "x"`)), "", Options{}).fails(t, KindBinding, "model binding required for section T")
 	// H1-only prompt: the last H1 reply is the result.
 	g2 := newGW(t)
 	g2.Enqueue(gatewaytest.Text("h1 answer"))

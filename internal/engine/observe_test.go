@@ -20,7 +20,7 @@ import (
 
 func TestObserve_TwoSectionSequence(t *testing.T) {
 	p := parse(t, "# Trio\n\n## First\n\n"+lua(`local x = 1`)+"\n## Second\n\n"+lua(`local y = 2`))
-	r := runP(t, p, "", Config{Execution: "e1"})
+	r := runP(t, p, "", Options{Execution: "e1"})
 	r.ok(t, "done")
 	want := []string{
 		"Trio: Run started",
@@ -45,8 +45,8 @@ func TestObserve_TwoSectionSequence(t *testing.T) {
 
 func TestObserve_FailingRun(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`error("boom")`))
-	r := runP(t, p, "", Config{})
-	r.fails(t, Lua, "boom")
+	r := runP(t, p, "", Options{})
+	r.fails(t, KindLua, "boom")
 	lines := r.rec.lines()
 	if r.rec.count(SectionStarted) != 1 || r.rec.count(SectionFinished) != 0 || r.rec.count(LuaChunkFailed) != 1 ||
 		r.rec.count(LuaTeardownSucceeded) != 2 || lines[len(lines)-1] != "T: Run failed" {
@@ -56,9 +56,9 @@ func TestObserve_FailingRun(t *testing.T) {
 
 func TestObserve_ObserverNeverChangesResults(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`log("x"); store.write("a", "1"); var.n = 2`)+"\n## B\n\n"+lua(`store.append("a", "2"); return store.read("a") .. var.n`))
-	with := runP(t, p, "", Config{})
-	without := runP(t, p, "", Config{Observer: ObserverFunc(func(Event) {})})
-	nothing, err := Run(context.Background(), p, "", store.New(), Config{})
+	with := runP(t, p, "", Options{})
+	without := runP(t, p, "", Options{Observer: ObserverFunc(func(Event) {})})
+	nothing, err := Run(context.Background(), p, "", store.New(), Options{})
 	with.ok(t, "122")
 	without.ok(t, "122")
 	if err != nil || nothing.Value != "122" {
@@ -72,7 +72,7 @@ func TestObserve_ObserverNeverChangesResults(t *testing.T) {
 func TestObserve_StoreEvents(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`store.write("a", "x"); store.append("a", "y"); store.read("a"); store.read_numbered("a")
 store.str_replace("a", "x", "z"); store.glob("*"); store.exists("a"); store.delete("a"); pcall(store.read, "a")`))
-	r := runP(t, p, "", Config{})
+	r := runP(t, p, "", Options{})
 	r.ok(t, "done")
 	var got []string
 	for _, l := range r.rec.lines() {
@@ -113,7 +113,7 @@ func TestObserve_LogCheckpoints(t *testing.T) {
 	p := parse(t, "# Checkpoints\n\n"+lua(`log("shared loaded")`)+
 		"\n## Prepare\n\n"+lua(`log("prepare started"); store.write("state.txt", "prepared"); log("prepare finished")`)+
 		"\n## Finish\n\n"+lua(`log("finish started"); return "logged"`))
-	r := runP(t, p, "", Config{})
+	r := runP(t, p, "", Options{})
 	r.ok(t, "logged")
 	if got, _ := r.st.Read("state.txt", storeAll); got != "prepared" {
 		t.Fatalf("state.txt = %q", got)
@@ -138,7 +138,7 @@ func TestObserve_StoreFallthroughAndConcurrentRuns(t *testing.T) {
 		recs[i] = &recorder{}
 		wg.Go(func() {
 			arg := fmt.Sprintf("run-%d", i)
-			res, err := Run(context.Background(), p, arg, store.New(), Config{Execution: arg, Observer: recs[i]})
+			res, err := Run(context.Background(), p, arg, store.New(), Options{Execution: arg, Observer: recs[i]})
 			if err != nil || res.Value != arg {
 				t.Errorf("run %d: %v %v", i, res, err)
 			}
@@ -157,8 +157,8 @@ func TestObserve_StoreFallthroughAndConcurrentRuns(t *testing.T) {
 
 func TestObserve_MintsExecutionIDs(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`return sys.execution`))
-	a := runP(t, p, "", Config{})
-	b := runP(t, p, "", Config{})
+	a := runP(t, p, "", Options{})
+	b := runP(t, p, "", Options{})
 	if a.Value == "" || a.Value == b.Value || a.rec.events[0].Execution != a.Value {
 		t.Fatalf("execution ids %q %q", a.Value, b.Value)
 	}

@@ -21,21 +21,20 @@ import (
 
 // run is the state of one Run call.
 type run struct {
-	ctx    context.Context
-	p      *prompt.Prompt
-	args   string
-	st     *store.Store
-	cfg    Config
-	exec   string
-	guard  *luavm.Guard
-	vmLim  luavm.Limits
-	maxIt  int
-	now    func() time.Time
-	turns  atomic.Int64
-	ids    atomic.Int64
-	walkAt string // sys.when of the sections: when the walk started
+	p                 *prompt.Prompt
+	args              string
+	store             *store.Store
+	cfg               Options
+	execution         string
+	guard             *luavm.Guard
+	vmLimits          luavm.Limits
+	maxToolIterations int
+	now               func() time.Time
+	turns             atomic.Int64 // completed model turns, fanout arms' included
+	ids               atomic.Int64 // the last sys.id handed to a section entry
+	walkAt            string       // sys.when of the sections: when the walk started
 
-	// debugMu serialises Config.Debug calls: fanout arms complete turns
+	// debugMu serialises Options.Debug calls: fanout arms complete turns
 	// concurrently, and hosts should not have to care.
 	debugMu sync.Mutex
 
@@ -45,26 +44,26 @@ type run struct {
 // Run executes a parsed prompt with args over st (nil: a fresh store). It
 // returns the run's value, or an *Error; Result.Turns is set either way.
 // No goroutine started by Run outlives it.
-func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cfg Config) (Result, error) {
+func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cfg Options) (Result, error) {
 	if p == nil {
-		return Result{}, &Error{Kind: Internal, Err: errors.New("engine.Run was given no prompt")}
+		return Result{}, &Error{Kind: KindInternal, Err: errors.New("engine.Run was given no prompt")}
 	}
 	// The version gate comes first and reports nothing.
 	if !p.Frontmatter.HasVersion {
-		return Result{}, &Error{Kind: Parse, Err: errors.New("not a promptforge prompt: no promptforge version")}
+		return Result{}, &Error{Kind: KindParse, Err: errors.New("not a promptforge prompt: no promptforge version")}
 	}
 	if v := p.Frontmatter.Version; v != 1 {
-		return Result{}, &Error{Kind: Version, Err: fmt.Errorf("unsupported promptforge version: %d (this build supports major 1)", v)}
+		return Result{}, &Error{Kind: KindVersion, Err: fmt.Errorf("unsupported promptforge version: %d (this build supports major 1)", v)}
 	}
-	r, err := newRun(ctx, p, args, st, cfg)
+	r, err := newRun(p, args, st, cfg)
 	if err != nil {
 		return Result{}, err
 	}
 
 	r.observe(p.Title, RunStarted)
-	value, err := r.execute()
+	value, err := r.execute(ctx)
 	if err != nil {
-		err = r.finalError(err)
+		err = finalError(ctx, err)
 		r.observe(p.Title, RunFailed)
 		return Result{Turns: int(r.turns.Load())}, err
 	}
@@ -74,38 +73,30 @@ func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cf
 
 // newRun prepares the state of one run: defaults, limits, the guard nonce
 // and the checked tool registry.
-func newRun(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cfg Config) (*run, error) {
-	r := &run{ctx: ctx, p: p, args: args, st: st, cfg: cfg, exec: cfg.Execution, now: cfg.Now}
-	if r.st == nil {
-		r.st = store.New()
+func newRun(p *prompt.Prompt, args string, st *store.Store, cfg Options) (*run, error) {
+	r := &run{p: p, args: args, store: st, cfg: cfg, execution: cfg.Execution, now: cfg.Now}
+	if r.store == nil {
+		r.store = store.New()
 	}
 	if r.now == nil {
 		r.now = time.Now
 	}
-	if r.exec == "" {
-		r.exec = mintExecution()
+	if r.execution == "" {
+		r.execution = mintExecution()
 	}
 	if r.cfg.Client == nil {
 		r.cfg.Client = gateway.NewDisabled(noClientReason)
 	}
-	r.vmLim = luavm.Limits{
-		LuaTime:         cfg.Limits.LuaTime,
-		CallStackSize:   cfg.Limits.CallStackSize,
-		RegistryMaxSize: cfg.Limits.RegistryMaxSize,
-		MaxStringBytes:  cfg.Limits.MaxStringBytes,
-		MaxVarBytes:     cfg.Limits.MaxVarBytes,
-		LogEvents:       cfg.Limits.LogEvents,
-		LogBytes:        cfg.Limits.LogBytes,
-	}.WithDefaults()
+	r.vmLimits = cfg.Limits.Limits.WithDefaults()
 	def := cfg.Limits.MaxToolIterations
 	if def <= 0 {
 		def = DefaultMaxToolIterations
 	}
-	r.maxIt = p.Frontmatter.ResolveMaxToolIterations(def)
+	r.maxToolIterations = p.Frontmatter.ResolveMaxToolIterations(def)
 
 	guard, err := luavm.NewGuard()
 	if err != nil {
-		return nil, &Error{Kind: Internal, Err: err}
+		return nil, &Error{Kind: KindInternal, Err: err}
 	}
 	r.guard = guard
 	if err := validateTools(cfg.Tools); err != nil {
@@ -132,11 +123,11 @@ func validateTools(ts []tools.Tool) error {
 		d := t.Descriptor()
 		for _, part := range []string{d.ID.Server, d.ID.Name, d.WireName} {
 			if part == "" || strings.ContainsRune(part, '/') || strings.ContainsFunc(part, unicode.IsControl) {
-				return &Error{Kind: Internal, Err: fmt.Errorf("live tool %q has an invalid identity or wire name: each must be non-empty, without '/' or control characters", d.ID)}
+				return &Error{Kind: KindInternal, Err: fmt.Errorf("live tool %q has an invalid identity or wire name: each must be non-empty, without '/' or control characters", d.ID)}
 			}
 		}
 		if seen[d.ID] {
-			return &Error{Kind: Internal, Err: fmt.Errorf("live tool %q is registered twice; tool identities must be unique", d.ID)}
+			return &Error{Kind: KindInternal, Err: fmt.Errorf("live tool %q is registered twice; tool identities must be unique", d.ID)}
 		}
 		seen[d.ID] = true
 	}
@@ -145,13 +136,13 @@ func validateTools(ts []tools.Tool) error {
 
 func (r *run) observe(section string, d Detail) {
 	if r.cfg.Observer != nil {
-		r.cfg.Observer.Observe(Event{Execution: r.exec, Section: section, Detail: d})
+		r.cfg.Observer.Observe(Event{Execution: r.execution, Section: section, Detail: d})
 	}
 }
 
 func (r *run) observeLog(section, msg string) {
 	if r.cfg.Observer != nil {
-		r.cfg.Observer.Observe(Event{Execution: r.exec, Section: section, Detail: DetailLua, Message: "Lua: " + msg})
+		r.cfg.Observer.Observe(Event{Execution: r.execution, Section: section, Detail: DetailLua, Message: "Lua: " + msg})
 	}
 }
 
@@ -164,30 +155,30 @@ func (r *run) debug(t DebugTurn) {
 func (r *run) timestamp() string { return r.now().UTC().Format(time.RFC3339) }
 
 // execute is the H1 pass then the top-level walk (§3.1 steps 4–6).
-func (r *run) execute() (string, error) {
-	if err := r.ctx.Err(); err != nil {
-		return "", r.cancelled()
+func (r *run) execute(ctx context.Context) (string, error) {
+	if ctx.Err() != nil {
+		return "", cancelledBy(ctx)
 	}
-	top := frame{ctx: r.ctx, args: r.args}
+	top := frame{args: r.args}
 	h1 := r.newUnit(top, place{})
-	returned, value, reply, v, err := h1.runH1()
+	end, v, err := h1.runH1(ctx)
 	if err != nil {
 		return "", err
 	}
-	if returned {
-		return value, nil
+	if end.returned {
+		return end.value, nil
 	}
 	if len(r.p.Sections) == 0 {
-		if reply != nil {
-			return *reply, nil
+		if end.reply != nil {
+			return *end.reply, nil
 		}
 		return "done", nil
 	}
-	if err := r.bind.analyseNearDuplicates(); err != nil {
+	if err := r.bind.analyseNearDuplicates(ctx); err != nil {
 		return "", err
 	}
 	r.walkAt = r.timestamp()
-	end, err := r.walk(top, r.p.Sections, nil, 0, nil, false, v)
+	end, err = r.walk(ctx, top, place{slice: r.p.Sections}, entry{v: v})
 	if err != nil {
 		return "", err
 	}
@@ -200,14 +191,12 @@ func (r *run) execute() (string, error) {
 	return "done", nil
 }
 
-// cancelled is the run's cancellation error, naming the host's cause.
-func (r *run) cancelled() *Error { return cancelledBy(r.ctx) }
-
-// finalError classifies whatever ended the run. Cancellation wins: once
-// the context is done, every other failure is a consequence of it.
-func (r *run) finalError(err error) error {
-	if r.ctx.Err() != nil {
-		return r.cancelled()
+// finalError classifies whatever ended the run under ctx. Cancellation
+// wins: once the context is done, every other failure is a consequence of
+// it, and the error names the host's cause.
+func finalError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return cancelledBy(ctx)
 	}
 	return classify(err)
 }
@@ -228,22 +217,22 @@ func classify(err error) *Error {
 	)
 	switch {
 	case errors.As(err, &ce):
-		return &Error{Kind: Cancelled, Err: err}
+		return &Error{Kind: KindCancelled, Err: err}
 	case errors.As(err, &qe):
-		return &Error{Kind: Quota, Err: err}
+		return &Error{Kind: KindQuota, Err: err}
 	case errors.As(err, &te):
-		return &Error{Kind: Substitution, Err: err}
+		return &Error{Kind: KindSubstitution, Err: err}
 	case errors.As(err, &ge):
 		if ge.Kind == gateway.KindCancelled {
-			return &Error{Kind: Cancelled, Err: err}
+			return &Error{Kind: KindCancelled, Err: err}
 		}
-		return &Error{Kind: Completion, Err: err}
+		return &Error{Kind: KindCompletion, Err: err}
 	case errors.As(err, &le), errors.As(err, &se):
-		return &Error{Kind: Lua, Err: err}
+		return &Error{Kind: KindLua, Err: err}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return &Error{Kind: Cancelled, Err: err}
+		return &Error{Kind: KindCancelled, Err: err}
 	}
-	return &Error{Kind: Internal, Err: err}
+	return &Error{Kind: KindInternal, Err: err}
 }
 
 // noClientReason is what a model call says when the host passed no

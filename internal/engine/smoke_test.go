@@ -8,7 +8,7 @@ import (
 
 func TestSmoke(t *testing.T) {
 	p := parse(t, "# Title\n\n## Run\n\n```lua\nreturn args .. '!'\n```\n")
-	runP(t, p, "hi", Config{}).ok(t, "hi!")
+	runP(t, p, "hi", Options{}).ok(t, "hi!")
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Text("spoken"))
 	p2 := parse(t, "# Title\n\n"+defaultModel+"\n## Run\n\nSay something about {{ args }}.\n")

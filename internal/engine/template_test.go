@@ -58,7 +58,7 @@ func TestTemplate_Errors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.tpl, func(t *testing.T) {
 			p := parse(t, "# T\n\n"+defaultModel+"\n## A\n\n"+lua("local _ = 1\n"+c.setup)+"\nText "+c.tpl+"\n")
-			runP(t, p, "", Config{Models: []gateway.Model{testModel}}).fails(t, Substitution, c.want)
+			runP(t, p, "", Options{Models: []gateway.Model{testModel}}).fails(t, KindSubstitution, c.want)
 		})
 	}
 }

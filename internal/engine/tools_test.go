@@ -29,7 +29,7 @@ local ok, err = pcall(function() s.name = "x" end)
 assert(not ok and string.find(err, 'Tool objects are frozen: cannot assign field "name"'))
 store.write("h", s.name .. "|" .. s.description .. "|" .. s.wire_name .. "|" .. s.parameters.required[1] .. "|" .. tostring(s.untrusted))`)+
 		"\n## A\n\n"+lua(`return store.read("h") .. "|" .. search.name .. "|" .. tostring(next(search.parameters))`))
-	runP(t, p, "", Config{Tools: bothTools()}).ok(t, "search|"+searchNeed+"|web_search|query|false|search|nil")
+	runP(t, p, "", Options{Tools: bothTools()}).ok(t, "search|"+searchNeed+"|web_search|query|false|search|nil")
 }
 
 func TestTools_AliasGrammarAndRecordedErrors(t *testing.T) {
@@ -45,7 +45,7 @@ func TestTools_AliasGrammarAndRecordedErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := parse(t, "# T\n\n"+lua(c.h1)+lua(`store.write("second", "ran")`)+"\n## A\n\n"+lua(`return 1`))
-			r := runP(t, p, "", Config{Tools: bothTools()})
+			r := runP(t, p, "", Options{Tools: bothTools()})
 			if r.err == nil || !strings.Contains(r.err.Error(), c.want) {
 				t.Fatalf("err = %v, want %q", r.err, c.want)
 			}
@@ -56,14 +56,14 @@ func TestTools_AliasGrammarAndRecordedErrors(t *testing.T) {
 	}
 	// Resolution errors are Binding errors.
 	p := parse(t, "# T\n\n"+lua(`pcall(tools.need, "x", "Translate a sentence into French")`))
-	runP(t, p, "", Config{Tools: bothTools()}).fails(t, Binding, "no tool matches capability")
+	runP(t, p, "", Options{Tools: bothTools()}).fails(t, KindBinding, "no tool matches capability")
 }
 
 func TestTools_PhaseErrors(t *testing.T) {
 	p := parse(t, "# T\n\n"+lua(`store.append("h1", "x")`)+"\n## A\n\n"+lua(`assert(store.read("h1") == "x")`)+
 		"\n## B\n\n"+lua(`tools.need("s", "`+searchNeed+`")`))
-	r := runP(t, p, "", Config{Tools: bothTools()})
-	r.fails(t, Lua, "tools.need is only available during live H1 execution")
+	r := runP(t, p, "", Options{Tools: bothTools()})
+	r.fails(t, KindLua, "tools.need is only available during live H1 execution")
 	if got, _ := r.st.Read("h1", storeAll); got != "x" {
 		t.Fatalf("H1 ran %q times", got)
 	}
@@ -120,7 +120,7 @@ func TestTools_AddErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		p := parse(t, "# T\n\n"+needBoth+"\n## A\n\n"+lua(c.lua))
-		runP(t, p, "", Config{Tools: bothTools(), Models: []gateway.Model{testModel}}).fails(t, Lua, c.want)
+		runP(t, p, "", Options{Tools: bothTools(), Models: []gateway.Model{testModel}}).fails(t, KindLua, c.want)
 	}
 	// A failed bulk add records nothing.
 	g := newGW(t)
@@ -147,7 +147,7 @@ func TestTools_CallsAndScopeErrors(t *testing.T) {
 	g.Enqueue(callSearch("q"))
 	p := parse(t, "# T\n\n"+needBoth+"\n## A\n\n"+lua(`tools.add("search")`)+"\nGo.\n")
 	r := runP(t, p, "", cfg)
-	r.fails(t, Tool, "tool call failure: nope")
+	r.fails(t, KindTool, "tool call failure: nope")
 
 	cfg.Tools = bothTools()
 	g.Enqueue(gatewaytest.Text("ok"))
@@ -164,7 +164,7 @@ return "checked"`))
 	// The model calling a declared but unscoped alias is a hard error.
 	g.Enqueue(gatewaytest.Calls(gatewaytest.Call{Name: "fetch", Args: map[string]any{"url": "u"}}))
 	p = parse(t, "# T\n\n"+needBoth+"\n## A\n\n"+lua(`tools.add("search")`)+"\nGo.\n")
-	runP(t, p, "", cfg).fails(t, Tool, `tool "fetch" is not in this section's scope; in-scope aliases: [search] (alias was declared by tools.need but not added to this section's scope)`)
+	runP(t, p, "", cfg).fails(t, KindTool, `tool "fetch" is not in this section's scope; in-scope aliases: [search] (alias was declared by tools.need but not added to this section's scope)`)
 }
 
 func TestTools_Local(t *testing.T) {
@@ -206,7 +206,7 @@ func TestTools_LocalErrors(t *testing.T) {
 	g.Enqueue(gatewaytest.Calls(gatewaytest.Call{Name: "bad"}))
 	p := parse(t, "# T\n\n"+defaultModel+"\n## A\n\n"+lua(`tools.add_local("bad", "fails", {}, function() error("handler broke") end)`)+"\nGo.\n")
 	r := runP(t, p, "", g.cfg())
-	r.fails(t, Tool, "handler broke")
+	r.fails(t, KindTool, "handler broke")
 	if r.rec.count(ToolCallFailed) != 1 {
 		t.Fatalf("observations %v", r.rec.lines())
 	}
@@ -216,11 +216,11 @@ func TestTools_LocalErrors(t *testing.T) {
 	if m := g.Requests()[len(g.Requests())-1].Messages; m[len(m)-1]["content"] != "nil" {
 		t.Fatalf("jump visible in handler: %v", m[len(m)-1])
 	}
-	cfg := Config{Tools: bothTools(), Models: g.cfg().Models}
+	cfg := Options{Tools: bothTools(), Models: g.cfg().Models}
 	p = parse(t, "# T\n\n"+needBoth+"\n## A\n\n"+lua(`tools.add_local("search", "x", {}, function() end)`))
-	runP(t, p, "", cfg).fails(t, Lua, `tools.add_local alias "search" duplicates a declared tool alias`)
+	runP(t, p, "", cfg).fails(t, KindLua, `tools.add_local alias "search" duplicates a declared tool alias`)
 	p = parse(t, "# T\n\n## A\n\n"+lua(`tools.add_local("x", "x", {}, function() end); tools.add_local("x", "x", {}, function() end)`))
-	runP(t, p, "", cfg).fails(t, Lua, `tools.add_local alias "x" is already registered`)
+	runP(t, p, "", cfg).fails(t, KindLua, `tools.add_local alias "x" is already registered`)
 }
 
 // pairRanker scores a need 1 against the doc whose description equals it
@@ -267,7 +267,7 @@ func TestTools_NearDuplicates(t *testing.T) {
 	before := len(g.Requests())
 	p = parse(t, h1+"\n## A\n\n"+lua(`tools.add({"one", "two"})`)+"\nGo.\n")
 	r := runP(t, p, "", cfg)
-	r.fails(t, Binding, `tool aliases "one" (a/search_one) and "two" (b/search_two) are near-duplicates with similarity 0.990`)
+	r.fails(t, KindBinding, `tool aliases "one" (a/search_one) and "two" (b/search_two) are near-duplicates with similarity 0.990`)
 	if len(g.Requests()) != before {
 		t.Fatal("a model call was made before the scope check")
 	}
@@ -291,7 +291,7 @@ tools.add_local("bad", "fails", {}, function()
   error("handler broke")
 end)`)+"\nGo.\n")
 	r := runP(t, p, "", g.cfg())
-	r.fails(t, Tool, "handler broke")
+	r.fails(t, KindTool, "handler broke")
 	if got := strings.Join(r.rec.logs(), ","); got != "Lua: calls ok=1 bad=1" {
 		t.Fatalf("counts seen by the failing call: %q", got)
 	}

@@ -85,16 +85,16 @@ type roundResult struct {
 
 // loop runs the model rounds of one prose block (§3.6): one round for a
 // single-shot block, up to the iteration cap for the loop-capable one.
-func (u *unit) loop(mb *modelBinding, sc *scope, text string, singleShot bool) (roundResult, error) {
+func (u *unit) loop(ctx context.Context, mb *modelBinding, sc *scope, text string, singleShot bool) (roundResult, error) {
 	r := u.r
 	u.conv = append(u.conv, gateway.Message{Role: "user", Content: text})
-	rounds := r.maxIt
+	rounds := r.maxToolIterations
 	if singleShot {
 		rounds = 1
 	}
 	dispatched := 0
 	for range rounds {
-		comp, err := u.complete(u.fr.ctx, mb, u.conv, sc.specs)
+		comp, err := u.complete(ctx, mb, u.conv, sc.specs)
 		if err != nil {
 			var ge *gateway.Error
 			if errors.As(err, &ge) && ge.Kind == gateway.KindEmptyReply && ge.FinishReason == "stop" && dispatched > 0 {
@@ -104,7 +104,7 @@ func (u *unit) loop(mb *modelBinding, sc *scope, text string, singleShot bool) (
 				empty := ""
 				return roundResult{text: &empty, finish: "stop"}, nil
 			}
-			return roundResult{}, u.turnFailed(err)
+			return roundResult{}, u.turnFailed(ctx, err)
 		}
 		u.turnCompleted(comp.RequestJSON, comp.ResponseJSON, comp.FinishReason, comp.Reasoning)
 		if len(comp.ToolCalls) == 0 {
@@ -116,7 +116,7 @@ func (u *unit) loop(mb *modelBinding, sc *scope, text string, singleShot bool) (
 		}
 		results := make([]string, len(comp.ToolCalls))
 		for i, call := range comp.ToolCalls {
-			out, err := u.dispatch(sc, call)
+			out, err := u.dispatch(ctx, sc, call)
 			if err != nil {
 				return roundResult{}, err
 			}
@@ -128,7 +128,7 @@ func (u *unit) loop(mb *modelBinding, sc *scope, text string, singleShot bool) (
 			return roundResult{finish: comp.FinishReason}, nil
 		}
 	}
-	return roundResult{}, &Error{Kind: Tool, Err: &loopExhaustedError{rounds: rounds}}
+	return roundResult{}, &Error{Kind: KindTool, Err: &loopExhaustedError{rounds: rounds}}
 }
 
 // loopExhaustedError is a tool loop that ran out of rounds. It is a typed
@@ -141,7 +141,7 @@ func (e *loopExhaustedError) Error() string {
 }
 
 // dispatch runs one tool call the model asked for.
-func (u *unit) dispatch(sc *scope, call gateway.ToolCall) (string, error) {
+func (u *unit) dispatch(ctx context.Context, sc *scope, call gateway.ToolCall) (string, error) {
 	r := u.r
 	alias := call.Name
 	tb, isLive := sc.live[alias]
@@ -151,7 +151,7 @@ func (u *unit) dispatch(sc *scope, call gateway.ToolCall) (string, error) {
 		if _, declared := r.bind.tools[alias]; declared {
 			suffix = " (alias was declared by tools.need but not added to this section's scope)"
 		}
-		return "", &Error{Kind: Tool, Err: fmt.Errorf("tool %q is not in this section's scope; in-scope aliases: %s%s", alias, quoteIDs(sc.order), suffix)}
+		return "", &Error{Kind: KindTool, Err: fmt.Errorf("tool %q is not in this section's scope; in-scope aliases: %s%s", alias, quoteIDs(sc.order), suffix)}
 	}
 	if u.calls != nil {
 		u.calls[alias]++
@@ -160,25 +160,25 @@ func (u *unit) dispatch(sc *scope, call gateway.ToolCall) (string, error) {
 		out, err := u.vm.CallLocalTool(alias, call.Arguments)
 		if err != nil {
 			u.observe(ToolCallFailed)
-			if u.fr.ctx.Err() != nil {
-				return "", u.cancelled()
+			if ctx.Err() != nil {
+				return "", cancelledBy(ctx)
 			}
 			var q *luavm.QuotaError
 			if errors.As(err, &q) {
 				return "", err
 			}
-			return "", &Error{Kind: Tool, Err: fmt.Errorf("tool call failure: local tool %q: %w", alias, err)}
+			return "", &Error{Kind: KindTool, Err: fmt.Errorf("tool call failure: local tool %q: %w", alias, err)}
 		}
 		u.observe(ToolCallSucceeded)
 		return out, nil
 	}
-	res, err := tb.tool.Call(u.fr.ctx, call.Arguments)
+	res, err := tb.tool.Call(ctx, call.Arguments)
 	if err != nil {
 		u.observe(ToolCallFailed)
-		if u.fr.ctx.Err() != nil {
-			return "", u.cancelled()
+		if ctx.Err() != nil {
+			return "", cancelledBy(ctx)
 		}
-		return "", &Error{Kind: Tool, Err: fmt.Errorf("tool call failure: %w", err)}
+		return "", &Error{Kind: KindTool, Err: fmt.Errorf("tool call failure: %w", err)}
 	}
 	u.observe(ToolCallSucceeded)
 	if res.Trusted {
@@ -205,17 +205,17 @@ func (u *unit) complete(ctx context.Context, mb *modelBinding, msgs []gateway.Me
 func (u *unit) turnCompleted(req, resp []byte, finish, reasoning string) {
 	n := u.r.turns.Add(1)
 	if u.r.cfg.Debug != nil {
-		u.r.debug(DebugTurn{Execution: u.r.exec, Section: u.name, Turn: int(n),
+		u.r.debug(DebugTurn{Execution: u.r.execution, Section: u.name, Turn: int(n),
 			Request: req, Response: resp, FinishReason: finish, Reasoning: reasoning})
 	}
 	u.observe(ModelTurnCompleted)
 }
 
-// turnFailed reports a failed model round; a cancelled one is not a model
-// failure and is not reported as one.
-func (u *unit) turnFailed(err error) error {
-	if u.fr.ctx.Err() != nil {
-		return u.cancelled()
+// turnFailed reports a failed model round made under ctx; a cancelled one
+// is not a model failure and is not reported as one.
+func (u *unit) turnFailed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return cancelledBy(ctx)
 	}
 	var e *Error
 	if errors.As(err, &e) {
@@ -230,11 +230,11 @@ func (u *unit) turnFailed(err error) error {
 func (u *unit) infer(ctx context.Context, mb *modelBinding, p string) (string, error) {
 	comp, err := u.complete(ctx, mb, []gateway.Message{{Role: "user", Content: p}}, nil)
 	if err != nil {
-		return "", u.turnFailed(err)
+		return "", u.turnFailed(ctx, err)
 	}
 	u.turnCompleted(comp.RequestJSON, comp.ResponseJSON, comp.FinishReason, comp.Reasoning)
 	if len(comp.ToolCalls) > 0 {
-		return "", &Error{Kind: Completion, Err: errors.New("model inference received tool calls but no tools were advertised")}
+		return "", &Error{Kind: KindCompletion, Err: errors.New("model inference received tool calls but no tools were advertised")}
 	}
 	return comp.Text, nil
 }

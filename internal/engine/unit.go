@@ -14,16 +14,16 @@ import (
 // unit is one execution unit: the H1 pass, one section entry, or one
 // fanout arm. It owns a VM and is that VM's luavm.Host.
 type unit struct {
-	r    *run
-	fr   frame
-	sec  *prompt.Section // nil for the H1
-	at   place           // where sec sits (zero for the H1)
-	name string
-	vm   *luavm.VM
+	r     *run
+	frame frame
+	sec   *prompt.Section // nil for the H1
+	place place           // where sec sits (zero for the H1)
+	name  string
+	vm    *luavm.VM
 
-	// vis overrides the visible set computed from at (fanout arms see
-	// their caller's set, see armVisible).
-	vis []place
+	// visibleOverride replaces the visible set computed from place:
+	// fanout arms see their caller's set (see armVisible).
+	visibleOverride []place
 	// incoming is the reply the unit was entered with; fanout arms
 	// receive their caller's.
 	incoming *string
@@ -54,7 +54,7 @@ type localTool struct {
 // newUnit prepares the unit for the section at p; the zero place is the
 // H1.
 func (r *run) newUnit(fr frame, p place) *unit {
-	u := &unit{r: r, fr: fr, at: p, name: r.p.Title}
+	u := &unit{r: r, frame: fr, place: p, name: r.p.Title}
 	if p.slice != nil {
 		u.sec = p.section()
 		u.name = u.sec.Name
@@ -63,10 +63,10 @@ func (r *run) newUnit(fr frame, p place) *unit {
 }
 
 func (u *unit) visible() []place {
-	if u.vis != nil {
-		return u.vis
+	if u.visibleOverride != nil {
+		return u.visibleOverride
 	}
-	return visibleFrom(u.at)
+	return visibleFrom(u.place)
 }
 
 // armForwarded are the observations a fanout arm reports. An arm's own
@@ -82,35 +82,32 @@ var armForwarded = map[Detail]bool{
 }
 
 func (u *unit) observe(d Detail) {
-	if u.fr.inArm && !armForwarded[d] {
+	if u.frame.inArm && !armForwarded[d] {
 		return
 	}
 	u.r.observe(u.name, d)
 }
 
-// cancelled is the error of a unit whose context ended: the run's
+// cancelledBy is the cancellation error of a wait on ctx: the run's
 // cancellation, or the abort of a fanout whose sibling arm failed.
-func (u *unit) cancelled() *Error { return cancelledBy(u.fr.ctx) }
-
-// cancelledBy is the cancellation error of a wait on ctx.
 func cancelledBy(ctx context.Context) *Error {
-	return &Error{Kind: Cancelled, Err: &luavm.CancelledError{Cause: context.Cause(ctx)}}
+	return &Error{Kind: KindCancelled, Err: &luavm.CancelledError{Cause: context.Cause(ctx)}}
 }
 
-func (u *unit) vmConfig(kind luavm.Kind, id int, when string, reply *string, v *luavm.Var) luavm.Config {
-	return luavm.Config{
+func (u *unit) vmOptions(kind luavm.Kind, id int, when string, reply *string, v *luavm.Var) luavm.Options {
+	return luavm.Options{
 		Kind:  kind,
 		Host:  u,
-		Store: u.r.st,
+		Store: u.r.store,
 		Guard: u.r.guard,
-		Args:  u.fr.args,
+		Args:  u.frame.args,
 		Sys: luavm.Sys{
 			When: when, Now: u.r.timestamp(), ID: id, SectionName: u.name,
-			Execution: u.r.exec, SectionCount: len(u.r.p.Sections), Index: u.index,
+			Execution: u.r.execution, SectionCount: len(u.r.p.Sections), Index: u.index,
 		},
 		Var:     v,
 		Reply:   reply,
-		Limits:  u.r.vmLim,
+		Limits:  u.r.vmLimits,
 		Item:    u.item,
 		HasItem: u.hasItem,
 		Writer:  u.writer,
@@ -127,16 +124,19 @@ func (u *unit) teardown() {
 	u.observe(LuaTeardownSucceeded)
 }
 
-// runH1 runs the H1 blocks once (§3.2) and returns the H1's var, which
-// seeds the top-level walk.
-func (u *unit) runH1() (returned bool, value string, reply *string, v *luavm.Var, err error) {
+// runH1 runs the H1 blocks once (§3.2). It ends as a walk does, with a
+// return or the rolling reply; unless it returned, it also gives the H1's
+// var, which seeds the top-level walk.
+func (u *unit) runH1(ctx context.Context) (walkEnd, *luavm.Var, error) {
 	r := u.r
 	defer u.teardown()
 	if len(r.p.H1) == 0 {
-		return false, "", nil, luavm.NewVar(), nil
+		return walkEnd{}, luavm.NewVar(), nil
 	}
 	when := r.timestamp()
-	u.vm = luavm.New(u.fr.ctx, u.vmConfig(luavm.KindH1, 0, when, nil, nil))
+	u.vm = luavm.New(ctx, u.vmOptions(luavm.KindH1, 0, when, nil, nil))
+	var reply *string
+	var err error
 	for _, b := range r.p.H1 {
 		if b.Kind == prompt.BlockLua {
 			u.vm.InstallH1Tables()
@@ -144,42 +144,43 @@ func (u *unit) runH1() (returned bool, value string, reply *string, v *luavm.Var
 			out, cerr := u.vm.RunChunk(b.Lua)
 			if r.bind.recorded != nil {
 				u.observe(LuaChunkFailed)
-				return false, "", nil, nil, r.bind.recorded
+				return walkEnd{}, nil, r.bind.recorded
 			}
 			if cerr != nil {
 				u.observe(LuaChunkFailed)
-				return false, "", nil, nil, cerr
+				return walkEnd{}, nil, cerr
 			}
 			u.observe(LuaChunkSucceeded)
 			if out.Returned {
-				return true, out.Value, nil, nil, nil
+				return walkEnd{returned: true, value: out.Value}, nil, nil
 			}
 			if reply, err = u.vm.Reply(); err != nil {
-				return false, "", nil, nil, err
+				return walkEnd{}, nil, err
 			}
 			continue
 		}
-		if err := u.prose(b); err != nil {
-			return false, "", nil, nil, err
+		if err := u.prose(ctx, b); err != nil {
+			return walkEnd{}, nil, err
 		}
 		if reply, err = u.vm.Reply(); err != nil {
-			return false, "", nil, nil, err
+			return walkEnd{}, nil, err
 		}
 	}
-	if v, err = u.vm.Var(); err != nil {
-		return false, "", nil, nil, err
+	v, err := u.vm.Var()
+	if err != nil {
+		return walkEnd{}, nil, err
 	}
-	return false, "", reply, v, nil
+	return walkEnd{reply: reply}, v, nil
 }
 
 // runSection runs one section entry (§3.4).
-func (u *unit) runSection(reply *string, v *luavm.Var) (flow, error) {
+func (u *unit) runSection(ctx context.Context, reply *string, v *luavm.Var) (flow, error) {
 	r := u.r
 	id := int(r.ids.Add(1))
 	u.incoming = reply
 	u.observe(SectionStarted)
-	u.vm = luavm.New(u.fr.ctx, u.vmConfig(luavm.KindSection, id, r.walkAt, reply, v))
-	f, err := u.blocks(reply)
+	u.vm = luavm.New(ctx, u.vmOptions(luavm.KindSection, id, r.walkAt, reply, v))
+	f, err := u.blocks(ctx, reply)
 	u.teardown()
 	if err != nil {
 		return flow{}, err
@@ -188,7 +189,8 @@ func (u *unit) runSection(reply *string, v *luavm.Var) (flow, error) {
 	return f, nil
 }
 
-func (u *unit) blocks(reply *string) (flow, error) {
+// blocks runs the shared library and the section's blocks in u's VM.
+func (u *unit) blocks(ctx context.Context, reply *string) (flow, error) {
 	r := u.r
 	u.observe(LuaSharedLoadStarted)
 	if err := u.vm.RunShared(r.p.Shared); err != nil {
@@ -226,7 +228,7 @@ func (u *unit) blocks(reply *string) (flow, error) {
 			}
 			continue
 		}
-		if err := u.prose(b); err != nil {
+		if err := u.prose(ctx, b); err != nil {
 			return flow{}, err
 		}
 		var err error
@@ -242,7 +244,7 @@ func (u *unit) blocks(reply *string) (flow, error) {
 
 // prose runs one prose block: scope, substitution, model rounds, reply
 // binding.
-func (u *unit) prose(b prompt.Block) error {
+func (u *unit) prose(ctx context.Context, b prompt.Block) error {
 	r := u.r
 	// A script that replaced var fails here, before the model is called,
 	// whether or not the prose names var (§2.4: the host's next read).
@@ -291,7 +293,7 @@ func (u *unit) prose(b prompt.Block) error {
 	if mb == nil {
 		return bindingErr("model binding required for section %s", u.name)
 	}
-	res, err := u.loop(mb, sc, text, !b.LoopCapable)
+	res, err := u.loop(ctx, mb, sc, text, !b.LoopCapable)
 	if err != nil {
 		return err
 	}
@@ -316,176 +318,4 @@ func (u *unit) sectionModel() *modelBinding {
 		return b.models[b.defModel]
 	}
 	return nil
-}
-
-// ---- luavm.Host ----
-
-func (u *unit) Note(n luavm.Note, msg string) {
-	if n == luavm.NoteLog {
-		u.r.observeLog(u.name, msg)
-		return
-	}
-	if d, ok := noteDetails[n]; ok {
-		u.observe(d)
-	}
-}
-
-var noteDetails = map[luavm.Note]Detail{
-	luavm.NoteStoreWriteSucceeded:        StoreWriteSucceeded,
-	luavm.NoteStoreWriteFailed:           StoreWriteFailed,
-	luavm.NoteStoreAppendSucceeded:       StoreAppendSucceeded,
-	luavm.NoteStoreAppendFailed:          StoreAppendFailed,
-	luavm.NoteStoreReadSucceeded:         StoreReadSucceeded,
-	luavm.NoteStoreReadFailed:            StoreReadFailed,
-	luavm.NoteStoreReadNumberedSucceeded: StoreReadNumberedSucceeded,
-	luavm.NoteStoreReadNumberedFailed:    StoreReadNumberedFailed,
-	luavm.NoteStoreReplaceSucceeded:      StoreReplaceSucceeded,
-	luavm.NoteStoreReplaceFailed:         StoreReplaceFailed,
-	luavm.NoteStoreDeleteSucceeded:       StoreDeleteSucceeded,
-	luavm.NoteStoreDeleteFailed:          StoreDeleteFailed,
-	luavm.NoteStoreGlobSucceeded:         StoreGlobSucceeded,
-	luavm.NoteStoreGlobFailed:            StoreGlobFailed,
-}
-
-// The phase rules (tools.need only in the H1, tools.add only in sections,
-// control globals only in sections, ...) are enforced by the VM, which
-// binds stubs in place of the functions a phase may not call; the Host
-// methods below are only reached from the phase they belong to.
-
-func (u *unit) NeedTool(ctx context.Context, alias, description string, override *string) (luavm.ToolHandle, error) {
-	return u.r.bind.needTool(ctx, alias, description, override)
-}
-
-func (u *unit) AlwaysTool(alias string, override *string) error {
-	return u.r.bind.alwaysTool(alias, override)
-}
-
-func (u *unit) NeedModel(ctx context.Context, alias, description string, opts *luavm.ModelOpts) (luavm.ModelHandle, error) {
-	mb, err := u.r.bind.needModel(ctx, alias, description, opts)
-	if err != nil {
-		return luavm.ModelHandle{}, err
-	}
-	return mb.handle(), nil
-}
-
-func (u *unit) DefaultModel(ctx context.Context, alias string, description *string, opts *luavm.ModelOpts) (luavm.ModelHandle, error) {
-	mb, err := u.r.bind.defaultModel(ctx, alias, description, opts)
-	if err != nil {
-		return luavm.ModelHandle{}, err
-	}
-	return mb.handle(), nil
-}
-
-func (u *unit) AddTools(aliases []string, override *string) error {
-	b := &u.r.bind
-	for _, a := range aliases {
-		if _, ok := b.tools[a]; !ok {
-			return luavm.Scriptf("tools.add alias %q was not declared by tools.need", a)
-		}
-	}
-	for _, a := range aliases {
-		if override != nil {
-			if u.addOverride == nil {
-				u.addOverride = map[string]string{}
-			}
-			u.addOverride[a] = *override
-		}
-		if b.tools[a].always || indexOf(u.added, a) >= 0 {
-			continue
-		}
-		u.added = append(u.added, a)
-	}
-	return nil
-}
-
-func (u *unit) AddLocalTool(alias, description string, schema json.RawMessage) error {
-	if _, ok := u.r.bind.tools[alias]; ok {
-		return luavm.Scriptf("tools.add_local alias %q duplicates a declared tool alias", alias)
-	}
-	for _, l := range u.locals {
-		if l.alias == alias {
-			return luavm.Scriptf("tools.add_local alias %q is already registered", alias)
-		}
-	}
-	u.locals = append(u.locals, localTool{alias: alias, description: description, schema: schema})
-	return nil
-}
-
-func (u *unit) ToolCalls(alias string) (int, error) {
-	if n, ok := u.calls[alias]; ok {
-		return n, nil
-	}
-	scope := make([]string, 0, len(u.calls))
-	if sc, err := u.sectionScope(); err == nil {
-		for _, a := range sc.order {
-			if _, ok := u.calls[a]; ok {
-				scope = append(scope, a)
-			}
-		}
-	}
-	suffix := " - check for typos or add it via tools.add"
-	if _, declared := u.r.bind.tools[alias]; declared {
-		suffix = " (alias was declared by tools.need but not added to this section's scope)"
-	}
-	return 0, luavm.Scriptf("tools.calls: %q is not in this section's tool scope; in-scope aliases: %s%s", alias, quoteIDs(scope), suffix)
-}
-
-func (u *unit) UseModel(alias string) (luavm.ModelHandle, error) {
-	if u.useAlias != "" {
-		return luavm.ModelHandle{}, luavm.Scriptf("models.use may be called at most once per section")
-	}
-	mb, ok := u.r.bind.models[alias]
-	if !ok {
-		return luavm.ModelHandle{}, luavm.Scriptf("models.use alias %q was not declared by models.need", alias)
-	}
-	u.useAlias = alias
-	return mb.handle(), nil
-}
-
-func (u *unit) GetModel(alias string) (luavm.ModelHandle, error) {
-	mb, ok := u.r.bind.models[alias]
-	if !ok {
-		return luavm.ModelHandle{}, luavm.Scriptf("models.get alias %q was not declared by models.need", alias)
-	}
-	return mb.handle(), nil
-}
-
-func (u *unit) Infer(ctx context.Context, h *luavm.ModelHandle, p string) (string, error) {
-	b := &u.r.bind
-	var mb *modelBinding
-	switch {
-	case h != nil:
-		mb = b.models[h.Alias]
-		if mb == nil {
-			return "", luavm.Scriptf("model alias %q was not declared by models.need", h.Alias)
-		}
-	case u.sec == nil:
-		mb = b.models[b.defModel]
-	default:
-		mb = u.sectionModel()
-	}
-	if mb == nil {
-		return "", bindingErr("model binding required for section %s", u.name)
-	}
-	return u.infer(ctx, mb, p)
-}
-
-func (u *unit) Jump(target string) (any, error) {
-	t, err := resolveTarget(u.visible(), target)
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-func (u *unit) Execute(ctx context.Context, target string, input *string) (string, error) {
-	return u.execute(ctx, target, input)
-}
-
-func (u *unit) ListFromSection(target string) ([]string, error) {
-	return u.listFromSection(target)
-}
-
-func (u *unit) Fanout(ctx context.Context, worker string, members []any) ([]luavm.FanoutResult, error) {
-	return u.fanout(ctx, worker, members)
 }

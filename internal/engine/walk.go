@@ -9,12 +9,11 @@ import (
 	"github.com/promptforge-go/promptforge/internal/prompt"
 )
 
-// frame is what the units of one walk share: the context they run under
-// (the run's, or a fanout's that is also cancelled when a sibling arm
-// fails), their nesting depth, the args they see, and whether they run
-// inside a fanout arm.
+// frame is what the units of one walk share: their nesting depth, the
+// args they see, and whether they run inside a fanout arm. The context
+// they run under (the run's, or a fanout's that is also cancelled when a
+// sibling arm fails) is not part of it: it is passed down as a parameter.
 type frame struct {
-	ctx   context.Context
 	depth int
 	args  string
 	// inArm marks units of a fanout arm (and of chains started inside
@@ -40,6 +39,16 @@ func (e walkEnd) text() string {
 		return *e.reply
 	}
 	return ""
+}
+
+// entry is how a walk enters the section it starts at: with the rolling
+// reply it carries, and with the var its sections share (a jump to a child
+// starts a child walk that shares it too). addressed makes that first
+// section run even when it is off-walk.
+type entry struct {
+	reply     *string
+	v         *luavm.Var
+	addressed bool
 }
 
 // flow is how one section entry ended.
@@ -98,20 +107,17 @@ func armVisible(caller []place, worker place) []place {
 	return out
 }
 
-// walk runs slice from start (§3.3). parent owns slice (nil at the top).
-// addressed makes the first section run even when it is off-walk. Sections
-// of one walk share v; a jump to a child starts a child walk that shares it
-// too.
-func (r *run) walk(fr frame, slice []*prompt.Section, parent *prompt.Section, start int, reply *string, addressed bool, v *luavm.Var) (walkEnd, error) {
-	for i := start; i < len(slice); {
-		s := slice[i]
+// walk runs the sections of from's slice, starting at from (§3.3).
+func (r *run) walk(ctx context.Context, fr frame, from place, in entry) (walkEnd, error) {
+	at, reply, addressed := from, in.reply, in.addressed
+	for at.index < len(at.slice) {
+		s := at.section()
 		if !addressed && s.OffWalk {
-			i++
+			at.index++
 			continue
 		}
 		addressed = false
-		u := r.newUnit(fr, place{slice: slice, parent: parent, index: i})
-		f, err := u.runSection(reply, v)
+		f, err := r.newUnit(fr, at).runSection(ctx, reply, in.v)
 		if err != nil {
 			return walkEnd{}, err
 		}
@@ -120,11 +126,11 @@ func (r *run) walk(fr frame, slice []*prompt.Section, parent *prompt.Section, st
 		case f.returned:
 			return walkEnd{returned: true, value: f.value}, nil
 		case f.jump == nil:
-			i++
+			at.index++
 		case f.jump.parent == s:
 			// A child: walk the jumper's children from the target, then
 			// resume this walk after the jumper with the child walk's reply.
-			end, err := r.walk(fr, f.jump.slice, s, f.jump.index, reply, true, v)
+			end, err := r.walk(ctx, fr, *f.jump, entry{reply: reply, v: in.v, addressed: true})
 			if err != nil {
 				return walkEnd{}, err
 			}
@@ -132,9 +138,9 @@ func (r *run) walk(fr frame, slice []*prompt.Section, parent *prompt.Section, st
 				return end, nil
 			}
 			reply = end.reply
-			i++
+			at.index++
 		default:
-			i = f.jump.index
+			at.index = f.jump.index
 			addressed = true
 		}
 	}
@@ -194,20 +200,19 @@ func (u *unit) execute(ctx context.Context, target string, input *string) (strin
 	if err != nil {
 		return "", err
 	}
-	if u.fr.depth+1 > MaxDepth {
-		return "", &Error{Kind: Lua, Err: fmt.Errorf("execute recursion exceeded cap of %d", MaxDepth)}
+	if u.frame.depth+1 > MaxDepth {
+		return "", &Error{Kind: KindLua, Err: fmt.Errorf("execute recursion exceeded cap of %d", MaxDepth)}
 	}
 	v, err := u.vm.Var()
 	if err != nil {
 		return "", err
 	}
-	fr := u.fr
-	fr.ctx = ctx
+	fr := u.frame
 	fr.depth++
 	if input != nil {
 		fr.args = *input
 	}
-	end, err := u.r.walk(fr, t.slice, t.parent, t.index, nil, true, v.Clone())
+	end, err := u.r.walk(ctx, fr, t, entry{v: v.Clone(), addressed: true})
 	if err != nil {
 		return "", err
 	}

@@ -75,7 +75,7 @@ func TestWire_IterationCap(t *testing.T) {
 			cfg.Tools = []tools.Tool{searchTool()}
 			cfg.Limits = c.limits
 			r := runP(t, parse(t, searchPrompt(t, c.fm)), "", cfg)
-			r.fails(t, Tool, "tool-call loop did not converge")
+			r.fails(t, KindTool, "tool-call loop did not converge")
 			if n := len(g.Requests()); n != c.want || r.Turns != c.want {
 				t.Fatalf("requests %d turns %d, want %d", n, r.Turns, c.want)
 			}
@@ -89,7 +89,7 @@ func TestWire_UnknownAndFailingTools(t *testing.T) {
 	cfg := g.cfg()
 	cfg.Tools = []tools.Tool{searchTool()}
 	r := runP(t, parse(t, searchPrompt(t, "")), "", cfg)
-	r.fails(t, Tool, `tool "nosuch" is not in this section's scope; in-scope aliases: [search]`)
+	r.fails(t, KindTool, `tool "nosuch" is not in this section's scope; in-scope aliases: [search]`)
 	if r.rec.count(ToolCallFailed) != 1 {
 		t.Fatalf("observations %v", r.rec.lines())
 	}
@@ -100,7 +100,7 @@ func TestWire_UnknownAndFailingTools(t *testing.T) {
 	g.Enqueue(callSearch("x"))
 	cfg.Tools = []tools.Tool{failing}
 	r = runP(t, parse(t, searchPrompt(t, "")), "", cfg)
-	e := r.fails(t, Tool, "tool call failure: backend exploded")
+	e := r.fails(t, KindTool, "tool call failure: backend exploded")
 	if !errors.Is(e, cause) {
 		t.Fatal("inner cause lost")
 	}
@@ -114,7 +114,7 @@ func TestWire_FailedTurnLeaksNothing(t *testing.T) {
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Status(500, `{"error":"secret body with prompt text"}`))
 	r := runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nSecret prose input.\n"), "", g.cfg())
-	e := r.fails(t, Completion, "500")
+	e := r.fails(t, KindCompletion, "500")
 	if !e.Retryable() {
 		t.Fatal("5xx should be retryable")
 	}
@@ -153,7 +153,7 @@ func TestWire_EmptyTurns(t *testing.T) {
 				lua(`return "[" .. reply .. "]" .. sys.reply_finish_reason`)
 			r := runP(t, parse(t, body), "", cfg)
 			if c.fail {
-				r.fails(t, Completion, c.want)
+				r.fails(t, KindCompletion, c.want)
 			} else {
 				finish := "stop"
 				if c.trunc > 0 {
@@ -260,7 +260,7 @@ func TestWire_MalformedReply(t *testing.T) {
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Malformed(`{"choices": "nope"`))
 	r := runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nHi.\n"), "", g.cfg())
-	e := r.fails(t, Completion, "malformed")
+	e := r.fails(t, KindCompletion, "malformed")
 	if !e.Retryable() {
 		t.Fatal("malformed replies are retryable")
 	}
@@ -277,7 +277,7 @@ func TestWire_HangPastClientTimeout(t *testing.T) {
 	cfg := g.cfg()
 	cfg.Client = c
 	r := runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nHi.\n"), "", cfg)
-	e := r.fails(t, Completion, "")
+	e := r.fails(t, KindCompletion, "")
 	if !e.Retryable() || e.Cancelled() {
 		t.Fatalf("timeout error %v: retryable %v cancelled %v", e, e.Retryable(), e.Cancelled())
 	}
@@ -290,9 +290,9 @@ func TestWire_NoClientMeansNoGateway(t *testing.T) {
 	g := newGW(t)
 	t.Setenv(gateway.EnvURL, g.URL())
 	t.Setenv(gateway.EnvAPIKey, g.APIKey())
-	runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\n"+lua(`return "no model needed"`)), "", Config{Models: []gateway.Model{testModel}}).ok(t, "no model needed")
-	r := runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nHi.\n"), "", Config{Models: []gateway.Model{testModel}})
-	e := r.fails(t, Completion, gateway.EnvURL)
+	runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\n"+lua(`return "no model needed"`)), "", Options{Models: []gateway.Model{testModel}}).ok(t, "no model needed")
+	r := runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nHi.\n"), "", Options{Models: []gateway.Model{testModel}})
+	e := r.fails(t, KindCompletion, gateway.EnvURL)
 	if !errors.Is(e, gateway.ErrNotConfigured) || !strings.Contains(e.Error(), "[gateway]") {
 		t.Errorf("no-client failure %q should wrap ErrNotConfigured and name both settings", e)
 	}
@@ -303,7 +303,7 @@ func TestWire_NoClientMeansNoGateway(t *testing.T) {
 
 // Cancellation.
 
-func runCtx(ctx context.Context, t *testing.T, body string, cfg Config) (Result, error) {
+func runCtx(ctx context.Context, t *testing.T, body string, cfg Options) (Result, error) {
 	t.Helper()
 	return Run(ctx, parse(t, body), "", store.New(), cfg)
 }
@@ -311,7 +311,7 @@ func runCtx(ctx context.Context, t *testing.T, body string, cfg Config) (Result,
 func wantCancelled(t *testing.T, err error, cause string) {
 	t.Helper()
 	var e *Error
-	if !errors.As(err, &e) || !e.Cancelled() || e.Kind != Cancelled {
+	if !errors.As(err, &e) || !e.Cancelled() || e.Kind != KindCancelled {
 		t.Fatalf("error %T %v is not a cancellation", err, err)
 	}
 	if !strings.Contains(e.Error(), cause) {
@@ -322,7 +322,7 @@ func wantCancelled(t *testing.T, err error, cause string) {
 func TestCancel_PreCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(errors.New("the caller cancelled the call"))
-	_, err := runCtx(ctx, t, "# T\n\n## A\n\n"+lua(`return 1`), Config{})
+	_, err := runCtx(ctx, t, "# T\n\n## A\n\n"+lua(`return 1`), Options{})
 	wantCancelled(t, err, "the caller cancelled the call")
 }
 
@@ -376,7 +376,7 @@ func TestCancel_MidLuaLoop(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	started := make(chan struct{})
-	cfg := Config{Observer: ObserverFunc(func(e Event) {
+	cfg := Options{Observer: ObserverFunc(func(e Event) {
 		if e.Detail == DetailLua {
 			close(started)
 		}

@@ -9,7 +9,7 @@ func BenchmarkNewVM(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		vm := New(ctx, Config{Kind: KindSection, Host: &fakeHost{}})
+		vm := New(ctx, Options{Kind: KindSection, Host: &fakeHost{}})
 		vm.Close()
 	}
 }
@@ -19,7 +19,7 @@ func BenchmarkRunChunk(b *testing.B) {
 	c := chunk(b, "bench", 1, `return "hello " .. args`)
 	b.ReportAllocs()
 	for b.Loop() {
-		vm := New(ctx, Config{Kind: KindSection, Host: &fakeHost{}, Args: "world"})
+		vm := New(ctx, Options{Kind: KindSection, Host: &fakeHost{}, Args: "world"})
 		if _, err := vm.RunChunk(c); err != nil {
 			b.Fatal(err)
 		}

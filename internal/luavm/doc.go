@@ -7,7 +7,7 @@
 //
 // A VM is not safe for concurrent use, but VMs are independent: fanout
 // arms run one VM per goroutine over one shared store. An arm's VM tags
-// its store.write calls (Config.Writer) so the store can refuse two arms
+// its store.write calls (Options.Writer) so the store can refuse two arms
 // of one fanout writing one path; that refusal ends the chunk even under
 // pcall, because one of the two results would be silently lost.
 //

@@ -8,7 +8,10 @@ type Limits struct {
 	// instruction hook, so this stands in for the reference's quota of
 	// 10,000,000 instructions; it is paused while the VM waits on the host
 	// (model calls, execute, tools). See DefaultLuaTime for how the
-	// default relates to that quota.
+	// default relates to that quota. It also bounds what the limits below
+	// cannot: a VM has no memory ceiling (gopher-lua offers no allocation
+	// hook), so a loop growing a Lua table, or `..` doubling a string,
+	// allocates until this budget ends it.
 	LuaTime time.Duration
 	// CallStackSize caps nested Lua calls (runaway recursion fails cleanly).
 	CallStackSize int

@@ -138,7 +138,7 @@ func (vm *VM) luaPairs(L *lua.LState) int {
 		return 3
 	}
 	tb := L.CheckTable(1)
-	L.Push(shared().next)
+	L.Push(vm.lib.next)
 	L.Push(tb)
 	L.Push(lua.LNil)
 	return 3

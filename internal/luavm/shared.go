@@ -23,6 +23,8 @@ import (
 
 // vmContext is the context a VM's LState carries: the Lua context (run
 // cancellation plus the time budget) and the VM its bindings serve.
+// gopher-lua hands a binding nothing but its LState, so the state's
+// context is the one place both can travel.
 type vmContext struct {
 	context.Context
 	vm *VM
@@ -80,16 +82,12 @@ func proxyTable(L *lua.LState, meta *lua.LTable, extra int) *lua.LTable {
 // and everything else in the base library is left out.
 var keptBase = []string{"assert", "error", "getmetatable", "setmetatable", "pcall", "xpcall", "select", "tonumber", "tostring"}
 
-// The shared part is built on first use and never changes afterwards.
-var (
-	sharedOnce sync.Once
-	sharedVal  *sharedLib
-)
-
-func shared() *sharedLib {
-	sharedOnce.Do(func() { sharedVal = buildShared() })
-	return sharedVal
-}
+// shared returns the process-wide part of every VM, built on first use.
+// The sharedLib it returns is never written afterwards, so VMs on any
+// goroutine read it without locking. New fetches it once into VM.lib: the
+// bindings read it there, which also keeps them from referring back to
+// this variable (Go would report that as an initialisation cycle).
+var shared = sync.OnceValue(buildShared)
 
 // newTable builds a table holding list plus room for extra entries.
 func newTable(L *lua.LState, list []named, extra int) *lua.LTable {
@@ -100,122 +98,158 @@ func newTable(L *lua.LState, list []named, extra int) *lua.LTable {
 	return t
 }
 
+// builder manufactures the shared values. Its state T only creates
+// function values and tables; no Lua runs in it after the libraries are
+// opened.
+type builder struct{ T *lua.LState }
+
+// fn wraps a plain binding.
+func (b builder) fn(f lua.LGFunction) lua.LValue { return b.T.NewFunction(f) }
+
+// method wraps a binding of the VM the calling state belongs to.
+func (b builder) method(f func(*VM, *lua.LState) int) lua.LValue {
+	return b.T.NewFunction(func(L *lua.LState) int { return f(vmOf(L), L) })
+}
+
+// stub is a binding that fails with msg (a function the phase forbids).
+func (b builder) stub(msg string) lua.LValue { return b.fn(stubFn(msg)) }
+
+// meta builds a metatable from its metamethods.
+func (b builder) meta(mm ...named) *lua.LTable { return newTable(b.T, mm, 0) }
+
 func buildShared() *sharedLib {
-	// T only manufactures function values; it is never run again.
 	T := lua.NewState(lua.Options{SkipOpenLibs: true})
 	for _, open := range []lua.LGFunction{lua.OpenBase, lua.OpenString, lua.OpenTable, lua.OpenMath} {
 		T.Push(T.NewFunction(open))
 		T.Call(0, 0)
 	}
-	fn := func(f lua.LGFunction) lua.LValue { return T.NewFunction(f) }
-	m := func(f func(*VM, *lua.LState) int) lua.LValue {
-		return T.NewFunction(func(L *lua.LState) int { return f(vmOf(L), L) })
-	}
-	stub := func(msg string) lua.LValue { return fn(stubFn(msg)) }
-	g := T.G.Global
+	b := builder{T}
 	s := &sharedLib{}
+	b.sharedLibs(s)
+	b.sharedHostLibs(s)
+	b.sharedProxies(s)
+	b.sharedMetas(s)
+	return s
+}
 
+// sharedLibs builds the base functions and the string, table and math
+// libraries: gopher-lua's, with the unsafe or unbounded functions replaced
+// by the VM's own.
+func (b builder) sharedLibs(s *sharedLib) {
+	g := b.T.G.Global
 	for _, name := range keptBase {
 		s.global = append(s.global, named{name, g.RawGetString(name)})
 	}
-	s.next = m((*VM).luaNext)
-	unpack := m((*VM).luaUnpack)
+	s.next = b.method((*VM).luaNext)
+	unpack := b.method((*VM).luaUnpack)
 	s.global = append(s.global,
 		named{"_VERSION", lua.LString(lua.LuaVersion)},
 		named{"next", s.next},
-		named{"type", m((*VM).luaType)},
-		named{"pairs", m((*VM).luaPairs)},
-		named{"ipairs", fn(luaIpairs)},
+		named{"type", b.method((*VM).luaType)},
+		named{"pairs", b.method((*VM).luaPairs)},
+		named{"ipairs", b.fn(luaIpairs)},
 		named{"unpack", unpack},
-		named{"untrusted", m((*VM).luaUntrusted)},
-		named{"log", m((*VM).luaLog)},
+		named{"untrusted", b.method((*VM).luaUntrusted)},
+		named{"log", b.method((*VM).luaLog)},
 	)
 
-	collect := func(t *lua.LTable, skip ...string) []named {
-		var out []named
-		t.ForEach(func(k, v lua.LValue) {
-			name := string(k.(lua.LString))
-			for _, x := range skip {
-				if x == name {
-					return
-				}
-			}
-			out = append(out, named{name, v})
-		})
-		sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-		return out
-	}
 	str := g.RawGetString("string").(*lua.LTable)
 	format := str.RawGetString("format").(*lua.LFunction).GFunction
-	gmatch := m((*VM).strGmatch)
+	gmatch := b.method((*VM).strGmatch)
 	s.str = append(collect(str, "dump", "rep", "format", "find", "match", "gmatch", "gfind", "gsub", "byte", "__index"),
-		named{"rep", m((*VM).strRep)},
-		named{"format", m(func(vm *VM, L *lua.LState) int { return vm.strFormat(L, format) })},
-		named{"find", m((*VM).strFind)},
-		named{"match", m((*VM).strMatch)},
+		named{"rep", b.method((*VM).strRep)},
+		named{"format", b.method(func(vm *VM, L *lua.LState) int { return vm.strFormat(L, format) })},
+		named{"find", b.method((*VM).strFind)},
+		named{"match", b.method((*VM).strMatch)},
 		named{"gmatch", gmatch},
 		named{"gfind", gmatch},
-		named{"gsub", m((*VM).strGsub)},
-		named{"byte", fn(strByte)},
+		named{"gsub", b.method((*VM).strGsub)},
+		named{"byte", b.fn(strByte)},
 	)
 	tbl := g.RawGetString("table").(*lua.LTable)
 	sortFn := tbl.RawGetString("sort").(*lua.LFunction).GFunction
 	s.table = append(collect(tbl, "concat", "insert", "remove", "sort"),
-		named{"concat", m((*VM).tableConcat)},
-		named{"insert", m((*VM).tableInsert)},
-		named{"remove", m((*VM).tableRemove)},
-		named{"sort", fn(tableSort(sortFn))},
+		named{"concat", b.method((*VM).tableConcat)},
+		named{"insert", b.method((*VM).tableInsert)},
+		named{"remove", b.method((*VM).tableRemove)},
+		named{"sort", b.fn(tableSort(sortFn))},
 		// Lua 5.4 moved unpack into table; prompts written for it use that.
 		named{"unpack", unpack},
 	)
 	s.math = collect(g.RawGetString("math").(*lua.LTable))
+}
 
+// collect lists t's entries but skip, sorted by name.
+func collect(t *lua.LTable, skip ...string) []named {
+	var out []named
+	t.ForEach(func(k, v lua.LValue) {
+		name := string(k.(lua.LString))
+		for _, x := range skip {
+			if x == name {
+				return
+			}
+		}
+		out = append(out, named{name, v})
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// sharedHostLibs builds the host bindings: store, the H1's and the
+// sections' tools and models, and the control globals, with stubs where a
+// phase may not call a function.
+func (b builder) sharedHostLibs(s *sharedLib) {
 	s.store = []named{
-		{"read", m((*VM).storeRead)},
-		{"read_numbered", m((*VM).storeReadNumbered)},
-		{"write", m((*VM).storeWrite)},
-		{"append", m((*VM).storeAppend)},
-		{"str_replace", m((*VM).storeReplace)},
-		{"delete", m((*VM).storeDelete)},
-		{"glob", m((*VM).storeGlob)},
-		{"exists", m((*VM).storeExists)},
+		{"read", b.method((*VM).storeRead)},
+		{"read_numbered", b.method((*VM).storeReadNumbered)},
+		{"write", b.method((*VM).storeWrite)},
+		{"append", b.method((*VM).storeAppend)},
+		{"str_replace", b.method((*VM).storeReplace)},
+		{"delete", b.method((*VM).storeDelete)},
+		{"glob", b.method((*VM).storeGlob)},
+		{"exists", b.method((*VM).storeExists)},
 	}
-	infer := m((*VM).modelsInfer)
+	infer := b.method((*VM).modelsInfer)
 	s.h1Tools = []named{
-		{"need", m((*VM).toolsNeed)},
-		{"always", m((*VM).toolsAlways)},
-		{"add", stub("tools.add is only available during H2 recording")},
+		{"need", b.method((*VM).toolsNeed)},
+		{"always", b.method((*VM).toolsAlways)},
+		{"add", b.stub("tools.add is only available during H2 recording")},
 	}
 	s.h1Models = []named{
-		{"need", m((*VM).modelsNeed)},
-		{"default", m((*VM).modelsDefault)},
-		{"use", stub("models.use is only available during H2 recording")},
+		{"need", b.method((*VM).modelsNeed)},
+		{"default", b.method((*VM).modelsDefault)},
+		{"use", b.stub("models.use is only available during H2 recording")},
 		{"infer", infer},
 	}
 	s.secTools = []named{
-		{"need", stub("tools.need is only available during live H1 execution")},
-		{"always", stub("tools.always is only available during live H1 execution")},
-		{"add", m((*VM).toolsAdd)},
-		{"add_local", m((*VM).toolsAddLocal)},
+		{"need", b.stub("tools.need is only available during live H1 execution")},
+		{"always", b.stub("tools.always is only available during live H1 execution")},
+		{"add", b.method((*VM).toolsAdd)},
+		{"add_local", b.method((*VM).toolsAddLocal)},
 	}
 	s.secModels = []named{
-		{"need", stub("models.need is only available during live H1 execution")},
-		{"default", stub("models.default is only available during live H1 execution")},
-		{"use", m((*VM).modelsUse)},
-		{"get", m((*VM).modelsGet)},
+		{"need", b.stub("models.need is only available during live H1 execution")},
+		{"default", b.stub("models.default is only available during live H1 execution")},
+		{"use", b.method((*VM).modelsUse)},
+		{"get", b.method((*VM).modelsGet)},
 		{"infer", infer},
 	}
-	s.jump = m((*VM).luaJump)
+	s.jump = b.method((*VM).luaJump)
 	s.control = []named{
 		{"jump", s.jump},
-		{"execute", m((*VM).luaExecute)},
-		{"list_from_section", m((*VM).luaListFromSection)},
-		{"fanout", m((*VM).luaFanout)},
+		{"execute", b.method((*VM).luaExecute)},
+		{"list_from_section", b.method((*VM).luaListFromSection)},
+		{"fanout", b.method((*VM).luaFanout)},
 	}
 	for _, name := range []string{"execute", "jump", "fanout", "list_from_section"} {
-		s.h1Control = append(s.h1Control, named{name, stub(name + " is only available in sections (## headings); H1 runs before sections exist")})
+		s.h1Control = append(s.h1Control, named{name, b.stub(name + " is only available in sections (## headings); H1 runs before sections exist")})
 	}
+}
 
+// sharedProxies builds the shared library tables and the metatables of
+// the per-VM proxies that read through to them.
+func (b builder) sharedProxies(s *sharedLib) {
+	T := b.T
 	s.strLib, s.tableLib, s.mathLib = newTable(T, s.str, 0), newTable(T, s.table, 0), newTable(T, s.math, 0)
 	s.storeLib = newTable(T, s.store, 0)
 	s.h1ToolsLib, s.h1ModelsLib = newTable(T, s.h1Tools, 0), newTable(T, s.h1Models, 0)
@@ -224,48 +258,50 @@ func buildShared() *sharedLib {
 	s.storeProxy = proxyMeta(T, s.storeLib)
 	s.h1ToolsProxy, s.h1ModelsProxy = proxyMeta(T, s.h1ToolsLib), proxyMeta(T, s.h1ModelsLib)
 	s.secToolsProxy, s.secModelsProxy = proxyMeta(T, s.secToolsLib), proxyMeta(T, s.secModelsLib)
+}
 
-	meta := func(mm ...named) *lua.LTable { return newTable(T, mm, 0) }
-	s.sysMeta = meta(
-		named{"__index", fn(sysIndex)},
-		named{"__newindex", fn(sysNewIndex)},
+// sharedMetas builds the protected metatables of sys, var, tools.calls,
+// the handle objects and host errors.
+func (b builder) sharedMetas(s *sharedLib) {
+	s.sysMeta = b.meta(
+		named{"__index", b.fn(sysIndex)},
+		named{"__newindex", b.fn(sysNewIndex)},
 		named{"__metatable", lua.LString("sys is sealed")},
 	)
-	s.varMeta = meta(
-		named{"__index", fn(varIndex)},
-		named{"__newindex", fn(varNewIndex)},
-		named{"__len", fn(varLen)},
+	s.varMeta = b.meta(
+		named{"__index", b.fn(varIndex)},
+		named{"__newindex", b.fn(varNewIndex)},
+		named{"__len", b.fn(varLen)},
 		named{"__metatable", lua.LString("var is guarded")},
 	)
-	s.callsMeta = meta(
-		named{"__index", fn(callsIndex)},
-		named{"__newindex", stub("tools.calls is read-only")},
+	s.callsMeta = b.meta(
+		named{"__index", b.fn(callsIndex)},
+		named{"__newindex", b.stub("tools.calls is read-only")},
 		named{"__metatable", lua.LString("tools.calls is read-only")},
 	)
-	s.toolMeta = meta(
-		named{"__index", fn(toolIndex)},
-		named{"__newindex", fn(frozen("Tool"))},
-		named{"__tostring", fn(toolString)},
+	s.toolMeta = b.meta(
+		named{"__index", b.fn(toolIndex)},
+		named{"__newindex", b.fn(frozen("Tool"))},
+		named{"__tostring", b.fn(toolString)},
 		named{"__metatable", lua.LString("Tool objects are frozen")},
 	)
-	handleInfer := m((*VM).handleInfer)
-	s.modelMeta = meta(
-		named{"__index", fn(modelIndex(handleInfer))},
-		named{"__newindex", fn(frozen("Model"))},
-		named{"__tostring", fn(modelString)},
+	handleInfer := b.method((*VM).handleInfer)
+	s.modelMeta = b.meta(
+		named{"__index", b.fn(modelIndex(handleInfer))},
+		named{"__newindex", b.fn(frozen("Model"))},
+		named{"__tostring", b.fn(modelString)},
 		named{"__metatable", lua.LString("Model objects are frozen")},
 	)
-	s.errorMeta = meta(
-		named{"__tostring", fn(errorString)},
+	s.errorMeta = b.meta(
+		named{"__tostring", b.fn(errorString)},
 		named{"__metatable", lua.LString("error")},
 	)
-	s.resultMeta = meta(
-		named{"__index", fn(resultIndex)},
-		named{"__tostring", fn(resultString)},
-		named{"__newindex", stub("fanout results are read-only")},
+	s.resultMeta = b.meta(
+		named{"__index", b.fn(resultIndex)},
+		named{"__tostring", b.fn(resultString)},
+		named{"__newindex", b.stub("fanout results are read-only")},
 		named{"__metatable", lua.LString("fanout result")},
 	)
-	return s
 }
 
 func stubFn(msg string) lua.LGFunction {

@@ -60,7 +60,7 @@ func TestStringLibMatchesGopherLua(t *testing.T) {
 
 	ref := lua.NewState()
 	defer ref.Close()
-	e := newEnv(t, Config{})
+	e := newEnv(t, Options{})
 	for _, call := range calls {
 		for _, p := range patterns {
 			for _, s := range subjects {
@@ -96,7 +96,7 @@ func TestStringLibMatchesGopherLua(t *testing.T) {
 // TestStringLibDifferences pins where the sandbox deliberately differs from
 // gopher-lua (each follows Lua).
 func TestStringLibDifferences(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, Options{})
 	for src, want := range map[string]string{
 		`return select("#", string.match("abc", "x"))`:                          "1",
 		`return table.concat({string.find("abc", "", 2)}, ",")`:                 "2,1",
@@ -127,7 +127,7 @@ func TestPatternCallsStopAtTheBudget(t *testing.T) {
 		`pcall(string.find, s, ".-.-.-b")`,
 	} {
 		t.Run(call, func(t *testing.T) {
-			e := newEnv(t, Config{Limits: Limits{LuaTime: 50 * time.Millisecond}})
+			e := newEnv(t, Options{Limits: Limits{LuaTime: 50 * time.Millisecond}})
 			err := mustFail(t, e, `local s = string.rep("a", 3000) local r = `+call+` return "finished"`, "lua time quota exceeded")
 			var qe *QuotaError
 			if !errors.As(err, &qe) {
@@ -156,7 +156,7 @@ func TestPatternCallsStopOnCancellation(t *testing.T) {
 	defer cancel(nil)
 	host := &signalOnLog{logged: make(chan struct{})}
 	// A budget of an hour: only the cancellation can end the match.
-	vm := New(ctx, Config{Kind: KindSection, Host: host, Store: store.New(), Limits: Limits{LuaTime: time.Hour}})
+	vm := New(ctx, Options{Kind: KindSection, Host: host, Store: store.New(), Limits: Limits{LuaTime: time.Hour}})
 	defer vm.Close()
 	done := make(chan error, 1)
 	go func() {
@@ -176,7 +176,7 @@ func TestPatternCallsStopOnCancellation(t *testing.T) {
 // gopher-lua's gsub copied the whole subject once per match: 20,000
 // matches over 40 KB allocated gigabytes. The result must be built once.
 func TestGsubIsLinear(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, Options{})
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	mustReturn(t, e, `local s = string.rep("a<", 20000) local r, n = s:gsub("<", "&lt;") return #r .. ":" .. n .. ":" .. r:sub(1, 10)`, "100000:20000:a&lt;a&lt;")
@@ -187,7 +187,7 @@ func TestGsubIsLinear(t *testing.T) {
 }
 
 func TestStringResultsAreBounded(t *testing.T) {
-	e := newEnv(t, Config{Limits: Limits{MaxStringBytes: 1000}})
+	e := newEnv(t, Options{Limits: Limits{MaxStringBytes: 1000}})
 	mustFail(t, e, `return string.gsub(string.rep("a", 600), "a", "bb")`, "string.gsub result would exceed the 1000-byte string limit")
 	mustReturn(t, e, `return #string.gsub(string.rep("a", 500), "a", "bb")`, "1000")
 	mustFail(t, e, `local s = string.rep("x", 600) return string.format("%s%s", s, s)`, "string.format result would exceed the 1000-byte string limit")
@@ -197,14 +197,14 @@ func TestStringResultsAreBounded(t *testing.T) {
 	mustReturn(t, e, `return string.format("%5.1f|%-3d|%s", 3.14159, 7, "ok")`, "  3.1|7  |ok")
 	mustFail(t, e, `return string.format("%999999999d", 1)`, "width or precision too long")
 
-	d := newEnv(t, Config{})
+	d := newEnv(t, Options{})
 	mustFail(t, d, `local s = string.rep("x", 9 * 1024 * 1024) return string.format("%s%s", s, s)`, "string.format result would exceed the 16777216-byte string limit")
 }
 
 // Returning a value per byte of a large string used to allocate gigabytes
 // while gopher-lua grew its value stack step by step.
 func TestCallResultsAreCapped(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, Options{})
 	mustFail(t, e, `local t = {string.byte(string.rep("x", 9e5), 1, -1)} return #t`, "string.byte would return 900000 values, more than the 65536 one call may return")
 	mustReturn(t, e, `return select("#", string.byte(string.rep("x", 65536), 1, -1))`, "65536")
 	mustReturn(t, e, `return string.byte("abc", 2) .. ":" .. select("#", string.byte("abc", -2, -1)) .. ":" .. select("#", string.byte("abc", 3, 2))`, "98:2:0")

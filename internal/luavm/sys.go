@@ -65,7 +65,7 @@ func (vm *VM) SysField(name string) (any, bool) {
 
 func (vm *VM) newSys() *lua.LTable {
 	t := vm.L.CreateTable(0, 0)
-	t.Metatable = shared().sysMeta
+	t.Metatable = vm.lib.sysMeta
 	return t
 }
 

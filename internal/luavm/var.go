@@ -30,7 +30,7 @@ func (vm *VM) proxy(node *Table, path string) *lua.LUserData {
 	}
 	ud := vm.L.NewUserData()
 	ud.Value = &varRef{node: node, path: path}
-	ud.Metatable = shared().varMeta
+	ud.Metatable = vm.lib.varMeta
 	vm.proxies[node] = ud
 	return ud
 }

@@ -17,7 +17,7 @@ func checkSize(t *testing.T, v *Var) {
 
 func TestVarSizeEstimateStaysExact(t *testing.T) {
 	v := NewVar()
-	e := newEnv(t, Config{Var: v})
+	e := newEnv(t, Options{Var: v})
 	checkSize(t, v)
 	for _, src := range []string{
 		`var.name = "x"; var.n = 3; var.list = {1, "two", true, {k = "v"}}`,
@@ -37,7 +37,7 @@ func TestVarSizeEstimateStaysExact(t *testing.T) {
 		checkSize(t, v)
 	}
 	// The estimate travels with var into the next section and into clones.
-	next := newEnv(t, Config{Var: v})
+	next := newEnv(t, Options{Var: v})
 	if _, err := next.run(t, `var.more = {1, 2, 3}`); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestVarIsBounded(t *testing.T) {
 	// rounds reached 417 MB. The doubling now stops at the limit, before
 	// the copy.
 	v := NewVar()
-	e := newEnv(t, Config{Var: v, Limits: Limits{MaxVarBytes: limit}})
+	e := newEnv(t, Options{Var: v, Limits: Limits{MaxVarBytes: limit}})
 	mustFail(t, e, `var.a = {1} for i = 1, 40 do var["k" .. i] = var end`,
 		"the assignment would grow var past its 1048576-byte limit")
 	if v.size > limit {
@@ -70,26 +70,26 @@ func TestVarIsBounded(t *testing.T) {
 		`var.list = {} for i = 1, 100000 do var.list[i] = i end`:          "var.list[",
 		`var.s = {} for i = 1, 100000 do table.insert(var.s, "item") end`: "var.s[",
 	} {
-		g := newEnv(t, Config{Limits: Limits{MaxVarBytes: limit}})
+		g := newEnv(t, Options{Limits: Limits{MaxVarBytes: limit}})
 		mustFail(t, g, src, want)
 		checkSize(t, g.vm.varRoot)
 	}
 
 	// A table taken out of var no longer counts.
-	fresh := newEnv(t, Config{Limits: Limits{MaxVarBytes: limit}})
+	fresh := newEnv(t, Options{Limits: Limits{MaxVarBytes: limit}})
 	mustReturn(t, fresh, `var.a = {} local a = var.a var.a = nil for i = 1, 100000 do a[i] = i end return #a`, "100000")
 	checkSize(t, fresh.vm.varRoot)
 }
 
 func TestVarNestingThroughProxiesIsBounded(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, Options{})
 	mustFail(t, e, `var.d = {} for i = 1, 3000 do var.d = {x = var.d} end`, "var.d.x must be JSON data, got a structure nested too deeply")
 }
 
 // var data is accepted wherever the host API takes a table (type() calls it
 // one).
 func TestVarDataWhereTablesAreExpected(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, Options{})
 	if _, err := e.run(t, `var.ts = {"search", "fetch"}; tools.add(var.ts)
 var.p = {text = {"string", "the text"}}
 tools.add_local("shout", "Upper-case", var.p, function(a) return a.text:upper() end)`); err != nil {
@@ -103,7 +103,7 @@ tools.add_local("shout", "Upper-case", var.p, function(a) return a.text:upper() 
 	}
 	mustReturn(t, e, `var.items = {"x", 2, {k = 1}}; local r = fanout("## W", var.items); return table.concat(r, ";")`, `x;2;{"k":1}`)
 
-	h1 := newEnv(t, Config{Kind: KindH1, Sys: Sys{SectionName: "Title"}})
+	h1 := newEnv(t, Options{Kind: KindH1, Sys: Sys{SectionName: "Title"}})
 	mustReturn(t, h1, `var.o = {temperature = 0.5, max_tokens = 100}; local m = models.need("writer", "writes", var.o); return m.temperature .. "/" .. m.max_tokens`, "0.5/100")
 	mustFail(t, h1, `models.need("w", "d", 5)`, "models.need opts must be a table when provided, got number")
 }
@@ -111,7 +111,7 @@ tools.add_local("shout", "Upper-case", var.p, function(a) return a.text:upper() 
 // A handler that captured jump before it ran must not leave its section:
 // the jump is refused where it is called instead of being dropped silently.
 func TestCapturedJumpInsideLocalToolIsRefused(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, Options{})
 	if _, err := e.run(t, `local j = jump
 tools.add_local("caught", "d", {}, function() local ok, err = pcall(j, "## B") return tostring(ok) .. " " .. err end)
 tools.add_local("raw", "d", {}, function() j("## B") end)`); err != nil {

@@ -36,8 +36,8 @@ type Sys struct {
 	Index int
 }
 
-// Config describes one VM.
-type Config struct {
+// Options describes one VM.
+type Options struct {
 	Kind   Kind
 	Host   Host
 	Store  *store.Store
@@ -59,11 +59,19 @@ type Config struct {
 // not safe for concurrent use: one section runs on one goroutine.
 type VM struct {
 	L      *lua.LState
-	cfg    Config
+	cfg    Options
 	limits Limits
 	host   Host
+	lib    *sharedLib // shared(), fetched once in New
 
-	ctx    context.Context // the run's context
+	// ctx is the context the VM was built under (the run's, or a fanout
+	// arm's). The VM holds it because gopher-lua calls the bindings as
+	// func(*lua.LState) int, with no way to pass a context: the bindings
+	// that wait on the host (tools.need, models.infer, execute, fanout,
+	// ...) hand it on from here. The state's own context (luaCtx) cannot
+	// serve, since the time budget cancels it and host waits do not count
+	// against the budget.
+	ctx    context.Context
 	luaCtx context.Context // ctx, also cancelled when the time budget runs out
 	cancel context.CancelCauseFunc
 	budget budget
@@ -134,7 +142,7 @@ func (v *Var) Lookup(keys ...string) (any, bool) {
 // New builds a VM: the sandbox, then the host values, log, store and the
 // control globals, in the order prompts may rely on (the shared library
 // replay and alias globals come after, from RunShared and InstallAliases).
-func New(ctx context.Context, cfg Config) *VM {
+func New(ctx context.Context, cfg Options) *VM {
 	lim := cfg.Limits.WithDefaults()
 	L := lua.NewState(lua.Options{
 		SkipOpenLibs:        true,
@@ -144,11 +152,11 @@ func New(ctx context.Context, cfg Config) *VM {
 		RegistryGrowStep:    registryGrowStep,
 		MinimizeStackMemory: true,
 	})
-	vm := &VM{L: L, cfg: cfg, limits: lim, host: cfg.Host, ctx: ctx}
+	vm := &VM{L: L, cfg: cfg, limits: lim, host: cfg.Host, lib: shared(), ctx: ctx}
 	vm.luaCtx, vm.cancel = context.WithCancelCause(ctx)
 	vm.budget = budget{left: lim.LuaTime, cancel: vm.cancel}
 	L.SetContext(&vmContext{Context: vm.luaCtx, vm: vm})
-	sh := shared()
+	sh := vm.lib
 	vm.openSandbox(sh)
 
 	vm.sys = sysState{Sys: cfg.Sys}
@@ -187,9 +195,6 @@ func (vm *VM) Close() {
 		vm.L.Close()
 	}
 }
-
-// Args is the args string the VM was built with.
-func (vm *VM) Args() string { return vm.cfg.Args }
 
 // Outcome is how a chunk ended.
 type Outcome struct {
@@ -338,7 +343,7 @@ func (vm *VM) raise(err error) {
 	}
 	ud := vm.L.NewUserData()
 	ud.Value = &hostError{err: err}
-	ud.Metatable = shared().errorMeta
+	ud.Metatable = vm.lib.errorMeta
 	vm.L.Error(ud, 0)
 }
 

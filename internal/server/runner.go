@@ -171,7 +171,7 @@ func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progres
 		if err := seedStore(st, p, r); err != nil {
 			return runs.Outcome{Err: err}
 		}
-		res, err := engine.Run(ctx, p, r.args, st, engine.Config{
+		res, err := engine.Run(ctx, p, r.args, st, engine.Options{
 			Execution: id,
 			Client:    s.client,
 			Models:    s.models,
