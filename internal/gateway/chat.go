@@ -28,7 +28,7 @@ func (c *Client) Complete(ctx context.Context, req ChatRequest) (*Completion, er
 	if cerr != nil {
 		return nil, cerr
 	}
-	status, resp, herr := c.do(ctx, "POST", "/chat/completions", opChat, body, c.timeout)
+	status, resp, herr := c.do(ctx, "POST", PathChat, opChat, body, c.timeout)
 	if herr == nil && (status < 200 || status > 299) {
 		herr = statusError(opChat, status, resp)
 	}

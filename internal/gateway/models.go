@@ -30,7 +30,7 @@ func (c *Client) Models(ctx context.Context, overrides map[string]ModelOverride)
 	if err := checkOverrides(overrides); err != nil {
 		return Catalog{}, err
 	}
-	status, body, herr := c.do(ctx, "GET", "/models", opModels, nil, c.modelsTimeout)
+	status, body, herr := c.do(ctx, "GET", PathModels, opModels, nil, c.modelsTimeout)
 	if herr != nil {
 		return Catalog{}, herr
 	}

@@ -47,7 +47,7 @@ func (c *Client) Search(ctx context.Context, query json.RawMessage) (json.RawMes
 		return nil, c.disabledError(opSearch)
 	}
 	status, data, herr := c.send(ctx, exchange{
-		method: "POST", path: "/tools/web_search", op: opSearch, body: query, timeout: SearchTimeout,
+		method: "POST", path: PathSearch, op: opSearch, body: query, timeout: SearchTimeout,
 		replyLimit: MaxSearchReplyBytes, errorLimit: MaxSearchReplyBytes + 1, errorReadFails: true,
 	})
 	if herr != nil {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/runs"
 )
 
@@ -157,7 +157,9 @@ type timedTransport struct {
 
 func (t *timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	start := time.Now()
-	endpoint := endpointOf(req.URL.Path)
+	// The gateway names the endpoint: the label set stays small, never a
+	// raw path a misconfigured URL could make unbounded.
+	endpoint := gateway.Endpoint(req.URL.Path)
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		t.hist.WithLabelValues(endpoint, "0").Observe(time.Since(start).Seconds())
@@ -175,18 +177,6 @@ func (t *timedTransport) CloseIdleConnections() {
 	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
-}
-
-// endpointOf keeps the label set small: the last path segment(s) the
-// gateway contract defines, never a raw path a misconfigured URL could make
-// unbounded.
-func endpointOf(path string) string {
-	for _, e := range []string{"/chat/completions", "/models", "/tools/web_search", "/embeddings"} {
-		if strings.HasSuffix(path, e) {
-			return e
-		}
-	}
-	return "other"
 }
 
 type timedBody struct {
