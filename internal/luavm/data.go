@@ -7,7 +7,6 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -496,25 +495,4 @@ func ToPlain(v any) any {
 // compact JSON with sorted keys.
 func RenderData(v any) (string, error) {
 	return prompt.RenderValue(ToPlain(v))
-}
-
-// escapePreview escapes control characters and caps s at n runes, for
-// quoting author text in messages.
-func escapePreview(s string, n int) string {
-	var b strings.Builder
-	count := 0
-	for _, r := range s {
-		if count == n {
-			b.WriteString("…")
-			break
-		}
-		count++
-		if r < 0x20 || r == 0x7f || r == 0x2028 || r == 0x2029 {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

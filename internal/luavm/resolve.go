@@ -57,7 +57,7 @@ func (vm *VM) Resolve(p prompt.Path) (string, error) {
 	d, err := vm.ToData(g, p.Head)
 	if err != nil {
 		return "", &prompt.TemplateError{Kind: prompt.TplSerialize, Err: err,
-			Msg: "{{ " + escapePreview(p.Raw, 80) + " }} cannot be rendered: " + err.Error()}
+			Msg: "{{ " + prompt.Preview(p.Raw) + " }} cannot be rendered: " + err.Error()}
 	}
 	return prompt.RenderPath(p, ToPlain(d))
 }

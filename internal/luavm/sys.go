@@ -1,6 +1,7 @@
 package luavm
 
 import (
+	"github.com/promptforge-go/promptforge/internal/prompt"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -77,7 +78,7 @@ func sysIndex(L *lua.LState) int {
 	vm := vmOf(L)
 	v, ok := vm.SysField(string(k))
 	if !ok {
-		L.RaiseError("unknown sys field '%s'", escapePreview(string(k), 80))
+		L.RaiseError("unknown sys field '%s'", prompt.Preview(string(k)))
 	}
 	L.Push(vm.FromData(v))
 	return 1
@@ -88,6 +89,6 @@ func sysNewIndex(L *lua.LState) int {
 	if !ok {
 		L.RaiseError("sys fields must be accessed by string key")
 	}
-	L.RaiseError("sys is read-only; cannot set '%s'", escapePreview(string(k), 80))
+	L.RaiseError("sys is read-only; cannot set '%s'", prompt.Preview(string(k)))
 	return 0
 }

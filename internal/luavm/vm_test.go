@@ -248,6 +248,8 @@ func TestSys(t *testing.T) {
 	mustFail(t, e, `return sys.reply_finish_reason`, "unknown sys field 'reply_finish_reason'")
 	mustFail(t, e, `return sys.model`, "unknown sys field 'model'")
 	mustFail(t, e, `sys.id = 3`, "sys is read-only; cannot set 'id'")
+	// A key is quoted as the template errors quote a path (prompt.Preview).
+	mustFail(t, e, `return sys["a\1\nb"]`, `unknown sys field 'a\u{1}\nb'`)
 	mustFail(t, e, `return sys[1]`, "sys fields must be accessed by string key")
 	mustReturn(t, e, `return getmetatable(sys)`, "sys is sealed")
 	e.vm.SetModel("gpt-x")

@@ -170,7 +170,7 @@ func RenderPath(p Path, root any) (string, error) {
 		default:
 			at := strings.Join(append([]string{p.Head}, p.Keys[:i]...), ".")
 			return "", &TemplateError{Kind: TplNotATable,
-				Msg: fmt.Sprintf("%s is %s, not a table, in {{ %s }}", preview(at), jsonTypeName(cur), preview(p.Raw))}
+				Msg: fmt.Sprintf("%s is %s, not a table, in {{ %s }}", Preview(at), jsonTypeName(cur), Preview(p.Raw))}
 		}
 	}
 	if v == nil {
@@ -179,7 +179,7 @@ func RenderPath(p Path, root any) (string, error) {
 	s, err := RenderValue(v)
 	if err != nil {
 		return "", &TemplateError{Kind: TplSerialize, Err: err,
-			Msg: fmt.Sprintf("{{ %s }} cannot be rendered: %v", preview(p.Raw), err)}
+			Msg: fmt.Sprintf("{{ %s }} cannot be rendered: %v", Preview(p.Raw), err)}
 	}
 	return s, nil
 }
@@ -212,20 +212,20 @@ func NilItemError() *TemplateError {
 
 // MissingKeyError is a path whose key is absent.
 func MissingKeyError(p Path) *TemplateError {
-	return &TemplateError{Kind: TplMissingKey, Msg: fmt.Sprintf("missing {{ %s }}", preview(p.Raw))}
+	return &TemplateError{Kind: TplMissingKey, Msg: fmt.Sprintf("missing {{ %s }}", Preview(p.Raw))}
 }
 
 // NullValueError is a path whose value is JSON null; it reads like a
 // missing key because to the author it is one.
 func NullValueError(p Path) *TemplateError {
-	return &TemplateError{Kind: TplNullValue, Msg: fmt.Sprintf("missing {{ %s }}", preview(p.Raw))}
+	return &TemplateError{Kind: TplNullValue, Msg: fmt.Sprintf("missing {{ %s }}", Preview(p.Raw))}
 }
 
 // UnknownNamespaceError is a first segment that is neither a namespace nor
 // a global of the section VM.
 func UnknownNamespaceError(p Path) *TemplateError {
 	return &TemplateError{Kind: TplUnknownNamespace,
-		Msg: fmt.Sprintf("unknown namespace or global '%s' in {{ %s }}", preview(p.Head), preview(p.Raw))}
+		Msg: fmt.Sprintf("unknown namespace or global '%s' in {{ %s }}", Preview(p.Head), Preview(p.Raw))}
 }
 
 // NotJSONError is a global holding something with no JSON form; what
@@ -233,5 +233,5 @@ func UnknownNamespaceError(p Path) *TemplateError {
 func NotJSONError(p Path, what string) *TemplateError {
 	return &TemplateError{Kind: TplSerialize,
 		Msg: fmt.Sprintf("global '%s' in {{ %s }} is not JSON data: it holds %s; store data in it instead",
-			preview(p.Head), preview(p.Raw), what)}
+			Preview(p.Head), Preview(p.Raw), what)}
 }

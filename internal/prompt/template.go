@@ -53,7 +53,7 @@ func substitute(text string, resolve Resolver) (string, error) {
 			closeAt := strings.Index(text[i+2:], "}}")
 			if closeAt < 0 {
 				return "", &TemplateError{Kind: TplUnclosed, Offset: i,
-					Msg: fmt.Sprintf("unclosed placeholder {{%s: no }} follows it", preview(text[i+2:]))}
+					Msg: fmt.Sprintf("unclosed placeholder {{%s: no }} follows it", Preview(text[i+2:]))}
 			}
 			path, terr := ParsePath(text[i+2 : i+2+closeAt])
 			if terr != nil {
@@ -101,11 +101,11 @@ func ParsePath(inside string) (Path, *TemplateError) {
 	for _, s := range segs {
 		if s == "" {
 			return p, &TemplateError{Kind: TplEmptySegment,
-				Msg: fmt.Sprintf("empty segment in {{ %s }}: every dot must separate two names", preview(raw))}
+				Msg: fmt.Sprintf("empty segment in {{ %s }}: every dot must separate two names", Preview(raw))}
 		}
 		if strings.TrimSpace(s) != s {
 			return p, &TemplateError{Kind: TplBadPath,
-				Msg: fmt.Sprintf("bad path {{ %s }}: segment %q has surrounding whitespace", preview(raw), preview(s))}
+				Msg: fmt.Sprintf("bad path {{ %s }}: segment %q has surrounding whitespace", Preview(raw), Preview(s))}
 		}
 	}
 	p.Head, p.Keys = segs[0], segs[1:]
@@ -120,9 +120,12 @@ func ParsePath(inside string) (Path, *TemplateError) {
 	return p, nil
 }
 
-// preview quotes untrusted text in an error message: control characters
-// are escaped and the result is capped at previewLimit characters.
-func preview(s string) string {
+// Preview quotes untrusted text (a template path, a key an author wrote)
+// in an error message: control characters and invalid bytes are escaped
+// and the result is capped at 80 characters (prompt-language §1.6). It is
+// the one rule for such quotes, so the same mistake reads the same whether
+// the parser, the renderer or the Lua runtime reports it.
+func Preview(s string) string {
 	var b strings.Builder
 	n := 0
 	for i, r := range s {

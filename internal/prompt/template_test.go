@@ -244,7 +244,7 @@ func TestPathPreviewsAreEscapedAndBounded(t *testing.T) {
 		t.Errorf("unclosed preview not capped: %v", err)
 	}
 
-	if got := preview("a\xffb\u2028"); got != `a\xffb\u{2028}` {
+	if got := Preview("a\xffb\u2028"); got != `a\xffb\u{2028}` {
 		t.Errorf("preview = %q", got)
 	}
 }
