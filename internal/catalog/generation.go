@@ -193,7 +193,7 @@ func (h *Handle) Reload(ctx context.Context, load LoadFunc) (ReloadOutcome, erro
 		return out, h.keepPrevious(ctx, &ReloadError{Kind: ReloadConfig, Err: err})
 	}
 	if len(ignored) > 0 {
-		h.log.Info(h.configPath + " changed and does not reload; restart to apply it: " + strings.Join(ignored, ", "))
+		h.log.Info("a changed setting does not reload; restart to apply it", "config", h.configPath, "settings", strings.Join(ignored, ", "))
 	}
 	s.Root = h.root
 	prev := h.current.Load()
@@ -238,10 +238,10 @@ func (h *Handle) Reload(ctx context.Context, load LoadFunc) (ReloadOutcome, erro
 func (h *Handle) keepPrevious(ctx context.Context, err *ReloadError) error {
 	if ctx.Err() != nil {
 		// Abandoned (shutdown), not failed: nothing for an operator to fix.
-		h.log.Info("reload abandoned: " + err.Error())
+		h.log.Info("reload abandoned", "error", err)
 		return err
 	}
-	h.log.Warn("reload keeps the previous catalog: " + err.Error())
+	h.log.Warn("reload keeps the previous catalog", "error", err)
 	return err
 }
 

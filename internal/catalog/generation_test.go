@@ -197,7 +197,7 @@ func TestReload(t *testing.T) {
 		if h.Current() != before || before.Catalog().Len() != 2 {
 			t.Errorf("the previous generation was replaced")
 		}
-		if !strings.Contains(logs.String(), "reload keeps the previous catalog: the candidate would not resolve: catalog has 1 fault") {
+		if !strings.Contains(logs.String(), `msg="reload keeps the previous catalog" error="the candidate would not resolve: catalog has 1 fault`) {
 			t.Errorf("logs:\n%s", logs)
 		}
 	})
@@ -216,7 +216,7 @@ func TestReload(t *testing.T) {
 		if h.Current() != before {
 			t.Errorf("the previous generation was replaced")
 		}
-		if !strings.Contains(logs.String(), "reload keeps the previous catalog: the configuration would not load: parse config: expected '='") {
+		if !strings.Contains(logs.String(), `msg="reload keeps the previous catalog" error="the configuration would not load: parse config: expected '='"`) {
 			t.Errorf("logs:\n%s", logs)
 		}
 	})
@@ -236,7 +236,7 @@ func TestReload(t *testing.T) {
 		if got := entryNames(h.Current().Catalog()); !slices.Equal(got, []string{"alpha", "beta"}) {
 			t.Errorf("resolved %v: the root moved away from %s", got, root)
 		}
-		if !strings.Contains(logs.String(), "prompts.toml changed and does not reload; restart to apply it: [server].bind, [server].watch_debounce") {
+		if !strings.Contains(logs.String(), `msg="a changed setting does not reload; restart to apply it" config=prompts.toml settings="[server].bind, [server].watch_debounce"`) {
 			t.Errorf("logs:\n%s", logs)
 		}
 	})

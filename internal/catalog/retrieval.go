@@ -156,7 +156,7 @@ func (r *retrieval) ready(ctx context.Context) (*index, error) {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("build the retrieval index (it stays pending for the next caller): %w", err)
 	default:
-		r.log.Warn("need_prompt keeps its previous index: " + err.Error())
+		r.log.Warn("need_prompt keeps its previous index", "error", err)
 		r.phase.Store(&phase{built: p.fallback, stale: true})
 	}
 	return r.phase.Load().built, nil

@@ -195,7 +195,7 @@ func TestRetrievalGoesStaleWhenRebuildFails(t *testing.T) {
 	if h.Current().Retrieval() != RetrievalStale || h.Current().retrieval.latest() != boot {
 		t.Errorf("after the failed build: %v", h.Current().Retrieval())
 	}
-	if !strings.Contains(logs.String(), "need_prompt keeps its previous index: ") {
+	if !strings.Contains(logs.String(), `msg="need_prompt keeps its previous index" error=`) {
 		t.Errorf("logs:\n%s", logs)
 	}
 	// A genuine failure is settled, not retried on every call.

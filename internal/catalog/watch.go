@@ -211,7 +211,7 @@ func (w *Watcher) pump() {
 				errs = nil
 				continue
 			}
-			w.log.Error("filesystem watch: " + err.Error())
+			w.log.Error("filesystem watch failed", "error", err)
 			w.broken.Store(true)
 			w.poke()
 		}
@@ -233,7 +233,7 @@ func (w *Watcher) event(ev fsnotify.Event) {
 		// (and so does any directory already inside it).
 		if isDir(name) {
 			if err := w.addTree(w.ctx, name); err != nil {
-				w.log.Error("filesystem watch: " + err.Error())
+				w.log.Error("filesystem watch failed", "error", err)
 				w.broken.Store(true)
 			}
 		}
@@ -302,8 +302,7 @@ func (w *Watcher) reregister() {
 		_ = w.fsw.Remove(p) // it may be gone already; re-adding is what matters
 	}
 	if err := w.register(w.ctx); err != nil {
-		w.log.Error("live reload has stopped: " + err.Error() +
-			"; saved prompts will no longer be picked up; restart the server once the path is back")
+		w.log.Error("live reload has stopped: saved prompts will no longer be picked up; restart the server once the path is back", "error", err)
 		return
 	}
 	w.log.Info("re-registered the watch", "prompts", w.h.root, "config_dir", w.configDir)

@@ -346,7 +346,7 @@ func TestWatcherReregistersAfterWatchError(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no settle")
 	}
-	if !strings.Contains(logs.String(), "live reload has stopped: watch "+root) {
+	if !strings.Contains(logs.String(), `msg="live reload has stopped: saved prompts will no longer be picked up; restart the server once the path is back" error="watch `+root) {
 		t.Errorf("logs:\n%s", logs)
 	}
 }
