@@ -113,11 +113,14 @@ func TestBootFailureReports(t *testing.T) {
 		t.Fatalf("report:\n%s\nwant it to start with:\n%s<a cause>", got, want)
 	}
 
+	// A broken prompt no longer stops the boot (it is served as a broken
+	// entry); a catalog-level fault, two files claiming one name, still does.
 	path := bootDir(t, `api_key = "k"`, nil, map[string]string{
-		"upper.md": luaPrompt("Shouty", "Shout.", "return 1"),
+		"a.md": luaPrompt("twin", "One.", "return 1"),
+		"b.md": luaPrompt("twin", "Two.", "return 2"),
 	})
 	got = report(Boot(context.Background(), BootOptions{ConfigPath: path, Transport: HTTP}))
-	for _, want := range []string{"error: resolve the prompt catalog\n  caused by: catalog has 1 fault\n  ", "upper.md", "Shouty"} {
+	for _, want := range []string{"error: resolve the prompt catalog\n  caused by: catalog has 1 fault\n  ", "a.md", "b.md", "twin"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("catalog report lacks %q:\n%s", want, got)
 		}

@@ -72,12 +72,18 @@ type Handle struct {
 	shutdown  bool
 }
 
-// New resolves the boot catalog in Reject mode (any broken prompt refuses
-// to serve; the error is a *Error listing every fault), builds its
-// retrieval index and publishes it as generation 0. A retrieval failure
-// is logged and leaves the index idle; it never fails the boot.
+// New resolves the boot catalog in Retain mode, as a reload does: a
+// broken prompt is served as a broken entry (list_prompts shows its
+// problem, run_prompt refuses it with that problem) and logged once, so
+// one bad file does not keep every healthy prompt from being served. Only
+// catalog-level faults (a bad pattern, a stale [prompts.NAME] override, a
+// duplicate name, nothing to serve) fail; the error is a *Error listing
+// every fault. check resolves in Reject mode instead, so CI still catches
+// a broken prompt before it is served. New then builds the retrieval index
+// and publishes generation 0; a retrieval failure is logged and leaves the
+// index idle, it never fails the boot.
 func New(ctx context.Context, s Settings, opts Options) (*Handle, error) {
-	c, err := Resolve(ctx, s, Reject)
+	c, err := Resolve(ctx, s, Retain)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +95,12 @@ func New(ctx context.Context, s Settings, opts Options) (*Handle, error) {
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
+	}
+	for _, e := range c.All() {
+		if e.Broken() {
+			h.log.Warn("a prompt is broken and is served only as a broken entry until its file is fixed",
+				"prompt", e.Name(), "path", e.Path(), "problem", e.Problem())
+		}
 	}
 	if !opts.NoRetrieval {
 		h.ranker, h.policy = opts.Ranker, match.RetrievalPolicy()

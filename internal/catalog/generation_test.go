@@ -403,3 +403,34 @@ func TestRacyTimestampsAreNotTrusted(t *testing.T) {
 		t.Errorf("description = %q: a timestamp inside the racy window was trusted", d)
 	}
 }
+
+// The boot catalog keeps a broken prompt as a broken entry, as a reload
+// does, and says so once in the log; only a catalog-level fault fails New.
+func TestNewServesPastABrokenPrompt(t *testing.T) {
+	root := t.TempDir()
+	writePrompt(t, root, "good.md", "good", "A healthy prompt.")
+	writeFile(t, root, "bad.md", "---\nname: bad\ndescription: no H1 follows\npromptforge: 1\n---\n\nprose without a heading\n")
+	logs := &logBuffer{}
+	h := newHandle(t, mdSettings(root), Options{Logger: logs.logger(), NoRetrieval: true})
+	defer h.Shutdown()
+	c := h.Current().Catalog()
+	if c.Len() != 2 || c.BrokenCount() != 1 {
+		t.Fatalf("catalog %v: want the healthy and the broken entry", entryNames(c))
+	}
+	if e, ok := c.Healthy("good"); !ok || e.Broken() {
+		t.Fatalf("the healthy prompt is not served")
+	}
+	bad, err := c.Lookup("bad")
+	if err != nil || !bad.Broken() || bad.Problem() == "" {
+		t.Fatalf("the broken prompt: %v, %+v", err, bad)
+	}
+	if n := strings.Count(logs.String(), `msg="a prompt is broken`); n != 1 || !strings.Contains(logs.String(), "bad.md") {
+		t.Fatalf("want one log line naming bad.md, got %d:\n%s", n, logs)
+	}
+
+	// Two files claiming one name leave nothing sensible to serve under it.
+	writePrompt(t, root, "again.md", "good", "The same name twice.")
+	if _, err := New(context.Background(), mdSettings(root), Options{NoRetrieval: true}); !errors.As(err, new(*Error)) {
+		t.Fatalf("a duplicate name must still fail the boot, got %v", err)
+	}
+}

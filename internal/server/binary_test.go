@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -162,24 +163,62 @@ func TestBinaryOverStdio(t *testing.T) {
 	}
 }
 
-func TestBinaryRefusesABrokenCatalog(t *testing.T) {
-	path := bootDir(t, `api_key = "k"`, nil, map[string]string{
+// One broken prompt does not keep the server from starting (issue 17): over
+// stdio, as an IDE starts it, the healthy prompt runs, the broken one is
+// listed with its problem and refused with it, and the log says so once.
+// check stays strict: the same catalog fails it with the fault report.
+func TestBinaryServesPastABrokenPrompt(t *testing.T) {
+	path := bootDir(t, "watch = false", nil, map[string]string{
 		"upper.md": luaPrompt("Shouty", "Shout.", "return 1"),
 		"echo.md":  basePrompts["echo.md"],
 	})
-	for _, args := range [][]string{{"serve", path}, {"check", path}} {
-		var stderr bytes.Buffer
-		cmd := exec.Command(binary(t), args...)
-		cmd.Stderr = &stderr
-		err := cmd.Run()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-			t.Fatalf("%v: %v, want exit 1", args, err)
+	p := startStdio(t, path)
+	p.send(initializeBody)
+	p.recv()
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	call := func(id int, tool, args string) map[string]any {
+		t.Helper()
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, args))
+		reply := p.recv()
+		res, ok := reply["result"].(map[string]any)
+		if !ok {
+			t.Fatalf("%s: reply %v (stderr:\n%s)", tool, reply, p.stderr)
 		}
-		for _, want := range []string{"catalog has 1 fault", "upper.md", "Shouty"} {
-			if !strings.Contains(stderr.String(), want) {
-				t.Errorf("%v: stderr lacks %q:\n%s", args, want, stderr.String())
-			}
+		return res
+	}
+	textOf := func(res map[string]any) string { return res["content"].([]any)[0].(map[string]any)["text"].(string) }
+
+	if res := call(2, "run_prompt", `{"prompt":"echo","args":"still served"}`); textOf(res) != "still served" || res["isError"] == true {
+		t.Fatalf("the healthy prompt: %v", res)
+	}
+	listing := textOf(call(3, "list_prompts", `{}`))
+	if !strings.Contains(listing, "upper") || !strings.Contains(listing, "Shouty") {
+		t.Fatalf("list_prompts does not show the broken prompt with its problem:\n%s", listing)
+	}
+	if res := call(4, "run_prompt", `{"prompt":"upper"}`); res["isError"] != true || !strings.Contains(textOf(res), "Shouty") {
+		t.Fatalf("the broken prompt was not refused with its problem: %v", res)
+	}
+
+	p.stdin.Close()
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v (stderr:\n%s)", err, p.stderr)
+	}
+	if n := strings.Count(p.stderr.String(), "a prompt is broken"); n != 1 || !strings.Contains(p.stderr.String(), "upper.md") {
+		t.Fatalf("stderr should name the broken prompt once, named it %d times:\n%s", n, p.stderr)
+	}
+
+	var stderr bytes.Buffer
+	cmd := exec.Command(binary(t), "check", path)
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("check: %v, want exit 1", err)
+	}
+	for _, want := range []string{"catalog has 1 fault", "upper.md", "Shouty"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("check: stderr lacks %q:\n%s", want, stderr.String())
 		}
 	}
 }
