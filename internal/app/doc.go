@@ -1,8 +1,7 @@
-// Package app assembles the process: it is DESIGN §4's "wiring" given a
-// home that tests can reach. The command (cmd/promptforge-mcp-server)
-// parses flags, builds the logger, handles signals and maps outcomes to
-// exit codes; everything between a parsed command line and the packages
-// that do the work is here:
+// Package app assembles the process (design §4.1), in a home that tests
+// can reach. The command (cmd/promptforge-mcp-server) parses flags, builds
+// the logger, handles signals and maps outcomes to exit codes; everything
+// between a parsed command line and the packages that do the work is here:
 //
 //   - Boot, for serve: load prompts.toml, resolve the catalog, build the
 //     environment, create the MCP server, start the watcher and serve one

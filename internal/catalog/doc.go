@@ -7,8 +7,8 @@
 // result and the reload that swaps both must agree on one snapshot, so a
 // caller never sees a catalog paired with another catalog's index.
 //
-// Decisions that differ from the reference server (see the mcp-server spec
-// §12) are deliberate:
+// Decisions that differ from the reference server (mcp-server §12) are
+// deliberate:
 //
 //   - A broken entry never shadows a healthy prompt. A broken placeholder
 //     (a file stem or block key) whose normalised spelling equals a healthy
@@ -28,7 +28,7 @@
 //   - Symlinked directories are followed (as the reference does) but never
 //     into one of their own ancestors, so a symlink loop cannot stall a
 //     resolution.
-//   - A reload does not rebuild the retrieval index (spec §7.5 step 5). A
+//   - A reload does not rebuild the retrieval index (mcp-server §7.5 step 5). A
 //     reload that changes a name, description or health publishes its
 //     generation with the index pending, and the generation's first
 //     Shortlist builds it; the reload line then says "retrieval pending"

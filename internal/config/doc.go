@@ -4,10 +4,9 @@
 // server works only with values that are known to be well-formed and no
 // setting is ever silently ignored or misread.
 //
-// The load pipeline and its messages follow the reference (spec
-// mcp-server.md §2) so an existing prompts.toml loads unchanged; the
-// [models."<id>"] tables, [paths].files and [gateway].timeout are ours
-// (DESIGN §3.2–3.4). testdata/full.toml is an annotated reference of every
+// The load pipeline and its messages follow the reference (mcp-server §2)
+// so an existing prompts.toml loads unchanged; the [models."<id>"] tables,
+// [paths].files and [gateway].timeout are ours (design §3.2–3.4). testdata/full.toml is an annotated reference of every
 // key with its default.
 //
 // The textual formats config shares with other packages live in leaves

@@ -47,7 +47,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Limits bound a run. Zero fields take the defaults (§3.10).
+// Limits bound a run. Zero fields take the defaults (prompt-language §3.10).
 type Limits struct {
 	// MaxToolIterations caps model rounds per loop-capable prose block
 	// when the frontmatter does not set max_tool_iterations (default 24).
@@ -177,7 +177,7 @@ func (e Event) String() string {
 	return e.Detail.String()
 }
 
-// Detail is the fixed observation vocabulary (§3.11). Observations never
+// Detail is the fixed observation vocabulary (prompt-language §3.11). Observations never
 // carry prose, model I/O, tool arguments or results, paths or secrets; the
 // only dynamic text is a log() message.
 type Detail uint16

@@ -154,7 +154,7 @@ func (r *run) debug(t DebugTurn) {
 
 func (r *run) timestamp() string { return r.now().UTC().Format(time.RFC3339) }
 
-// execute is the H1 pass then the top-level walk (§3.1 steps 4–6).
+// execute is the H1 pass then the top-level walk (prompt-language §3.1 steps 4–6).
 func (r *run) execute(ctx context.Context) (string, error) {
 	if ctx.Err() != nil {
 		return "", cancelledBy(ctx)

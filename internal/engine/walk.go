@@ -75,7 +75,7 @@ func (p place) heading() string {
 	return strings.Repeat("#", s.Level) + " " + s.Name
 }
 
-// visibleFrom is the visible set of the section at p (§2.10): its siblings
+// visibleFrom is the visible set of the section at p (prompt-language §2.10): its siblings
 // without itself, then its own children.
 func visibleFrom(p place) []place {
 	self := p.section()
@@ -91,7 +91,7 @@ func visibleFrom(p place) []place {
 	return out
 }
 
-// armVisible is a fanout arm's visible set (§7): the caller's visible set
+// armVisible is a fanout arm's visible set (prompt-language §7): the caller's visible set
 // without the worker, then the worker's children.
 func armVisible(caller []place, worker place) []place {
 	w := worker.section()
@@ -107,7 +107,7 @@ func armVisible(caller []place, worker place) []place {
 	return out
 }
 
-// walk runs the sections of from's slice, starting at from (§3.3).
+// walk runs the sections of from's slice, starting at from (prompt-language §3.3).
 func (r *run) walk(ctx context.Context, fr frame, from place, in entry) (walkEnd, error) {
 	at, reply, addressed := from, in.reply, in.addressed
 	for at.index < len(at.slice) {
@@ -193,7 +193,7 @@ func resolveTarget(visible []place, target string) (place, error) {
 	return place{}, luavm.Scriptf("section heading `%s` is ambiguous: %d visible sections match it", heading, len(found))
 }
 
-// execute runs a contained chain from target (§2.10): the outer walk does
+// execute runs a contained chain from target (prompt-language §2.10): the outer walk does
 // not move; the chain gets a clone of var and starts with no reply.
 func (u *unit) execute(ctx context.Context, target string, input *string) (string, error) {
 	t, err := resolveTarget(u.visible(), target)

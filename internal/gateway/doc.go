@@ -1,5 +1,5 @@
 // Package gateway is the HTTP client for the gateway contract
-// (spec/gateway-picker-webfetch.md §1.14): GET /models, POST
+// (gateway-picker-webfetch §1.14): GET /models, POST
 // /chat/completions without streaming, with tool calls in the openai and
 // gemma3_tool_code dialects, and POST /tools/web_search (Search, which
 // the web_search tool adapts). It is the only package that speaks the
@@ -17,13 +17,13 @@
 // created, owned_by) loads without error: description, context and
 // thinking may come from [models."<id>"] overrides instead, and an entry
 // that no source completes is returned in Catalog.Skipped with what to
-// add, not used for binding (DESIGN §3.3; the reference rejects the whole
+// add, not used for binding (design §3.3; the reference rejects the whole
 // catalog). Fields that are present but wrong still make the catalog
 // malformed.
 //
 // Timeouts. Each request gets its own deadline: Options.Timeout for chat
 // (default 120s), Options.ModelsTimeout for the models list (default
-// 10s, so boot never hangs: DESIGN §3.2) and SearchTimeout (30s) for a
+// 10s, so boot never hangs: design §3.2) and SearchTimeout (30s) for a
 // search, all inside the caller's ctx.
 // Running past the client's deadline is a retryable KindTransport error
 // (Error.Timeout reports it); the caller's ctx ending is KindCancelled and

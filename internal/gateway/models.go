@@ -16,7 +16,7 @@ import (
 // is present: a field with the wrong type or value (context 0, an unknown
 // thinking mode, a tools_mode that contradicts tool_dialect), an entry
 // without a valid id, or a duplicate id makes the whole catalog malformed.
-// Missing description, context or thinking are not faults (DESIGN §3.3):
+// Missing description, context or thinking are not faults (design §3.3):
 // an override fills them, and an entry that is still incomplete is listed
 // in Skipped with what to add. Overrides win over served values. An
 // override for an id the gateway does not serve has no effect and is also

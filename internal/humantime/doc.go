@@ -1,6 +1,6 @@
 // Package humantime reads and writes durations the way prompts.toml and
 // the reference server spell them ("30s", "1h 30m", "500ms"; humantime 2's
-// syntax, spec mcp-server.md §2.4), rather than Go's "1h30m0s".
+// syntax, mcp-server §2.4), rather than Go's "1h30m0s".
 //
 // config parses the file's durations with Parse; the server and the
 // catalog render durations in messages and logs with Format, so an
