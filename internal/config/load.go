@@ -76,8 +76,8 @@ func (l Loader) Load(path string) (*Config, error) {
 	return cfg, nil
 }
 
-// Parse validates configuration text with variables from lookup (nil means
-// no variable is set). It applies the same rules as Load minus the file
+// Parse validates configuration text with variables from lookup (nil means no
+// variable is set). It applies the same rules as [Loader.Load] minus the file
 // steps: no size cap, no env file.
 func Parse(data []byte, lookup LookupFunc) (*Config, error) {
 	if lookup == nil {
@@ -280,8 +280,8 @@ func unknownKeyDetail(de *toml.DecodeError) string {
 	return detail + ": " + keyName(table) + " takes " + strings.Join(allowed, ", ")
 }
 
-// build applies defaults and the validating conversions of mcp-server
-// §2.2–2.3 and design §3.2–3.4.
+// build applies defaults and the validating conversions of
+// mcp-server §2.2–2.3 and design §3.2–3.4.
 func (p *parser) build(raw *rawConfig) (*Config, error) {
 	cfg := defaults()
 

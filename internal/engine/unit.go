@@ -124,9 +124,9 @@ func (u *unit) teardown() {
 	u.observe(LuaTeardownSucceeded)
 }
 
-// runH1 runs the H1 blocks once (prompt-language §3.2). It ends as a walk does, with a
-// return or the rolling reply; unless it returned, it also gives the H1's
-// var, which seeds the top-level walk.
+// runH1 runs the H1 blocks once (prompt-language §3.2). It ends as a walk
+// does, with a return or the rolling reply; unless it returned, it also gives
+// the H1's var, which seeds the top-level walk.
 func (u *unit) runH1(ctx context.Context) (walkEnd, *luavm.Var, error) {
 	r := u.r
 	defer u.teardown()
@@ -247,7 +247,8 @@ func (u *unit) blocks(ctx context.Context, reply *string) (flow, error) {
 func (u *unit) prose(ctx context.Context, b prompt.Block) error {
 	r := u.r
 	// A script that replaced var fails here, before the model is called,
-	// whether or not the prose names var (prompt-language §2.4: the host's next read).
+	// whether or not the prose names var (prompt-language §2.4: the host's
+	// next read).
 	if _, err := u.vm.Var(); err != nil {
 		return err
 	}

@@ -81,8 +81,8 @@ type SkippedModel struct {
 	Reason string // e.g. `no description: add [models."llama3"] description = "..."`
 }
 
-// Catalog is the result of Models: what binding may use, and what it may
-// not, and why.
+// Catalog is the result of [Client.Models]: what binding may use, and what it
+// may not, and why.
 type Catalog struct {
 	Models  []Model // in the gateway's order
 	Skipped []SkippedModel
@@ -98,7 +98,7 @@ type Message struct {
 
 // ToolCall is one function call the model asked for. On the wire it is
 // {"id","type":"function","function":{"name","arguments":"<JSON string>"}}
-// (see MarshalJSON).
+// (see [ToolCall.MarshalJSON]).
 type ToolCall struct {
 	ID        string
 	Name      string

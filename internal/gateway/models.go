@@ -22,7 +22,7 @@ import (
 // override for an id the gateway does not serve has no effect and is also
 // listed in Skipped, so a typo in prompts.toml is visible at boot.
 //
-// The request is bounded by Options.ModelsTimeout and by ctx.
+// The request is bounded by [Options.ModelsTimeout] and by ctx.
 func (c *Client) Models(ctx context.Context, overrides map[string]ModelOverride) (Catalog, error) {
 	if c.disabled != "" {
 		return Catalog{}, c.disabledError(opModels)

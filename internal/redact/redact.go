@@ -91,7 +91,7 @@ const (
 	Echoed      = "[redacted]"
 )
 
-// Secret returns text with every occurrence of secret replaced by Echoed.
+// Secret returns text with every occurrence of secret replaced by [Echoed].
 // An empty secret matches nothing.
 func Secret(text, secret string) string {
 	if secret == "" {

@@ -3,13 +3,13 @@
 // live catalog, runs prompts through the run registry and the engine,
 // forwards progress, renders results, and answers tools/list in its own
 // order and pages. It builds nothing from prompts.toml: package app
-// assembles the process and hands a Server everything in Options.
+// assembles the process and hands a [Server] everything in [Options].
 //
 // The transports (streamable HTTP and stdio) and the go-sdk workarounds
 // they need live in the transport subpackage, which imports nothing of
 // server: the server registers its tool handlers through a
 // transport.Calls and hands the transports a transport.Backend
-// ((*Server).Backend).
+// ([Server.Backend]).
 //
 // Why the rest is one package: the tool surface shares one Server value
 // (catalog handle, run registry, gateway client and model catalog, live
