@@ -208,7 +208,7 @@ func seedStore(st *store.Store, p *prompt.Prompt, r runRequest) error {
 	})
 }
 
-// extractOutput applies mcp-server §5.1 (run body, step 3) to a completed
+// extractOutput applies mcp-server §5.1, run body step 3, to a completed
 // run's value.
 func extractOutput(st *store.Store, p *prompt.Prompt, value string, r runRequest) string {
 	out, err := engine.ExtractDeclaredOutput(st, p)
