@@ -15,7 +15,7 @@ import (
 	"syscall"
 )
 
-// Exit codes (DESIGN §2).
+// Exit codes (design §2).
 const (
 	exitOK      = 0
 	exitFailure = 1

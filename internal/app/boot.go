@@ -49,7 +49,7 @@ type BootOptions struct {
 	DrainTimeout time.Duration
 }
 
-// Boot runs the server the way mcp-server spec §10 orders it: load
+// Boot runs the server the way mcp-server §10 orders it: load
 // prompts.toml, resolve the catalog (refusing to serve an incomplete one),
 // prepare the tool environment (the gateway's model catalog, fetched with
 // a timeout, and the live tools), start the watcher, and serve until ctx

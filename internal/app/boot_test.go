@@ -156,7 +156,7 @@ func TestBootReportsABindFailure(t *testing.T) {
 	defer held.Close()
 	path := bootDir(t, fmt.Sprintf("api_key = \"k\"\nbind = %q\nwatch = false", held.Addr()), nil, basePrompts)
 	got := report(Boot(context.Background(), BootOptions{ConfigPath: path, Transport: HTTP}))
-	// Exactly the spec §1.2 shape: the step, the bind, the OS's reason.
+	// Exactly the mcp-server §1.2 shape: the step, the bind, the OS's reason.
 	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
 	if len(lines) != 3 || lines[0] != "error: serve the transport" || lines[1] != "  caused by: bind "+held.Addr().String() ||
 		!strings.HasPrefix(lines[2], "  caused by: ") || strings.Contains(lines[2], "listen") || strings.Contains(lines[2], held.Addr().String()) {

@@ -1,16 +1,15 @@
-// Package app assembles the process: it is DESIGN §4's "wiring" given a
-// home that tests can reach. The command (cmd/promptforge-mcp-server)
-// parses flags, builds the logger, handles signals and maps outcomes to
-// exit codes; everything between a parsed command line and the packages
-// that do the work is here:
+// Package app assembles the process (design §4.1), in a home that tests
+// can reach. The command (cmd/promptforge-mcp-server) parses flags, builds
+// the logger, handles signals and maps outcomes to exit codes; everything
+// between a parsed command line and the packages that do the work is here:
 //
-//   - Boot, for serve: load prompts.toml, resolve the catalog, build the
+//   - [Boot], for serve: load prompts.toml, resolve the catalog, build the
 //     environment, create the MCP server, start the watcher and serve one
 //     transport, then shut all of it down in order.
-//   - Check, for check: the same loading, resolution and environment
+//   - [Check], for check: the same loading, resolution and environment
 //     plan, stopping before anything touches the network.
-//   - RunOnce, for run: one prompt, once, from a file or a catalog name.
-//   - The failure report (StepError, WriteReport) the three share.
+//   - [RunOnce], for run: one prompt, once, from a file or a catalog name.
+//   - The failure report ([StepError], [WriteReport]) the three share.
 //   - The translation of prompts.toml into each component's own settings
 //     (catalog.Settings, server.Limits, the reload function): components
 //     never import config.
@@ -23,9 +22,10 @@
 // needs every package and is needed by none, so it sits on top, and the
 // command on top of it imports nothing else of ours.
 //
-// Goroutines: Boot owns one, which stops the prompt watcher once serving
+// Goroutines: [Boot] owns one, which stops the prompt watcher once serving
 // ends (before the transport drains, so no reload publishes during the
 // drain), and waits for it before returning; the watcher, the transport
 // and the runs are stopped by Boot, in that order, before it returns.
-// RunOnce starts none of its own: the engine's are gone when Run returns.
+// [RunOnce] starts none of its own: the engine's are gone when engine.Run
+// returns.
 package app

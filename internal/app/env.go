@@ -159,7 +159,7 @@ func (p envPlan) wrap(serve, cli string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// fetchModels reads the gateway's model catalog (DESIGN §3.2). A gateway
+// fetchModels reads the gateway's model catalog (design §3.2). A gateway
 // that cannot be reached, times out or answers 5xx is transient: the
 // server starts without models (Lua-only prompts and prompts without
 // models.need still run) and says so. Any other failure (401, 404, a

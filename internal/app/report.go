@@ -8,8 +8,8 @@ import (
 	"strings"
 )
 
-// Boot steps: the outermost message of a failure report (mcp-server spec
-// §1.2). check reports its failures with the same steps.
+// Boot steps: the outermost message of a failure report (mcp-server §1.2).
+// check reports its failures with the same steps.
 const (
 	StepLoadConfig   = "load the configuration"
 	StepResolve      = "resolve the prompt catalog"

@@ -1,22 +1,23 @@
 // Package catalog owns the set of prompts a caller can reach: it resolves
 // [paths].prompts, [catalog].include/exclude and the [prompts.NAME] blocks
-// into an immutable Catalog, publishes it with its retrieval index as one
-// Generation, and keeps it current by watching the files and reloading.
+// into an immutable [Catalog], publishes it with its retrieval index as one
+// [Generation], and keeps it current by watching the files and reloading.
 //
 // Why it is one package: resolution, the retrieval index built over its
 // result and the reload that swaps both must agree on one snapshot, so a
 // caller never sees a catalog paired with another catalog's index.
 //
-// Decisions that differ from the reference server (see the mcp-server spec
-// §12) are deliberate:
+// Decisions that differ from the reference server (mcp-server §12) are
+// deliberate:
 //
-//   - A broken entry never shadows a healthy prompt. A broken placeholder
-//     (a file stem or block key) whose normalised spelling equals a healthy
+//   - A broken entry never shadows a healthy prompt. A broken placeholder (a
+//     file stem or block key) whose normalised spelling equals a healthy
 //     prompt's name gets " (broken)" appended, so listings never show one
-//     name twice and run_prompt reaches the healthy prompt; Lookup also
-//     prefers the single healthy match over broken ones. When only broken
-//     entries answer to a name, the first (in catalog order) is returned so
-//     the caller sees its problem instead of an internal "ambiguous" error.
+//     name twice and run_prompt reaches the healthy prompt; [Catalog.Lookup]
+//     also prefers the single healthy match over broken ones. When only
+//     broken entries answer to a name, the first (in catalog order) is
+//     returned so the caller sees its problem instead of an internal
+//     "ambiguous" error.
 //   - Glob metacharacters in [paths].prompts are not interpreted: the root
 //     is walked as a directory and only the patterns are globs relative to
 //     it. Braces in patterns are literals, as in the reference's glob
@@ -28,7 +29,7 @@
 //   - Symlinked directories are followed (as the reference does) but never
 //     into one of their own ancestors, so a symlink loop cannot stall a
 //     resolution.
-//   - A reload does not rebuild the retrieval index (spec §7.5 step 5). A
+//   - A reload does not rebuild the retrieval index (mcp-server §7.5 step 5). A
 //     reload that changes a name, description or health publishes its
 //     generation with the index pending, and the generation's first
 //     Shortlist builds it; the reload line then says "retrieval pending"
@@ -51,19 +52,19 @@
 //     built (the previous generation's, or that one's fallback if it was
 //     itself never built, so fallbacks never chain).
 //
-// The first Shortlist on a pending generation builds the index under the
-// caller's context, inside its ranking slot; concurrent callers wait for
-// that build (each may give up on its own context) and then share it. A
-// build that fails because its caller's context ended leaves the index
-// pending, and the next caller builds afresh, so one abandoned request
-// never poisons the generation. Any other failure settles the generation
-// on its fallback, marked stale, and warns "need_prompt keeps its
-// previous index: <err>" as a failed rebuild always has; it is not
-// retried until a later reload changes the hash. A settled retrieval
-// drops its build inputs and fallback. Whatever the index, Shortlist
-// only returns entries that resolve healthy in the caller's generation.
+// The first [Generation.Shortlist] on a pending generation builds the index
+// under the caller's context, inside its ranking slot; concurrent callers
+// wait for that build (each may give up on its own context) and then share
+// it. A build that fails because its caller's context ended leaves the index
+// pending, and the next caller builds afresh, so one abandoned request never
+// poisons the generation. Any other failure settles the generation on its
+// fallback, marked stale, and warns "need_prompt keeps its previous index:
+// <err>" as a failed rebuild always has; it is not retried until a later
+// reload changes the hash. A settled retrieval drops its build inputs and
+// fallback. Whatever the index, Shortlist only returns entries that resolve
+// healthy in the caller's generation.
 //
-// RetrievalState and the reload log report pending honestly: "retrieval
+// [RetrievalState] and the reload log report pending honestly: "retrieval
 // pending" means no index has been built for this catalog yet, "stale"
 // that a stale index was carried forward, "current" otherwise (including
 // idle, as before). Because a lazy build fails after its reload has

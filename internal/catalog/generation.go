@@ -12,10 +12,10 @@ import (
 
 // A Generation is one published catalog together with the retrieval index
 // over exactly that catalog. Its catalog never changes; its index may be
-// built once, on the first Shortlist after a reload (see RetrievalPending),
-// and is then fixed. A caller takes one Generation per call and uses it
-// throughout, so run_prompt and need_prompt never see a catalog paired
-// with another catalog's index.
+// built once, on the first [Generation.Shortlist] after a reload (see
+// [RetrievalPending]), and is then fixed. A caller takes one Generation per
+// call and uses it throughout, so run_prompt and need_prompt never see a
+// catalog paired with another catalog's index.
 type Generation struct {
 	catalog   *Catalog
 	retrieval *retrieval
@@ -134,7 +134,7 @@ func (h *Handle) Current() *Generation { return h.current.Load() }
 func (h *Handle) Root() string { return h.root }
 
 // RetrievalEnabled reports whether the Handle was built with retrieval
-// (Options.NoRetrieval false), so its generations can rank prompts for
+// ([Options.NoRetrieval] false), so its generations can rank prompts for
 // need_prompt. It is fixed at boot; whether the current index can answer
 // is the generation's Retrieval.
 func (h *Handle) RetrievalEnabled() bool { return h.ranker != nil }

@@ -11,7 +11,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
-// Defaults for every optional setting (spec §2.2, DESIGN §3.2).
+// Defaults for every optional setting (mcp-server §2.2, design §3.2).
 const (
 	DefaultBind              = "127.0.0.1:9310"
 	DefaultMaxConcurrentRuns = 4
@@ -48,7 +48,7 @@ type Config struct {
 // gateway's overrides, so config never imports the gateway.
 type ModelTable map[string]ModelSetting
 
-// ModelSetting is one [models."<id>"] table (DESIGN §3.3), validated. A
+// ModelSetting is one [models."<id>"] table (design §3.3), validated. A
 // zero field means the key is absent.
 type ModelSetting struct {
 	Description string
@@ -92,7 +92,7 @@ type Paths struct {
 	// relative to the process working directory, not to the config file.
 	Prompts string
 	// Files are the directories input_file and output_file must resolve
-	// inside, as written (DESIGN §3.4). nil means the key is absent and the
+	// inside, as written (design §3.4). nil means the key is absent and the
 	// working directory is the one root; an empty, non-nil slice means the
 	// operator listed none, so no file may be read or written. Use
 	// Config.FileRoots for absolute roots.
@@ -105,7 +105,7 @@ type Gateway struct {
 	// untrimmed; it was checked to be an http(s) URL with a host.
 	URL    string
 	APIKey secret.Secret
-	// Timeout bounds the boot-time GET /models (DESIGN §3.2).
+	// Timeout bounds the boot-time GET /models (design §3.2).
 	Timeout time.Duration
 }
 
@@ -190,7 +190,7 @@ func (c *Config) FileRoots() ([]string, error) {
 //   - [models."<id>"] — overrides merged into the boot model catalog, one
 //     entry per id added, removed or changed, ids sorted.
 //
-// The first twelve names and their order are the reference's (spec §7.5);
+// The first twelve names and their order are the reference's (mcp-server §7.5);
 // the rest are ours. The result is empty when nothing unreloadable changed.
 func (c *Config) DiffUnreloadable(next *Config) []string {
 	var out []string

@@ -1,21 +1,22 @@
 // Package config owns prompts.toml: reading it, expanding ${VAR} from the
 // process environment and the name-matched env file, refusing unknown keys,
-// and validating every setting into a typed Config, so that the rest of the
+// and validating every setting into a typed [Config], so that the rest of the
 // server works only with values that are known to be well-formed and no
 // setting is ever silently ignored or misread.
 //
-// The load pipeline and its messages follow the reference (spec
-// mcp-server.md §2) so an existing prompts.toml loads unchanged; the
-// [models."<id>"] tables, [paths].files and [gateway].timeout are ours
-// (DESIGN §3.2–3.4). testdata/full.toml is an annotated reference of every
-// key with its default.
+// The load pipeline and its messages follow the reference (mcp-server §2)
+// so an existing prompts.toml loads unchanged; the [models."<id>"] tables,
+// [paths].files and [gateway].timeout are ours (design §3.2–3.4).
+// testdata/full.toml is an annotated reference of every key with its
+// default.
 //
 // The textual formats config shares with other packages live in leaves
 // below it (humantime for durations, secret for credentials), and it
 // imports no other internal package, so every other package may import
 // config without a cycle and config never learns what consumes it.
 //
-// Nothing here resolves paths against the filesystem beyond FileRoots'
+// Nothing here resolves paths against the filesystem beyond
+// [Config.FileRoots]'
 // lexical absolutisation, touches the network, or modifies the process
 // environment; an env file's values live only in the Config they built.
 package config

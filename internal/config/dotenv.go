@@ -23,11 +23,11 @@ func EnvFilePath(configPath string) string {
 	return dir + name + ".env"
 }
 
-// readEnvFile loads the env file at path into a map, never failing: a
-// missing file is an empty map, and an unreadable or malformed one is
-// ignored whole with a warning (spec §2.6). The warning never carries a line
-// of the file, which may hold a secret. The process environment is only
-// read (for $VAR substitution), never written.
+// readEnvFile loads the env file at path into a map, never failing: a missing
+// file is an empty map, and an unreadable or malformed one is ignored whole
+// with a warning (mcp-server §2.6). The warning never carries a line of the
+// file, which may hold a secret. The process environment is only read (for
+// $VAR substitution), never written.
 func readEnvFile(path string, lookup LookupFunc, logger *slog.Logger) map[string]string {
 	data, err := readCapped(path)
 	if errors.Is(err, fs.ErrNotExist) {

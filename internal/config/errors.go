@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// Kind classifies a load failure the way spec §2.1 does, so callers can
+// Kind classifies a load failure the way mcp-server §2.1 does, so callers can
 // branch on it (the watcher keeps the previous catalog whatever the kind,
 // tests pin the kind) without parsing messages.
 type Kind int
@@ -43,11 +43,11 @@ func (k Kind) String() string {
 	}
 }
 
-// Error is every failure Loader.Load and Parse return. Its message starts with the
-// phrase spec §2.1 pins for its kind (`read config <path>`,
-// `parse config: ...`, `[server].api_key must not be empty`,
-// `unresolved environment variable <NAME>`, `interpolation: ...`) and goes
-// on to say where the problem is and what to change.
+// Error is every failure [Loader.Load] and [Parse] return. Its message starts
+// with the phrase mcp-server §2.1 pins for its kind (`read config <path>`,
+// `parse config: ...`, `[server].api_key must not be empty`, `unresolved
+// environment variable <NAME>`, `interpolation: ...`) and goes on to say
+// where the problem is and what to change.
 type Error struct {
 	Kind Kind
 	// Path is the configuration file for KindRead and KindParse errors
@@ -111,7 +111,8 @@ func (e *Error) location() string {
 }
 
 // where says which setting referenced a variable; interpolation errors have
-// no path of their own (spec §11 error.rs), so the key and line locate them.
+// no path of their own (mcp-server §11, error.rs), so the key and line locate
+// them.
 func (e *Error) where() string {
 	switch {
 	case e.Key != "" && e.Line > 0:

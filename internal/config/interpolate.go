@@ -19,10 +19,10 @@ func (e *unresolvedError) Error() string { return "unresolved environment variab
 // errUnclosed is a ${ with no } after it.
 var errUnclosed = errors.New("unclosed ${...} interpolation")
 
-// interpolate expands one string value (spec §2.5): "$$" is a literal "$",
-// "${NAME}" is NAME's value (NAME is everything up to the next "}", any
-// characters, possibly empty), and any other "$" is literal, so "100$"
-// stays "100$". Substituted text is not scanned again.
+// interpolate expands one string value (mcp-server §2.5): "$$" is a literal
+// "$", "${NAME}" is NAME's value (NAME is everything up to the next "}", any
+// characters, possibly empty), and any other "$" is literal, so "100$" stays
+// "100$". Substituted text is not scanned again.
 func interpolate(s string, lookup LookupFunc) (string, error) {
 	if !strings.Contains(s, "$") {
 		return s, nil

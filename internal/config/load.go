@@ -42,7 +42,7 @@ type Loader struct {
 
 // Load reads and validates the configuration at path with the environment
 // and the env file beside it (EnvFilePath). It runs the whole pipeline of
-// spec §2.1, in its order: read (capped at
+// mcp-server §2.1, in its order: read (capped at
 // 4 MiB), load the env file into memory, parse the TOML, expand ${VAR} in
 // string values, decode refusing unknown keys, validate. Every failure is
 // an *Error.
@@ -76,8 +76,8 @@ func (l Loader) Load(path string) (*Config, error) {
 	return cfg, nil
 }
 
-// Parse validates configuration text with variables from lookup (nil means
-// no variable is set). It applies the same rules as Load minus the file
+// Parse validates configuration text with variables from lookup (nil means no
+// variable is set). It applies the same rules as [Loader.Load] minus the file
 // steps: no size cap, no env file.
 func Parse(data []byte, lookup LookupFunc) (*Config, error) {
 	if lookup == nil {
@@ -133,7 +133,7 @@ func (p *parser) fail(at tomlPath, detail string) *Error {
 }
 
 // interpolationError turns a scanner failure on the value at path into the
-// kind spec §2.1 gives it.
+// kind mcp-server §2.1 gives it.
 func (p *parser) interpolationError(at tomlPath, err error) error {
 	line := p.lines.line(at)
 	var ue *unresolvedError
@@ -188,7 +188,7 @@ func parse(data []byte, lookup LookupFunc, path, envPath string) (*Config, error
 }
 
 // interpolateDocument expands ${VAR} everywhere, after first giving
-// [server].api_key its exception (spec §2.5): an unset variable there
+// [server].api_key its exception (mcp-server §2.5): an unset variable there
 // drops the key, because stdio serving needs no token.
 func (p *parser) interpolateDocument(doc map[string]any, lookup LookupFunc) error {
 	apiKeyPath := tomlPath{"server", "api_key"}
@@ -280,8 +280,8 @@ func unknownKeyDetail(de *toml.DecodeError) string {
 	return detail + ": " + keyName(table) + " takes " + strings.Join(allowed, ", ")
 }
 
-// build applies defaults and the validating conversions of spec §2.2–2.3
-// and DESIGN §3.2–3.4.
+// build applies defaults and the validating conversions of
+// mcp-server §2.2–2.3 and design §3.2–3.4.
 func (p *parser) build(raw *rawConfig) (*Config, error) {
 	cfg := defaults()
 

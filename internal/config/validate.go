@@ -36,7 +36,7 @@ func allDigits(s string) bool {
 	return s != ""
 }
 
-// checkGatewayURL applies spec §2.2's [gateway].url rules (apiurl's shape
+// checkGatewayURL applies mcp-server §2.2's [gateway].url rules (apiurl's shape
 // rule) to the trimmed value; the caller stores the value untrimmed. The
 // rest of the API-root rule (no userinfo, query or fragment) is applied
 // when the gateway client is built, as the reference does.
@@ -71,7 +71,7 @@ func checkPromptName(name string) error {
 	return nil
 }
 
-// CheckRelativePath is the shape check of spec §2.3, applied to every
+// CheckRelativePath is the shape check of mcp-server §2.3, applied to every
 // [catalog] pattern and [prompts.NAME].file: p must be relative to the
 // prompts directory (no root, no drive or UNC prefix) and must not contain
 // a ".." component anywhere, so nothing outside the prompts directory can
@@ -89,7 +89,7 @@ func CheckRelativePath(p string) error {
 }
 
 // checkGlob checks that a [catalog] pattern means the same here as in the
-// reference's glob dialect (spec §2.3): ? * ** and [...] / [!...] classes
+// reference's glob dialect (mcp-server §2.3): ? * ** and [...] / [!...] classes
 // only. Constructs doublestar would read differently are refused rather
 // than silently matching other files: {a,b} alternation (literal braces in
 // the reference), backslash escapes, [^...] negation, and ** that is not a

@@ -47,7 +47,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Limits bound a run. Zero fields take the defaults (§3.10).
+// Limits bound a run. Zero fields take the defaults (prompt-language §3.10).
 type Limits struct {
 	// MaxToolIterations caps model rounds per loop-capable prose block
 	// when the frontmatter does not set max_tool_iterations (default 24).
@@ -61,12 +61,12 @@ type Limits struct {
 	luavm.Limits
 }
 
-// DefaultMaxToolIterations is the default of Limits.MaxToolIterations. It
+// DefaultMaxToolIterations is the default of [Limits.MaxToolIterations]. It
 // is the prompt package's, so the parser's documented default and the
 // engine's cannot drift apart.
 const DefaultMaxToolIterations = prompt.DefaultMaxToolIterations
 
-// DefaultFanoutConcurrency is the default of Limits.FanoutConcurrency.
+// DefaultFanoutConcurrency is the default of [Limits.FanoutConcurrency].
 const DefaultFanoutConcurrency = 8
 
 // MaxDepth caps execute (and fanout) nesting below the top-level walk.
@@ -177,9 +177,9 @@ func (e Event) String() string {
 	return e.Detail.String()
 }
 
-// Detail is the fixed observation vocabulary (§3.11). Observations never
-// carry prose, model I/O, tool arguments or results, paths or secrets; the
-// only dynamic text is a log() message.
+// Detail is the fixed observation vocabulary (prompt-language §3.11).
+// Observations never carry prose, model I/O, tool arguments or results, paths
+// or secrets; the only dynamic text is a log() message.
 type Detail uint16
 
 const (

@@ -314,7 +314,8 @@ func (b *bindings) aliasHandles() ([]luavm.ToolHandle, []luavm.ModelHandle) {
 }
 
 // analyseNearDuplicates finds the pairs of H1-bound tools a model could not
-// tell apart (§6.4); a section may not scope both members of a pair.
+// tell apart (prompt-language §6.4); a section may not scope both members of
+// a pair.
 func (b *bindings) analyseNearDuplicates(ctx context.Context) error {
 	if len(b.toolOrder) < 2 {
 		return nil

@@ -22,7 +22,7 @@ func trace(t *testing.T, r result) string {
 
 func mark(name string) string { return lua(`store.append("trace", "` + name + `;")`) }
 
-// §8.6 Control flow.
+// prompt-language §8.6 Control flow.
 
 func TestControl_FallThroughReturnAndDone(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`store.append("trace", "A" .. sys.id .. ";")`)+

@@ -1,7 +1,7 @@
 package engine
 
 // Declared input and output are the frontmatter's `input:` and `output:`
-// files (prompt-language §5.1). Every host that runs a prompt applies the
+// files (prompt-language §4.5). Every host that runs a prompt applies the
 // same rules to them, the MCP server and the run command alike, so they
 // live here, below both, and each host only words its own read and write
 // failures.
@@ -14,15 +14,15 @@ import (
 	"github.com/promptforge-go/promptforge/internal/store"
 )
 
-// ErrInputUndeclared is returned by SeedDeclaredInput when input was given
+// ErrInputUndeclared is returned by [SeedDeclaredInput] when input was given
 // to a prompt whose frontmatter declares none. Its text is the one the
-// reference pins for run_prompt's failed record (spec appendix A); the run
-// command replaces it with advice about --input.
+// reference pins for run_prompt's failed record (mcp-server appendix A);
+// the run command replaces it with advice about --input.
 var ErrInputUndeclared = errors.New("input_file or input_text was provided but the prompt declares no input")
 
 // SeedDeclaredInput places the caller's input at p's declared input path.
 // content is called only once p is known to declare an input, so a prompt
-// without one is reported as ErrInputUndeclared before any file is read;
+// without one is reported as [ErrInputUndeclared] before any file is read;
 // an error from content is returned as is, so each front end words its own
 // read failure (input_file for MCP callers, --input on the command line).
 func SeedDeclaredInput(st *store.Store, p *prompt.Prompt, content func() (string, error)) error {
@@ -41,7 +41,7 @@ func SeedDeclaredInput(st *store.Store, p *prompt.Prompt, content func() (string
 }
 
 // DeclaredOutput is what a completed run left at its prompt's declared
-// output path (spec §5.1 step 5).
+// output path (mcp-server §5.1, run body step 3).
 type DeclaredOutput struct {
 	// Path is the declared store path, "" when the prompt declares no
 	// output: then the run's value is the whole answer.

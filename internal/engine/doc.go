@@ -7,23 +7,24 @@
 // counting and the error kinds hosts act on.
 //
 // It owns run-wide state (bindings, the untrusted-content nonce, the id
-// counter, the lazily built gateway client) and implements luavm.Host so
-// that Lua can reach it; the Lua VM itself lives in internal/luavm.
+// counter) and implements luavm.Host so that Lua can reach it; the Lua VM
+// itself lives in internal/luavm. It reads no environment: the gateway
+// client is the host's ([Options.Client]), and a run without one fails
+// only when it calls a model.
 //
 // Cancellation: the run's context reaches every wait — model calls, tool
 // calls, Lua (through the VM's context), infer and execute — and a
-// cancelled run fails with KindCancelled and the context's cause. Run
-// starts no goroutine that outlives it: fanout waits for its arms, and a
-// gateway client the run built from the environment has its idle
-// connections (and their transport goroutines) closed when Run returns.
+// cancelled run fails with [KindCancelled] and the context's cause. [Run]
+// starts no goroutine that outlives it: fanout waits for its arms. The
+// gateway client's idle connections are the host's to close.
 //
 // Limits: each VM gets a Lua time budget, a call-stack and value-stack
-// bound, caps on library-built strings and on var's size (Limits). There
+// bound, caps on library-built strings and on var's size ([Limits]). There
 // is no memory ceiling per VM; luavm's package documentation says what
 // remains unbounded and why.
 //
 // Fanout: each arm is a fresh VM for the worker section on its own
-// goroutine, at most Limits.FanoutConcurrency at once, started in
+// goroutine, at most [Limits.FanoutConcurrency] at once, started in
 // collection order as slots free up. Arms share the run's store (writes
 // are race-tracked per fanout, see store.Writer) and each gets its own
 // clone of the caller's var. The first arm failure cancels the other arms
@@ -36,7 +37,7 @@
 // one terminal event under the worker's name; its model turns, tool calls
 // and log lines are reported as usual, but its section lifecycle (section,
 // chunk, teardown, scope and store events) is not, since the arm events
-// already stand for it. The Observer and Options.Debug are called from arm
+// already stand for it. The [Observer] and [Options.Debug] are called from arm
 // goroutines; Debug calls are serialised by the run, Observer must be safe
 // for concurrent use.
 package engine

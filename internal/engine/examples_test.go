@@ -88,9 +88,10 @@ func TestExample_Digest(t *testing.T) {
 	})
 }
 
-// §8.10: every shipped prompt parses and names no concrete tool: prompts
-// state capabilities (tools.need) and the server binds them, so the names
-// of the tools that happen to provide them must not appear anywhere.
+// prompt-language §8.10: every shipped prompt parses and names no concrete
+// tool: prompts state capabilities (tools.need) and the server binds them, so
+// the names of the tools that happen to provide them must not appear
+// anywhere.
 func TestExamples_ShippedPromptsParseAndNameNoTools(t *testing.T) {
 	paths, err := filepath.Glob("../../examples/prompts/*.md")
 	if err != nil || len(paths) == 0 {

@@ -26,9 +26,9 @@ type fanoutCall struct {
 	token    uint64
 }
 
-// fanout runs worker once per member, up to Limits.FanoutConcurrency arms
-// at a time, and returns the results in collection order (§7). It returns
-// only once every arm it started has ended.
+// fanout runs worker once per member, up to Limits.FanoutConcurrency arms at
+// a time, and returns the results in collection order (prompt-language §7).
+// It returns only once every arm it started has ended.
 func (u *unit) fanout(ctx context.Context, worker string, members []any) ([]luavm.FanoutResult, error) {
 	if u.frame.depth+1 > MaxDepth {
 		return nil, &Error{Kind: KindLua, Err: fmt.Errorf("fanout recursion exceeded cap of %d", MaxDepth)}
@@ -167,9 +167,9 @@ func (fc *fanoutCall) arm(ctx context.Context, fr frame, i, id int, v *luavm.Var
 	return luavm.FanoutResult{Text: text, OK: true, Item: u.item}, nil
 }
 
-// runArm is the arm's section lifecycle (§2.2, §3.4) with the worker's
-// blocks; a jump continues as a chain from the target, whose outcome is
-// the arm's text.
+// runArm is the arm's section lifecycle (prompt-language §2.2, §3.4) with the
+// worker's blocks; a jump continues as a chain from the target, whose outcome
+// is the arm's text.
 func (u *unit) runArm(ctx context.Context, id int, v *luavm.Var) (string, error) {
 	f, err := func() (flow, error) {
 		u.vm = luavm.New(ctx, u.vmOptions(luavm.KindSection, id, u.r.walkAt, u.incoming, v))
@@ -189,7 +189,8 @@ func (u *unit) runArm(ctx context.Context, id int, v *luavm.Var) (string, error)
 	return end.text(), nil
 }
 
-// exhaustedText is the text of an arm whose tool loop ran out (§7).
+// exhaustedText is the text of an arm whose tool loop ran out
+// (prompt-language §7).
 func exhaustedText(item any) string {
 	rendered, err := luavm.RenderData(item)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
-// §8.7 Fanout, plus the arm lines of §8.3, §8.6 and §8.10.
+// prompt-language §8.7 Fanout, plus the arm lines of §8.3, §8.6 and §8.10.
 
 // fanoutPrompt is a caller section Main running callerLua, and an off-walk
 // worker W running workerBody.

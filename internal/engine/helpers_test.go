@@ -103,7 +103,7 @@ func newGW(t testing.TB) *gw {
 var testModel = gateway.Model{ID: "test-model", Description: "A general assistant model for tests",
 	Context: 32768, Thinking: gateway.ThinkingNever, Dialect: gateway.DialectOpenAI}
 
-// cfg is a config that reaches g with the default catalog.
+// cfg returns the Options that reach g with the default catalog.
 func (g *gw) cfg() Options {
 	return Options{Client: g.client, Models: []gateway.Model{testModel}}
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/promptforge-go/promptforge/internal/luavm"
 )
 
-// Per-VM limits through Run (§2.1, §3.10): long library calls, var growth,
-// and what the Lua API accepts as a table.
+// Per-VM limits through Run (prompt-language §2.1, §3.10): long library
+// calls, var growth, and what the Lua API accepts as a table.
 
 // backtracking is a pattern search that runs for minutes in gopher-lua's
 // own matcher, as one Go call nothing could interrupt.
@@ -77,9 +77,9 @@ func TestLimits_VarGrowthIsBounded(t *testing.T) {
 	}
 }
 
-// §2.4: replacing var is detected when the host next reads it, and a
-// prose block reads it before anything is sent, whether or not its text
-// names var.
+// prompt-language §2.4: replacing var is detected when the host next reads
+// it, and a prose block reads it before anything is sent, whether or not its
+// text names var.
 func TestLimits_VarReassignedFailsBeforeTheModelCall(t *testing.T) {
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Text("must not be used"))

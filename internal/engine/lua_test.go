@@ -10,7 +10,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
-// §8.3 Lua sandbox and host globals.
+// prompt-language §8.3 Lua sandbox and host globals.
 
 const sandboxProbe = `local names = {"io", "os", "require", "load", "loadstring", "dofile", "loadfile", "debug", "package", "print", "warn", "collectgarbage", "rawget", "rawset", "rawequal", "getfenv", "setfenv", "coroutine", "tasks"}
 local present = {}
@@ -222,7 +222,8 @@ func TestLua_LocalHandlerCanExecute(t *testing.T) {
 	}
 }
 
-// §8.8: the store-triad fixture, and store failures are Lua errors.
+// prompt-language §8.8: the store-triad fixture, and store failures are Lua
+// errors.
 func TestLua_StoreTriad(t *testing.T) {
 	p := parse(t, "# T\n\n## A\n\n"+lua(`store.write("notes.txt", "alpha\nbeta")`)+"\n## B\n\n"+
 		lua(`return store.read_numbered("notes.txt") .. "|" .. store.read("notes.txt")`))

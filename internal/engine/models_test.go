@@ -8,7 +8,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 )
 
-// §8.5 Models API and inference.
+// prompt-language §8.5 Models API and inference.
 
 var catalog = []gateway.Model{
 	{ID: "m-never", Description: "General assistant model tuned for prose writing", Context: 65536, Thinking: gateway.ThinkingNever},

@@ -11,7 +11,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/store"
 )
 
-// §8.10 Observation and runs.
+// prompt-language §8.10 Observation and runs.
 //
 // Not covered: "a 1-byte memory limit fails host injection with teardown
 // observations". gopher-lua has no allocation hook or per-state memory
@@ -164,9 +164,9 @@ func TestObserve_MintsExecutionIDs(t *testing.T) {
 	}
 }
 
-// §8.10: debug capture is an observer of turns, nothing more: the same run
-// with and without it gives the same value, store, observations and wire
-// requests (nested infer included).
+// prompt-language §8.10: debug capture is an observer of turns, nothing more:
+// the same run with and without it gives the same value, store, observations
+// and wire requests (nested infer included).
 func TestObserve_AbsentDebugCaptureChangesNothing(t *testing.T) {
 	p := parse(t, "# T\n\n"+defaultModel+"\n## A\n\n"+lua(`var.side = models.infer("aside")`)+"\nMain {{ var.side }}.\n\n"+
 		lua(`store.write("out", reply); return reply .. "|" .. sys.reply_finish_reason`))

@@ -45,7 +45,7 @@ type Narration struct {
 	// AuthorText adds what the author wrote: the section heading (the
 	// "section" attribute, the prompt's title for run-level events) and
 	// the text of log() lines. Without it no line carries anything an
-	// author wrote (the server's promise, mcp-server spec §1.3): a log()
+	// author wrote (the server's promise, mcp-server §1.3): a log()
 	// line is then told as "Lua", without its text.
 	AuthorText bool
 }

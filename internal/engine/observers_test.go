@@ -75,7 +75,7 @@ func TestObserversHandEveryEventToEachInOrder(t *testing.T) {
 
 // The server's narration: at info and above only the run start and the
 // failures reach the log, and no line at any level carries anything an
-// author wrote (mcp-server spec §1.3).
+// author wrote (mcp-server §1.3).
 func TestServerNarrationKeepsAuthorTextOut(t *testing.T) {
 	log := &recordLog{}
 	every(engine.LogObserver(slog.New(log), engine.Narration{Progress: slog.LevelDebug}))

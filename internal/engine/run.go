@@ -42,7 +42,7 @@ type run struct {
 }
 
 // Run executes a parsed prompt with args over st (nil: a fresh store). It
-// returns the run's value, or an *Error; Result.Turns is set either way.
+// returns the run's value, or an [*Error]; [Result.Turns] is set either way.
 // No goroutine started by Run outlives it.
 func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cfg Options) (Result, error) {
 	if p == nil {
@@ -154,7 +154,8 @@ func (r *run) debug(t DebugTurn) {
 
 func (r *run) timestamp() string { return r.now().UTC().Format(time.RFC3339) }
 
-// execute is the H1 pass then the top-level walk (§3.1 steps 4–6).
+// execute is the H1 pass then the top-level walk (prompt-language §3.1 steps
+// 4–6).
 func (r *run) execute(ctx context.Context) (string, error) {
 	if ctx.Err() != nil {
 		return "", cancelledBy(ctx)

@@ -10,7 +10,8 @@ import (
 	"github.com/promptforge-go/promptforge/internal/prompt"
 )
 
-// §8.2 Templating: the runtime side (value resolution in a section VM).
+// prompt-language §8.2 Templating: the runtime side (value resolution in a
+// section VM).
 
 func TestTemplate_Resolution(t *testing.T) {
 	g := newGW(t)

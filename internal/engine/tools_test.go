@@ -13,7 +13,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
-// §8.4 Tools API.
+// prompt-language §8.4 Tools API.
 
 const (
 	searchNeed = "Search the web and return a list of results (title, url, description)."
@@ -278,9 +278,9 @@ func TestTools_NearDuplicates(t *testing.T) {
 
 func (ix pairIndex) Doc(i int) match.Doc { return ix.docs[i] }
 
-// §8.4: tools.calls increments on dispatch, also when the tool errors. A
-// failing call ends the run, so the failing handler reads the count
-// itself, after dispatch and before it fails.
+// prompt-language §8.4: tools.calls increments on dispatch, also when the
+// tool errors. A failing call ends the run, so the failing handler reads the
+// count itself, after dispatch and before it fails.
 func TestTools_CallsCountFailingCalls(t *testing.T) {
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Calls(gatewaytest.Call{Name: "ok"}), gatewaytest.Calls(gatewaytest.Call{Name: "bad"}))
@@ -297,7 +297,8 @@ end)`)+"\nGo.\n")
 	}
 }
 
-// §8.4: an override given to tools.need alone is what the model sees.
+// prompt-language §8.4: an override given to tools.need alone is what the
+// model sees.
 func TestTools_NeedOverrideReachesTheWire(t *testing.T) {
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Text("ok"))
@@ -315,8 +316,8 @@ func TestTools_NeedOverrideReachesTheWire(t *testing.T) {
 	}
 }
 
-// §8.4: tools.add of a declared tool between two prose blocks changes the
-// scope of the second block only.
+// prompt-language §8.4: tools.add of a declared tool between two prose blocks
+// changes the scope of the second block only.
 func TestTools_AddBetweenProseBlocks(t *testing.T) {
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Text("first"), gatewaytest.Text("second"))

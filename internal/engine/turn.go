@@ -56,8 +56,9 @@ func (tb *toolBinding) modelDescription(addOverride string) string {
 	return tb.desc.Description
 }
 
-// sectionScope is always aliases, then this section's tools.add aliases,
-// then its local tools (§3.4 step 1), after the near-duplicate check.
+// sectionScope is always aliases, then this section's tools.add aliases, then
+// its local tools (prompt-language §3.4 step 1), after the near-duplicate
+// check.
 func (u *unit) sectionScope() (*scope, error) {
 	b := &u.r.bind
 	declared := make([]string, 0, len(b.always)+len(u.added))
@@ -83,8 +84,9 @@ type roundResult struct {
 	finish string
 }
 
-// loop runs the model rounds of one prose block (§3.6): one round for a
-// single-shot block, up to the iteration cap for the loop-capable one.
+// loop runs the model rounds of one prose block (prompt-language §3.6): one
+// round for a single-shot block, up to the iteration cap for the loop-capable
+// one.
 func (u *unit) loop(ctx context.Context, mb *modelBinding, sc *scope, text string, singleShot bool) (roundResult, error) {
 	r := u.r
 	u.conv = append(u.conv, gateway.Message{Role: "user", Content: text})
@@ -133,7 +135,7 @@ func (u *unit) loop(ctx context.Context, mb *modelBinding, sc *scope, text strin
 
 // loopExhaustedError is a tool loop that ran out of rounds. It is a typed
 // error because fanout treats it as a soft arm result rather than a
-// failure (§7).
+// failure (prompt-language §7).
 type loopExhaustedError struct{ rounds int }
 
 func (e *loopExhaustedError) Error() string {

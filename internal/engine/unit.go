@@ -124,9 +124,9 @@ func (u *unit) teardown() {
 	u.observe(LuaTeardownSucceeded)
 }
 
-// runH1 runs the H1 blocks once (§3.2). It ends as a walk does, with a
-// return or the rolling reply; unless it returned, it also gives the H1's
-// var, which seeds the top-level walk.
+// runH1 runs the H1 blocks once (prompt-language §3.2). It ends as a walk
+// does, with a return or the rolling reply; unless it returned, it also gives
+// the H1's var, which seeds the top-level walk.
 func (u *unit) runH1(ctx context.Context) (walkEnd, *luavm.Var, error) {
 	r := u.r
 	defer u.teardown()
@@ -173,7 +173,7 @@ func (u *unit) runH1(ctx context.Context) (walkEnd, *luavm.Var, error) {
 	return walkEnd{reply: reply}, v, nil
 }
 
-// runSection runs one section entry (§3.4).
+// runSection runs one section entry (prompt-language §3.4).
 func (u *unit) runSection(ctx context.Context, reply *string, v *luavm.Var) (flow, error) {
 	r := u.r
 	id := int(r.ids.Add(1))
@@ -247,7 +247,8 @@ func (u *unit) blocks(ctx context.Context, reply *string) (flow, error) {
 func (u *unit) prose(ctx context.Context, b prompt.Block) error {
 	r := u.r
 	// A script that replaced var fails here, before the model is called,
-	// whether or not the prose names var (§2.4: the host's next read).
+	// whether or not the prose names var (prompt-language §2.4: the host's
+	// next read).
 	if _, err := u.vm.Var(); err != nil {
 		return err
 	}

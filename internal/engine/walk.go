@@ -75,8 +75,8 @@ func (p place) heading() string {
 	return strings.Repeat("#", s.Level) + " " + s.Name
 }
 
-// visibleFrom is the visible set of the section at p (§2.10): its siblings
-// without itself, then its own children.
+// visibleFrom is the visible set of the section at p (prompt-language §2.10):
+// its siblings without itself, then its own children.
 func visibleFrom(p place) []place {
 	self := p.section()
 	out := make([]place, 0, len(p.slice)-1+len(self.Children))
@@ -91,8 +91,8 @@ func visibleFrom(p place) []place {
 	return out
 }
 
-// armVisible is a fanout arm's visible set (§7): the caller's visible set
-// without the worker, then the worker's children.
+// armVisible is a fanout arm's visible set (prompt-language §7): the caller's
+// visible set without the worker, then the worker's children.
 func armVisible(caller []place, worker place) []place {
 	w := worker.section()
 	out := make([]place, 0, len(caller)-1+len(w.Children))
@@ -107,7 +107,8 @@ func armVisible(caller []place, worker place) []place {
 	return out
 }
 
-// walk runs the sections of from's slice, starting at from (§3.3).
+// walk runs the sections of from's slice, starting at from
+// (prompt-language §3.3).
 func (r *run) walk(ctx context.Context, fr frame, from place, in entry) (walkEnd, error) {
 	at, reply, addressed := from, in.reply, in.addressed
 	for at.index < len(at.slice) {
@@ -193,8 +194,9 @@ func resolveTarget(visible []place, target string) (place, error) {
 	return place{}, luavm.Scriptf("section heading `%s` is ambiguous: %d visible sections match it", heading, len(found))
 }
 
-// execute runs a contained chain from target (§2.10): the outer walk does
-// not move; the chain gets a clone of var and starts with no reply.
+// execute runs a contained chain from target (prompt-language §2.10): the
+// outer walk does not move; the chain gets a clone of var and starts with no
+// reply.
 func (u *unit) execute(ctx context.Context, target string, input *string) (string, error) {
 	t, err := resolveTarget(u.visible(), target)
 	if err != nil {

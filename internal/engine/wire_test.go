@@ -15,7 +15,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
-// §8.9 Model wire, tool loop, guard — and cancellation.
+// prompt-language §8.9 Model wire, tool loop, guard — and cancellation.
 
 const needSearch = "```lua\ntools.need(\"search\", \"Search the web and return a list of results (title, url, description).\")\nmodels.default(\"writer\", \"A general assistant model\")\n```\n"
 
@@ -409,7 +409,7 @@ func TestCancel_MidExecuteChainInfer(t *testing.T) {
 	<-gate.Arrived()
 	cancel(errors.New("stop now"))
 	wantCancelled(t, <-done, "stop now")
-	// §3.9, §8.5: a cancelled infer is not a failed model turn.
+	// prompt-language §3.9, §8.5: a cancelled infer is not a failed model turn.
 	if n := rec.count(ModelTurnFailed); n != 0 {
 		t.Fatalf("%d failed turns reported: %v", n, rec.lines())
 	}

@@ -18,7 +18,7 @@ type Options struct {
 	Timeout time.Duration
 	// ModelsTimeout bounds the GET /models request (default
 	// DefaultModelsTimeout, 10s) so a host's boot never hangs on a silent
-	// gateway (DESIGN §3.2). A caller's ctx deadline also applies.
+	// gateway (design §3.2). A caller's ctx deadline also applies.
 	ModelsTimeout time.Duration
 	// HTTPClient is used when non-nil (tests, custom transports). Its own
 	// Timeout, if any, applies on top of the two above.
@@ -64,7 +64,7 @@ type Model struct {
 }
 
 // ModelOverride is a [models."<id>"] table from prompts.toml: it fills or
-// overrides what the gateway serves (DESIGN §3.3). Zero fields are unset.
+// overrides what the gateway serves (design §3.3). Zero fields are unset.
 type ModelOverride struct {
 	Description string
 	Context     uint32
@@ -81,8 +81,8 @@ type SkippedModel struct {
 	Reason string // e.g. `no description: add [models."llama3"] description = "..."`
 }
 
-// Catalog is the result of Models: what binding may use, and what it may
-// not, and why.
+// Catalog is the result of [Client.Models]: what binding may use, and what it
+// may not, and why.
 type Catalog struct {
 	Models  []Model // in the gateway's order
 	Skipped []SkippedModel
@@ -98,7 +98,7 @@ type Message struct {
 
 // ToolCall is one function call the model asked for. On the wire it is
 // {"id","type":"function","function":{"name","arguments":"<JSON string>"}}
-// (see MarshalJSON).
+// (see [ToolCall.MarshalJSON]).
 type ToolCall struct {
 	ID        string
 	Name      string

@@ -13,7 +13,7 @@ import (
 
 // Complete sends POST {base}/chat/completions and parses choices[0].
 //
-// The request is bounded by Options.Timeout and by ctx; when ctx ends first
+// The request is bounded by [Options.Timeout] and by ctx; when ctx ends first
 // the error is KindCancelled and wraps ctx.Err(). For DialectGemma3 the
 // client rewrites the request (tools described in a system message,
 // tool-call history as text) and parses tool_code fences in the reply, so

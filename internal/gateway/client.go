@@ -36,8 +36,8 @@ const (
 	opModels = "GET /models"
 	opChat   = "POST /chat/completions"
 
-	// redacted stands for the key in the client's and the config's
-	// renderings.
+	// redacted stands for the key in the renderings of a Client and of
+	// its Options.
 	redacted = redact.Placeholder
 )
 
@@ -89,7 +89,7 @@ func orDefault(d, def time.Duration) time.Duration {
 // NewTransport returns the HTTP transport for gateway calls: the default
 // transport with a connect timeout like the reference gateway's (10s) and
 // 64 idle connections per host, enough for concurrent runs (and their
-// fanout arms) against one gateway. New uses it when Options.HTTPClient is
+// fanout arms) against one gateway. [New] uses it when [Options.HTTPClient] is
 // nil; a host that wraps the transport (the server times every call)
 // builds on it, so every client of the gateway has the same limits.
 //

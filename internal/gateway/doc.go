@@ -1,7 +1,7 @@
 // Package gateway is the HTTP client for the gateway contract
-// (spec/gateway-picker-webfetch.md §1.14): GET /models, POST
+// (gateway-picker-webfetch §1.14): GET /models, POST
 // /chat/completions without streaming, with tool calls in the openai and
-// gemma3_tool_code dialects, and POST /tools/web_search (Search, which
+// gemma3_tool_code dialects, and POST /tools/web_search ([Client.Search], which
 // the web_search tool adapts). It is the only package that speaks the
 // contract, so auth, base URL, timeouts, body caps, error kinds and
 // redaction are decided once. Later: embeddings.
@@ -10,29 +10,29 @@
 // request body, reply parsing and validation (choices[0], tool-call
 // checks, the reasoning side channel), body caps (16 MiB), auth, timeouts,
 // and the Gemma 3 tool_code emulation, which is done entirely here
-// (requests rewritten, fences parsed into ToolCalls, EchoToolResults for
+// (requests rewritten, fences parsed into ToolCalls, [EchoToolResults] for
 // the history) so the engine stays dialect-agnostic.
 //
 // Catalog. A plain OpenAI-compatible /v1/models list (id, object,
 // created, owned_by) loads without error: description, context and
 // thinking may come from [models."<id>"] overrides instead, and an entry
-// that no source completes is returned in Catalog.Skipped with what to
-// add, not used for binding (DESIGN §3.3; the reference rejects the whole
+// that no source completes is returned in [Catalog.Skipped] with what to
+// add, not used for binding (design §3.3; the reference rejects the whole
 // catalog). Fields that are present but wrong still make the catalog
 // malformed.
 //
-// Timeouts. Each request gets its own deadline: Options.Timeout for chat
-// (default 120s), Options.ModelsTimeout for the models list (default
-// 10s, so boot never hangs: DESIGN §3.2) and SearchTimeout (30s) for a
+// Timeouts. Each request gets its own deadline: [Options.Timeout] for chat
+// (default 120s), [Options.ModelsTimeout] for the models list (default
+// 10s, so boot never hangs: design §3.2) and [SearchTimeout] (30s) for a
 // search, all inside the caller's ctx.
-// Running past the client's deadline is a retryable KindTransport error
-// (Error.Timeout reports it); the caller's ctx ending is KindCancelled and
+// Running past the client's deadline is a retryable [KindTransport] error
+// ([Error.Timeout] reports it); the caller's ctx ending is [KindCancelled] and
 // wraps ctx.Err().
 //
-// Errors. Every failure is an *Error with a Kind. Error() says what failed
+// Errors. Every failure is an [*Error] with a [Kind]. Error() says what failed
 // and what to do and never includes the key, nor a reply body except the
 // sanitized one Search's KindStatus message quotes for the model; the start of
 // a non-2xx body is available, escaped and capped at 2,000 characters,
-// through Error.Body for debug logs. The key never appears in %v, %#v or
-// slog output of a Client or Options.
+// through [Error.Body] for debug logs. The key never appears in %v, %#v or
+// slog output of a [Client] or [Options].
 package gateway

@@ -12,7 +12,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// newClient returns a client for s; edit may change the config first.
+// newClient returns a client for s; edit may change its Options first.
 func newClient(t testing.TB, s *gatewaytest.Server, edit ...func(*gateway.Options)) *gateway.Client {
 	t.Helper()
 	cfg := gateway.Options{BaseURL: s.URL(), APIKey: secret.MustNew(s.APIKey())}

@@ -16,13 +16,13 @@ import (
 // is present: a field with the wrong type or value (context 0, an unknown
 // thinking mode, a tools_mode that contradicts tool_dialect), an entry
 // without a valid id, or a duplicate id makes the whole catalog malformed.
-// Missing description, context or thinking are not faults (DESIGN §3.3):
+// Missing description, context or thinking are not faults (design §3.3):
 // an override fills them, and an entry that is still incomplete is listed
 // in Skipped with what to add. Overrides win over served values. An
 // override for an id the gateway does not serve has no effect and is also
 // listed in Skipped, so a typo in prompts.toml is visible at boot.
 //
-// The request is bounded by Options.ModelsTimeout and by ctx.
+// The request is bounded by [Options.ModelsTimeout] and by ctx.
 func (c *Client) Models(ctx context.Context, overrides map[string]ModelOverride) (Catalog, error) {
 	if c.disabled != "" {
 		return Catalog{}, c.disabledError(opModels)

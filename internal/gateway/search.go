@@ -12,9 +12,9 @@ import (
 	"github.com/promptforge-go/promptforge/internal/redact"
 )
 
-// Bounds of POST {base}/tools/web_search (spec gateway-picker-webfetch
-// §1.14(c)). They are the search endpoint's own, not the chat request's:
-// a search answers in seconds, and its reply goes to a model as text.
+// Bounds of POST {base}/tools/web_search (gateway-picker-webfetch §1.14(c)).
+// They are the search endpoint's own, not the chat request's: a search
+// answers in seconds, and its reply goes to a model as text.
 const (
 	// SearchTimeout bounds one whole search request.
 	SearchTimeout = 30 * time.Second

@@ -4,12 +4,12 @@
 // GET /health) and answers chat requests from a script.
 //
 // It exists so every package that needs a model tests against real HTTP
-// instead of a mock: the gateway client's encoding, auth, timeouts and
-// body caps are exercised in every test that runs a prompt. Replies are
-// scripted in order (Enqueue) or computed (Respond); failures are replies
-// too (Status, Malformed, Hang), and a Gate lets a test hold a request at
-// the server until it says so, which is how admission, cancellation and
-// in-flight limits are tested without sleeping.
+// instead of a mock: the gateway client's encoding, auth, timeouts and body
+// caps are exercised in every test that runs a prompt. Replies are scripted
+// in order ([Server.Enqueue]) or computed ([Server.Respond]); failures are
+// replies too ([Status], [Malformed], [Hang]), and a [Gate] lets a test hold
+// a request at the server until it says so, which is how admission,
+// cancellation and in-flight limits are tested without sleeping.
 //
 // Like the real gateway it checks the bearer token (401 envelope), the
 // Content-Type (415) and the request shape (400 malformed_request), so a

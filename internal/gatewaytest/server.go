@@ -87,7 +87,7 @@ func (s *Server) URL() string { return s.srv.URL + "/v1" }
 // server so a test can check it never leaks into output.
 func (s *Server) APIKey() string { return s.key }
 
-// Close stops the server now, dropping any request held by Hang or a Gate
+// Close stops the server now, dropping any request held by [Hang] or a [Gate]
 // so nothing waits on it; later requests fail to connect. It runs
 // automatically when the test ends and is safe to call more than once.
 func (s *Server) Close() {
@@ -166,7 +166,7 @@ func (s *Server) MaxInFlight() int {
 	return s.maxInFlight
 }
 
-// EnqueueSearch appends scripted web_search replies (see Search).
+// EnqueueSearch appends scripted web_search replies (see [Search]).
 func (s *Server) EnqueueSearch(replies ...Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -18,8 +18,8 @@ const (
 	secondsPerYear  = 31_557_600
 )
 
-// unitNanos maps every unit spelling humantime 2 accepts (spec §2.4) to its
-// length. Units are case-sensitive: "M" is a month, "m" a minute.
+// unitNanos maps every unit spelling humantime 2 accepts (mcp-server §2.4) to
+// its length. Units are case-sensitive: "M" is a month, "m" a minute.
 func unitNanos(unit string) (int64, bool) {
 	switch unit {
 	case "ns", "nsec", "nanos":
@@ -143,11 +143,11 @@ func firstRune(s string) string {
 	return ""
 }
 
-// Format renders d the way humantime's format_duration does, which
-// is how the reference shows durations to callers (spec §2.4): components
+// Format renders d the way humantime's format_duration does, which is how
+// the reference shows durations to callers (mcp-server §2.4): components
 // years, months, days, h, m, s, ms, us, ns; zero components left out; single
 // spaces between them; "0s" for zero. 5400s is "1h 30m", 240s is "4m".
-// The result always parses back to d with Parse. A negative d, which
+// The result always parses back to d with [Parse]. A negative d, which
 // no setting can hold, renders as "-" and the magnitude.
 func Format(d time.Duration) string {
 	if d == 0 {

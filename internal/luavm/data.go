@@ -452,7 +452,7 @@ func (vm *VM) FromData(v any) lua.LValue {
 	return lua.LNil
 }
 
-// ToPlain converts data to the shapes encoding/json and prompt.RenderValue
+// ToPlain converts data to the shapes encoding/json and [prompt.RenderValue]
 // know: a *Table becomes []any when it is a pure array and map[string]any
 // otherwise (array slots then appear under "1", "2", ...; an empty table is
 // an empty object).

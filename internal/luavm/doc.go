@@ -2,12 +2,12 @@
 // host API bound into it: args, the sealed sys table, the var clipboard,
 // reply, log, store, untrusted, tools, models and the control globals
 // (jump, execute, list_from_section, fanout). The semantics behind tools,
-// models and control flow belong to the engine, reached through the Host
+// models and control flow belong to the engine, reached through the [Host]
 // interface this package defines; luavm never imports the engine.
 //
 // A VM is not safe for concurrent use, but VMs are independent: fanout
 // arms run one VM per goroutine over one shared store. An arm's VM tags
-// its store.write calls (Options.Writer) so the store can refuse two arms
+// its store.write calls ([Options.Writer]) so the store can refuse two arms
 // of one fanout writing one path; that refusal ends the chunk even under
 // pcall, because one of the two results would be silently lost.
 //
@@ -20,7 +20,7 @@
 // package and coroutine are absent.
 //
 // Limits: gopher-lua has no instruction hook, so the reference's
-// instruction quota is a time budget per VM (Limits.LuaTime), enforced
+// instruction quota is a time budget per VM ([Limits.LuaTime]), enforced
 // through the state's context. It counts only Lua time: it is paused while
 // the VM waits on the host (model calls, execute, tools), and the shared
 // library replay spends the same budget as the blocks after it. The same
@@ -36,8 +36,8 @@
 // every growth. One call returns at most 65536 values (string.byte,
 // unpack), checked before anything is pushed. string.rep, string.format
 // (estimated before it builds anything), string.gsub and table.concat
-// refuse results over Limits.MaxStringBytes (16 MiB by default). var is
-// bounded by Limits.MaxVarBytes, checked at every assignment against a
+// refuse results over [Limits.MaxStringBytes] (16 MiB by default). var is
+// bounded by [Limits.MaxVarBytes], checked at every assignment against a
 // running size estimate.
 //
 // Not bounded: the `..` operator. gopher-lua evaluates it inside its VM

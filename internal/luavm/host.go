@@ -51,7 +51,7 @@ type Host interface {
 	Fanout(ctx context.Context, worker string, members []any) ([]FanoutResult, error)
 }
 
-// Note is an observation a VM reports through Host.Note.
+// Note is an observation a VM reports through [Host.Note].
 type Note uint8
 
 const (

@@ -8,7 +8,7 @@ import (
 
 // Resolve renders one {{ path }} placeholder against this VM: args, the
 // reply global, the fanout item, var, sys, and any other first segment as a
-// global of the VM viewed as JSON. It is the prompt.Resolver of prose
+// global of the VM viewed as JSON. It is the [prompt.Resolver] of prose
 // blocks run in this VM.
 func (vm *VM) Resolve(p prompt.Path) (string, error) {
 	switch p.Head {

@@ -14,7 +14,7 @@ func LexicalPolicy() Policy {
 }
 
 // LexicalModelPolicy is the policy for models.need under the lexical
-// ranker. It differs from LexicalPolicy only in a lower solo floor: model
+// ranker. It differs from [LexicalPolicy] only in a lower solo floor: model
 // needs are vague ("a general assistant model…") and often share only a
 // word or two with the one model a catalog offers, and binding the only
 // model is what an author expects, whereas a lone tool sharing one word

@@ -13,7 +13,7 @@ const (
 	KindList                             // empty bullet in a list section
 )
 
-// ParseError is every failure of Parse. Error() gives Msg; Line (1-based
+// ParseError is every failure of [Parse]. Error() gives Msg; Line (1-based
 // file line, 0 when unknown) and Kind let hosts point an author at the fix.
 //
 // For a Lua compilation error Line is the line gopher-lua blamed (the

@@ -85,13 +85,13 @@ func Text(s string, limit int) string {
 //     brackets read as an edit inside quoted text.
 //
 // (package secret prints a third, bare "redacted" for a Secret itself:
-// that is its documented rendering, spec mcp-server.md §2.7.)
+// that is its documented rendering, mcp-server §2.7.)
 const (
 	Placeholder = "<redacted>"
 	Echoed      = "[redacted]"
 )
 
-// Secret returns text with every occurrence of secret replaced by Echoed.
+// Secret returns text with every occurrence of secret replaced by [Echoed].
 // An empty secret matches nothing.
 func Secret(text, secret string) string {
 	if secret == "" {

@@ -4,19 +4,20 @@
 // A client may give up on a call long before a prompt finishes (Cursor drops
 // remote calls at about 300 seconds), so a run must not depend on the call that
 // started it. A call waits at most the reply deadline; past that it is handed a
-// running Result naming the run id, and the outcome is collected later by id.
+// running [Result] naming the run id, and the outcome is collected later by id.
 // The registry knows nothing about prompts, the engine or MCP: it runs
-// closures of the shape func(context.Context) Outcome that the server builds.
+// closures of the shape func(context.Context) [Outcome] that the server
+// builds.
 //
 // # Ownership
 //
-// Launch registers a run and starts the goroutine that drives it under one
-// lock, so a run id is never visible without something that will bring it to
-// a terminal record, and a duplicate id is refused before anything starts.
-// The call that waits on a run (Settle) holds only a Handle. If its context
-// ends before the reply deadline, because the client cancelled or went away,
-// Settle cancels the run; once the deadline has passed nothing the call does
-// can reach the run any more.
+// [Registry.Launch] registers a run and starts the goroutine that drives it
+// under one lock, so a run id is never visible without something that will
+// bring it to a terminal record, and a duplicate id is refused before
+// anything starts. The call that waits on a run ([Registry.Settle]) holds
+// only a [Handle]. If its context ends before the reply deadline, because the
+// client cancelled or went away, Settle cancels the run; once the deadline
+// has passed nothing the call does can reach the run any more.
 //
 // # One goroutine per run
 //
@@ -30,34 +31,36 @@
 //
 // # Admission
 //
-// There are MaxConcurrentRuns slots behind a FIFO counting semaphore. A caller
-// waits up to AdmissionTimeout and is then refused with an error naming the
-// wait: a refusal the caller can retry is better than an unbounded queue of
-// held client connections. Waiters are queued channels, not goroutines, and a
-// waiter that gives up at the moment it is granted a slot passes the slot on,
-// so none is ever lost. A slot is held until the run ends, even when that is
-// long after its call was answered.
+// There are [Options.MaxConcurrentRuns] slots behind a FIFO counting
+// semaphore. A caller waits up to [Options.AdmissionTimeout] and is then
+// refused with an error naming the wait: a refusal the caller can retry is
+// better than an unbounded queue of held client connections. Waiters are
+// queued channels, not goroutines, and a waiter that gives up at the moment
+// it is granted a slot passes the slot on, so none is ever lost. A slot is
+// held until the run ends, even when that is long after its call was
+// answered.
 //
 // # Retention
 //
-// A finished record stays readable for RetainCompleted and is then evicted; a
-// running record is never evicted. Eviction is a sweep taken on each read and
-// write rather than a timer goroutine: a stale record costs nothing until
-// somebody looks. Finished records are kept in finishing order, so a sweep
-// touches only the records it evicts.
+// A finished record stays readable for [Options.RetainCompleted] and is then
+// evicted; a running record is never evicted. Eviction is a sweep taken on
+// each read and write rather than a timer goroutine: a stale record costs
+// nothing until somebody looks. Finished records are kept in finishing order,
+// so a sweep touches only the records it evicts.
 //
 // Time alone does not bound memory: a burst of runs with large values would
 // stay pinned for the whole window. So finished records are also capped by
-// count (MaxRetainedRuns, default 10,000) and by the value and error bytes
-// they hold together (MaxRetainedBytes, default 64 MiB). When a run finishes
-// and either cap is exceeded, the oldest finished records are evicted first,
-// from the same end of the same list the sweep uses, so this too costs only
-// what it evicts. Running records are never evicted and do not count. The
-// record that has just finished is always kept, even when it alone is over
-// the byte cap: its caller may be reading it right now, and dropping it
-// would turn a result that was computed into "unknown run". It goes when its
-// window closes or the next finished run pushes it out. A record evicted
-// early reads as unknown, exactly like one past its window.
+// count ([Options.MaxRetainedRuns], default 10,000) and by the value and
+// error bytes they hold together ([Options.MaxRetainedBytes], default 64
+// MiB). When a run finishes and either cap is exceeded, the oldest finished
+// records are evicted first, from the same end of the same list the sweep
+// uses, so this too costs only what it evicts. Running records are never
+// evicted and do not count. The record that has just finished is always kept,
+// even when it alone is over the byte cap: its caller may be reading it right
+// now, and dropping it would turn a result that was computed into "unknown
+// run". It goes when its window closes or the next finished run pushes it
+// out. A record evicted early reads as unknown, exactly like one past its
+// window.
 //
 // # Logs
 //

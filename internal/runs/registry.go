@@ -219,7 +219,7 @@ func (r *Registry) RetainCompleted() time.Duration { return r.retain }
 
 // Admit waits up to AdmissionTimeout for a run slot, in arrival order. When
 // none came free it logs one WARN and returns a *RefusedError; when ctx ends
-// first it returns ctx's cause; after Close it returns ErrClosed.
+// first it returns ctx's cause; after [Registry.Close] it returns [ErrClosed].
 func (r *Registry) Admit(ctx context.Context) (*Slot, error) {
 	err := r.slots.acquire(ctx, r.admissionTimeout)
 	switch {
@@ -239,11 +239,11 @@ func (r *Registry) Admit(ctx context.Context) (*Slot, error) {
 // Launch registers the run id for prompt and starts run on its own goroutine,
 // in one step under the registry lock. It takes ownership of slot: the slot
 // is returned when the run ends, or at once if Launch refuses. A duplicate id
-// is refused with ErrDuplicateRun and run is never called.
+// is refused with [ErrDuplicateRun] and run is never called.
 //
-// run receives a context that is cancelled (with ErrCallerCancelled,
-// ErrRunCancelled or ErrShuttingDown as its cause) when the run should stop;
-// it is not derived from any call's context, so a call that has been
+// run receives a context that is cancelled (with [ErrCallerCancelled],
+// [ErrRunCancelled] or [ErrShuttingDown] as its cause) when the run should
+// stop; it is not derived from any call's context, so a call that has been
 // answered cannot stop the run by ending.
 func (r *Registry) Launch(slot *Slot, id, prompt string, run func(ctx context.Context) Outcome) (*Handle, error) {
 	if slot == nil || slot.pool != r.slots {
@@ -389,7 +389,7 @@ func (r *Registry) finish(rec *record, res Result) Result {
 //   - the deadline passed: a running snapshot, and one INFO line naming the
 //     run id; the run keeps going and nothing ctx does afterwards reaches it;
 //   - ctx ended first (the client cancelled or disconnected): the run is
-//     cancelled with ErrCallerCancelled and its terminal record returned,
+//     cancelled with [ErrCallerCancelled] and its terminal record returned,
 //     still bounded by the same deadline in case the run ignores the
 //     cancellation.
 func (r *Registry) Settle(ctx context.Context, h *Handle) Result {
@@ -441,7 +441,7 @@ func (r *Registry) Check(id string) (Result, bool) {
 	return rec.snapshotLocked(), true
 }
 
-// Cancel asks the run id names to stop, with ErrRunCancelled as the cause.
+// Cancel asks the run id names to stop, with [ErrRunCancelled] as the cause.
 // Unknown and finished runs are left alone, and cancelling twice is harmless.
 func (r *Registry) Cancel(id string) {
 	r.mu.Lock()
@@ -472,10 +472,10 @@ func (r *Registry) Stats() Stats {
 	}
 }
 
-// Close stops admitting and launching, wakes queued Admit calls with
-// ErrClosed, cancels every running run with ErrShuttingDown, and waits until
-// all of their goroutines have returned or ctx ends. Finished records stay
-// readable. It may be called more than once.
+// Close stops admitting and launching, wakes queued [Registry.Admit] calls
+// with [ErrClosed], cancels every running run with [ErrShuttingDown], and
+// waits until all of their goroutines have returned or ctx ends. Finished
+// records stay readable. It may be called more than once.
 func (r *Registry) Close(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// redacted is what every rendering of a Secret prints (spec §2.7).
+// redacted is what every rendering of a Secret prints (mcp-server §2.7).
 const redacted = "redacted"
 
 // errBlankSecret is returned by New for an empty or whitespace-only

@@ -13,7 +13,7 @@ import (
 
 // invalidParams is a -32602 protocol error: the caller's request is wrong
 // in a way a model cannot fix by reading a tool result, so it is answered
-// as a protocol error (spec §4.9).
+// as a protocol error (mcp-server §4.9).
 func invalidParams(format string, a ...any) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, a...)}
 }

@@ -230,7 +230,7 @@ func TestLuaRuntimeFailureIsAFailedRun(t *testing.T) {
 	}
 }
 
-// DESIGN §3.10: a name we do not publish gets -32602, as the go-sdk answers
+// design §3.10: a name we do not publish gets -32602, as the go-sdk answers
 // (the MCP specification's choice), not the reference's -32601.
 func TestUnpublishedToolNamesAreRefused(t *testing.T) {
 	h := newHarness(t, fixture{})

@@ -3,20 +3,20 @@
 // live catalog, runs prompts through the run registry and the engine,
 // forwards progress, renders results, and answers tools/list in its own
 // order and pages. It builds nothing from prompts.toml: package app
-// assembles the process and hands a Server everything in Options.
+// assembles the process and hands a [Server] everything in [Options].
 //
 // The transports (streamable HTTP and stdio) and the go-sdk workarounds
 // they need live in the transport subpackage, which imports nothing of
 // server: the server registers its tool handlers through a
 // transport.Calls and hands the transports a transport.Backend
-// ((*Server).Backend).
+// ([Server.Backend]).
 //
 // Why the rest is one package: the tool surface shares one Server value
 // (catalog handle, run registry, gateway client and model catalog, live
 // tools, file roots, metrics), and the wire contract it implements
-// (spec mcp-server.md §4, §6) is easier to keep exact in one place.
+// (mcp-server §4, §6) is easier to keep exact in one place.
 //
-// Decisions that differ from the reference server (DESIGN.md §3 wins):
+// Decisions that differ from the reference server (design §3 wins):
 //
 //   - A call that is cancelled (notifications/cancelled, or an HTTP client
 //     that disconnects before its reply) cancels its run: the slot comes
@@ -39,7 +39,7 @@
 //     home directory. An existing output_file must be a regular file and is
 //     opened without blocking (a FIFO would otherwise hold the run in
 //     open(2) forever). output_file on a prompt that declares no output is
-//     ignored, unchecked (spec §4.5).
+//     ignored, unchecked (mcp-server §4.6 step 6).
 //   - At the end of stdin the session is not closed until every request
 //     already read has been answered (at most the drain timeout): piped
 //     use, requests then EOF, gets every reply.

@@ -19,7 +19,7 @@ import (
 const maxInputFileBytes = 16 << 20
 
 // fileRoots are the directories input_file and output_file must resolve
-// inside ([paths].files, DESIGN §3.4), absolute and cleaned as configured.
+// inside ([paths].files, design §3.4), absolute and cleaned as configured.
 // Symlinks are evaluated per call, so a root that is itself a link, or
 // that appears after boot, is judged as it is when the call arrives.
 type fileRoots []string

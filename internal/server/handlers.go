@@ -17,7 +17,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/runs"
 )
 
-// listPageSize is list_prompts' page size (spec §4.5).
+// listPageSize is list_prompts' page size (mcp-server §4.5).
 const listPageSize = 100
 
 // maxCapabilityBytes bounds a need_prompt capability: one short phrase is
@@ -36,7 +36,7 @@ var (
 )
 
 // textResult is a model-correctable failure: isError with one text block
-// and no structuredContent (spec §4.9).
+// and no structuredContent (mcp-server §4.9).
 func textResult(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }

@@ -45,7 +45,7 @@ func speakPrompt(name string) string {
 		"# Speak\n\n```lua\nmodels.default(\"writer\", \"A general assistant model\")\n```\n\n## Say\n\nSay something.\n")
 }
 
-// The fixture every dispatch test starts from (spec §11 dispatch.rs).
+// The fixture every dispatch test starts from (mcp-server §11, dispatch.rs).
 var basePrompts = map[string]string{
 	"echo.md":      luaPrompt("echo", "Return the arguments unchanged.", "return args"),
 	"greet.md":     luaPrompt("greet", "Greet someone by name.", "return args"),

@@ -17,7 +17,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/runs"
 )
 
-// Metrics are the process's Prometheus series (DESIGN §3.9), on a registry
+// Metrics are the process's Prometheus series (design §3.9), on a registry
 // of their own so nothing depends on client_golang's global one. One
 // Metrics serves one Server.
 type Metrics struct {

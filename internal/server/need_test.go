@@ -13,7 +13,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/match"
 )
 
-// The six-prompt retrieval fixture of spec §11 (retrieval/tests.rs).
+// The six-prompt retrieval fixture of mcp-server §11 (retrieval/tests.rs).
 var sixPrompts = map[string]string{
 	"stakeholder.md": luaPrompt("stakeholder_position", "Build a stakeholder position report for one entity.", "return 1"),
 	"paper.md":       luaPrompt("paper_summary", "Summarize an academic paper into its claims, methods and findings.", "return 1"),

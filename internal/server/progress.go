@@ -67,7 +67,7 @@ func newProgress(ctx context.Context, token any, notify notifyFunc) *progress {
 	return p
 }
 
-// Observe implements engine.Observer.
+// Observe implements [engine.Observer].
 func (p *progress) Observe(ev engine.Event) {
 	switch ev.Detail {
 	case engine.RunStarted:

@@ -195,7 +195,7 @@ func (l *levelLog) lines() []string {
 
 // The server narrates its runs with serveNarration: at info and above
 // only the run start and the failures, and no line, at any level, carries
-// a section name or anything else the author wrote (mcp-server spec §1.3;
+// a section name or anything else the author wrote (mcp-server §1.3;
 // the narration itself is tested in engine).
 func TestServeNarratesRunsWithoutAuthorText(t *testing.T) {
 	log := &levelLog{}

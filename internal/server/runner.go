@@ -16,8 +16,9 @@ import (
 	"github.com/promptforge-go/promptforge/internal/store"
 )
 
-// msgDuplicateRun is the failed-run message the reference pins (spec
-// appendix A); the undeclared-input one is engine.ErrInputUndeclared's.
+// msgDuplicateRun is the failed-run message the reference pins
+// (mcp-server appendix A); the undeclared-input one is
+// [engine.ErrInputUndeclared]'s.
 const msgDuplicateRun = "the run id was already in use"
 
 // msgShuttingDown is the refusal of a call that arrives once shutdown has
@@ -207,7 +208,8 @@ func seedStore(st *store.Store, p *prompt.Prompt, r runRequest) error {
 	})
 }
 
-// extractOutput applies spec §5.1 step 5 to a completed run's value.
+// extractOutput applies mcp-server §5.1, run body step 3, to a completed
+// run's value.
 func extractOutput(st *store.Store, p *prompt.Prompt, value string, r runRequest) string {
 	out, err := engine.ExtractDeclaredOutput(st, p)
 	switch {

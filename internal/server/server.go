@@ -176,7 +176,7 @@ func New(opts Options) (*Server, error) {
 // serveNarration is how the server logs its runs: the run starting at
 // info and failures at warn, with progress at debug (callers get it over
 // MCP), and no line carries a section name or anything else an author
-// wrote (mcp-server spec §1.3): many callers share one log.
+// wrote (mcp-server §1.3): many callers share one log.
 func serveNarration() engine.Narration { return engine.Narration{Progress: slog.LevelDebug} }
 
 // MCP is the SDK server every transport connects sessions to.
@@ -205,7 +205,7 @@ func (s *Server) Close(ctx context.Context) error {
 }
 
 // toolsListMiddleware answers tools/list itself: in the published order
-// and with the decimal offset cursors of spec §4.2. go-sdk v1.8.0 lists
+// and with the decimal offset cursors of mcp-server §4.2. go-sdk v1.8.0 lists
 // tools sorted by name and pages with its own opaque cursor
 // (mcp/server.go, Server.listTools and paginateList; mcp/features.go,
 // featureSet.all); no upstream issue found, as both are its documented

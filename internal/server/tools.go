@@ -113,7 +113,7 @@ func quote(s string) string {
 	return string(b)
 }
 
-// Output schemas describe each tool's structuredContent (DESIGN §3.10).
+// Output schemas describe each tool's structuredContent (design §3.10).
 // Failure results that carry only text have no structuredContent and are
 // marked isError, which the MCP specification exempts from the schema.
 const (

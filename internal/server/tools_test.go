@@ -151,7 +151,7 @@ func TestToolsListIgnoresTheCatalog(t *testing.T) {
 	}
 }
 
-// bannedPhrases are trigger phrases spec §4.3 keeps out of every
+// bannedPhrases are trigger phrases mcp-server §4.3 keeps out of every
 // description, schema text and the instructions: they read as standing
 // orders to a model instead of documentation.
 var bannedPhrases = []string{

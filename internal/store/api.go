@@ -9,7 +9,7 @@ import (
 
 // Store is a run-scoped virtual filesystem: logical path -> UTF-8 text.
 // It is safe for concurrent use (fanout arms share one Store). The zero
-// value is not usable; call New.
+// value is not usable; call [New].
 type Store struct {
 	mu    sync.RWMutex
 	files map[string]string

@@ -12,9 +12,9 @@ type Kind uint8
 const (
 	// KindNotFound: the path names no file.
 	KindNotFound Kind = iota + 1
-	// KindInvalidPath: the path breaks a §4.3 rule.
+	// KindInvalidPath: the path breaks a prompt-language §4.3 rule.
 	KindInvalidPath
-	// KindInvalidGlob: the pattern breaks a §4.3 rule.
+	// KindInvalidGlob: the pattern breaks a prompt-language §4.3 rule.
 	KindInvalidGlob
 	// KindInvalidRange: the line bounds are inconsistent.
 	KindInvalidRange

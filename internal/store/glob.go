@@ -25,7 +25,8 @@ type pattern struct {
 	toks []token
 }
 
-// compileGlob validates p by the §4.3 glob rules and compiles it.
+// compileGlob validates p by the prompt-language §4.3 glob rules and compiles
+// it.
 func compileGlob(p string) (pattern, error) {
 	switch {
 	case p == "":

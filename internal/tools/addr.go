@@ -5,8 +5,8 @@ import (
 )
 
 // blockedRange is one entry of the built-in table of address classes
-// web_fetch never connects to (spec §3.4): everything that is not global
-// unicast, plus the IPv6 forms that smuggle an IPv4 address.
+// web_fetch never connects to (gateway-picker-webfetch §3.4): everything that
+// is not global unicast, plus the IPv6 forms that smuggle an IPv4 address.
 type blockedRange struct {
 	prefix netip.Prefix
 	name   string

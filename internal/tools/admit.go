@@ -35,8 +35,9 @@ func hard(model, detail string) *failure {
 	return &failure{hard: true, model: model, detail: detail}
 }
 
-// admitter runs URL admission (spec §3.3) before any network activity,
-// for the requested URL and again for every redirect target.
+// admitter runs URL admission (gateway-picker-webfetch §3.3) before any
+// network activity, for the requested URL and again for every redirect
+// target.
 type admitter struct {
 	allowHTTP       bool
 	allowIPLiterals bool

@@ -18,7 +18,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/redact"
 )
 
-// route is how a content type is handled (spec §3.7).
+// route is how a content type is handled (gateway-picker-webfetch §3.7).
 type route uint8
 
 const (

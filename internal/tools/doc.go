@@ -4,7 +4,7 @@
 // [tools] in prompts.toml (or always, for the CLI); without that a run has
 // none.
 //
-// web_fetch (NewWebFetch) fetches one URL on behalf of a model, which
+// web_fetch ([NewWebFetch]) fetches one URL on behalf of a model, which
 // means on behalf of whatever text the model last read, so it is built to
 // be safe against server-side request forgery by construction rather than
 // by URL inspection alone:
@@ -30,16 +30,16 @@
 //
 // Failures a model can act on (HTTP status, timeout, DNS, content type,
 // size, charset, refused redirect, scheme) come back as ordinary
-// untrusted tool text; argument errors and policy violations are *Error
-// with kind KindInvalidArguments and end the run. Messages never show a
+// untrusted tool text; argument errors and policy violations are [*Error]
+// with kind [KindInvalidArguments] and end the run. Messages never show a
 // blocked address or a URL's userinfo, query or fragment; the injected
 // logger gets the detail.
 //
-// web_search (NewWebSearch) owns the tool's side of a search: a closed
+// web_search ([NewWebSearch]) owns the tool's side of a search: a closed
 // argument schema checked before sending and the mapping of failures to
 // tool kinds. The HTTP exchange (POST {base}/tools/web_search, its 30 s
 // deadline, 256 KiB reply cap and shape check) is the gateway client's,
-// reached through the one-method Searcher, because gateway is the only
+// reached through the one-method [Searcher], because gateway is the only
 // package that speaks the gateway's contract. The raw reply goes to the
 // model as untrusted text.
 package tools

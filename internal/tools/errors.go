@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Kind classifies a tool failure (spec prompt-language §6.1). Every
+// Kind classifies a tool failure (prompt-language §6.1). Every
 // kind ends the run that made the call; the kind tells the caller whether
 // the model's arguments, the backend, the network or the run itself was at
 // fault.

@@ -15,7 +15,7 @@ import (
 
 // minArticleBytes is the size below which an isolated article is judged a
 // failed extraction (a cookie banner, a title alone) and the whole page
-// is converted instead (spec §3.8).
+// is converted instead (gateway-picker-webfetch §3.8).
 const minArticleBytes = 100
 
 // htmlToMarkdown converts page, fetched from u, and says which extraction

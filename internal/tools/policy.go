@@ -11,10 +11,10 @@ import (
 	"golang.org/x/net/http/httpguts"
 )
 
-// Policy is what web_fetch may do (spec §3.11). Start from DefaultPolicy
-// and change fields; NewWebFetch validates the result. The zero value is
-// not usable: a zero MaxRedirects is a legitimate setting ("follow no
-// redirect"), so zero cannot also mean "default".
+// Policy is what web_fetch may do (gateway-picker-webfetch §3.11). Start from
+// [DefaultPolicy] and change fields; [NewWebFetch] validates the result. The
+// zero value is not usable: a zero MaxRedirects is a legitimate setting
+// ("follow no redirect"), so zero cannot also mean "default".
 type Policy struct {
 	// AllowHTTP admits plain http URLs (https is always admitted).
 	AllowHTTP bool

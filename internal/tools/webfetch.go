@@ -19,7 +19,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/redact"
 )
 
-// Identity and description of web_fetch (spec prompt-language §6.2).
+// Identity and description of web_fetch (prompt-language §6.2).
 const (
 	WebFetchName        = "web_fetch"
 	WebFetchDescription = "Fetch a web page and return its main content as markdown."
@@ -183,7 +183,8 @@ type fetchArgs struct {
 	raw      bool
 }
 
-// parseFetchArgs applies spec §3.1. Unknown keys are ignored.
+// parseFetchArgs applies gateway-picker-webfetch §3.1. Unknown keys are
+// ignored.
 func (w *WebFetch) parseFetchArgs(raw json.RawMessage) (fetchArgs, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
@@ -263,7 +264,8 @@ func isRedirect(code int) bool {
 	return false
 }
 
-// fetch runs the pipeline of spec §3.2 after argument parsing.
+// fetch runs the pipeline of gateway-picker-webfetch §3.2 after argument
+// parsing.
 func (w *WebFetch) fetch(ctx context.Context, a fetchArgs) (string, *failure) {
 	t, f := w.admit.admit(a.url)
 	if f != nil {
@@ -318,9 +320,9 @@ func (w *WebFetch) newRequest(ctx context.Context, u *url.URL) *http.Request {
 	return req
 }
 
-// follow decides one redirect hop (spec §3.6): hop count, no https to
-// http downgrade, and full admission of the target. Its address is
-// checked again when the next request dials.
+// follow decides one redirect hop (gateway-picker-webfetch §3.6): hop count,
+// no https to http downgrade, and full admission of the target. Its address
+// is checked again when the next request dials.
 func (w *WebFetch) follow(from *target, loc string, requests int) (*target, *failure) {
 	refused := func(to, reason, detail string) *failure {
 		return soft(fmt.Sprintf("redirect from %s to %s refused: %s", redact.URL(from.u), to, reason), detail, nil)

@@ -14,7 +14,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/redact"
 )
 
-// Identity and limits of web_search (spec prompt-language §6.2 and
+// Identity and limits of web_search (prompt-language §6.2 and
 // gateway-picker-webfetch §1.14(c)). The request's timeout and reply cap
 // are the gateway client's (gateway.SearchTimeout,
 // gateway.MaxSearchReplyBytes).

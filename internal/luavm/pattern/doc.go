@@ -5,6 +5,6 @@
 // gopher-lua runs a pattern search as one Go call that neither the Lua time
 // budget nor the run's cancellation can interrupt, and a backtracking
 // pattern such as ".-.-.-b" over a few kilobytes runs for minutes. Here a
-// search polls a context as it goes (Pattern.Find), and prompts still see
+// search polls a context as it goes ([Pattern.Find]), and prompts still see
 // exactly gopher-lua's matching semantics.
 package pattern

@@ -56,7 +56,7 @@ func (b Backend) logger() *slog.Logger {
 // not end an open SSE response: the SDK holds it until the session ends
 // (streamableServerConn.hangResponse, mcp/streamable.go). The calls are
 // drained first because ServerSession.Close waits for handlers rather
-// than cancelling them (see Calls).
+// than cancelling them (see [Calls]).
 func (b Backend) stopSessions(drain time.Duration) {
 	log := b.logger()
 	drainCtx, cancel := context.WithTimeout(context.Background(), drain)

@@ -65,7 +65,7 @@ type HTTPOptions struct {
 	Metrics http.Handler
 }
 
-// ResolveAllowedHosts applies spec §9.3: a configured list is used as
+// ResolveAllowedHosts applies mcp-server §9.3: a configured list is used as
 // given; an empty list is the loopback names on a loopback bind, and a
 // refusal on any other bind, since a server reachable from the network
 // must know the names it is reached by.

@@ -296,7 +296,7 @@ func TestACancelledHTTPCallFreesItsSlot(t *testing.T) {
 }
 
 // A client that drops its POST without sending notifications/cancelled
-// still cancels the run (DESIGN §3.1).
+// still cancels the run (design §3.1).
 func TestADisconnectedHTTPCallCancelsItsRun(t *testing.T) {
 	g, c := tcpGateway(t)
 	gate := gatewaytest.NewGate()

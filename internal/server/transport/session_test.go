@@ -15,7 +15,7 @@ import (
 )
 
 // Ending an HTTP session while a run_prompt is in flight cancels that
-// call's run (DESIGN §3.1): the slot comes back, the record says the caller
+// call's run (design §3.1): the slot comes back, the record says the caller
 // cancelled, and the DELETE is answered without waiting for the gateway.
 // The gate is released only after the DELETE has been answered, so a
 // server that waited for the run would answer only after the gateway

@@ -17,7 +17,7 @@ import (
 )
 
 const (
-	// MaxLineBytes caps one incoming stdio line (4 MiB, spec §9.4).
+	// MaxLineBytes caps one incoming stdio line (4 MiB, mcp-server §9.4).
 	MaxLineBytes = 4 << 20
 	// readChunk is the reader's buffer: memory held for a line is at most
 	// MaxLineBytes plus one chunk.
