@@ -29,31 +29,6 @@ import (
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
-// bootDir writes prompts.toml (with the given [server] lines and gateway)
-// and a prompts directory holding files.
-func bootDir(t *testing.T, serverLines string, g *gatewaytest.Server, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	prompts := filepath.Join(dir, "prompts")
-	if err := os.MkdirAll(prompts, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeTree(t, prompts, files)
-	// Nothing listens on port 1: a transient failure, so boot goes on
-	// with no models.
-	url, key := "http://127.0.0.1:1/v1", "gw-key"
-	if g != nil {
-		url, key = g.URL(), g.APIKey()
-	}
-	toml := fmt.Sprintf("[server]\n%s\n\n[paths]\nprompts = %q\nfiles = [%q]\n\n[gateway]\nurl = %q\napi_key = %q\ntimeout = \"2s\"\n\n[catalog]\ninclude = [\"**/*.md\"]\n",
-		serverLines, prompts, dir, url, key)
-	path := filepath.Join(dir, "prompts.toml")
-	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // signalLog is a slog handler that records messages and reports the first
 // one starting with a prefix.
 type signalLog struct {
@@ -115,7 +90,7 @@ func TestBootFailureReports(t *testing.T) {
 
 	// A broken prompt no longer stops the boot (it is served as a broken
 	// entry); a catalog-level fault, two files claiming one name, still does.
-	path := bootDir(t, `api_key = "k"`, nil, map[string]string{
+	path := servertest.ConfigDir(t, `api_key = "k"`, nil, map[string]string{
 		"a.md": luaPrompt("twin", "One.", "return 1"),
 		"b.md": luaPrompt("twin", "Two.", "return 2"),
 	})
@@ -154,7 +129,7 @@ func TestBootReportsABindFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Close()
-	path := bootDir(t, fmt.Sprintf("api_key = \"k\"\nbind = %q\nwatch = false", held.Addr()), nil, basePrompts)
+	path := servertest.ConfigDir(t, fmt.Sprintf("api_key = \"k\"\nbind = %q\nwatch = false", held.Addr()), nil, basePrompts)
 	got := report(Boot(context.Background(), BootOptions{ConfigPath: path, Transport: HTTP}))
 	// Exactly the mcp-server §1.2 shape: the step, the bind, the OS's reason.
 	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
@@ -239,7 +214,7 @@ func bootHTTP(t *testing.T, path string, log slog.Handler) (string, func() error
 
 func TestBootServesHTTPAndPicksUpNewPrompts(t *testing.T) {
 	g := gatewaytest.New(t)
-	path := bootDir(t, "api_key = \"k\"\nbind = \"127.0.0.1:0\"\nwatch_debounce = \"50ms\"", g, basePrompts)
+	path := servertest.ConfigDir(t, "api_key = \"k\"\nbind = \"127.0.0.1:0\"\nwatch_debounce = \"50ms\"", g, basePrompts)
 	log := newSignalLog()
 	url, stop := bootHTTP(t, path, log)
 
@@ -256,14 +231,14 @@ func TestBootServesHTTPAndPicksUpNewPrompts(t *testing.T) {
 	}
 
 	reloaded := log.on("reloaded ")
-	writeTree(t, filepath.Join(filepath.Dir(path), "prompts"), map[string]string{"late.md": luaPrompt("late", "Arrive after boot.", "return 'late value'")})
+	servertest.WriteTree(t, filepath.Join(filepath.Dir(path), "prompts"), map[string]string{"late.md": luaPrompt("late", "Arrive after boot.", "return 'late value'")})
 	select {
 	case <-reloaded:
 	case <-time.After(10 * time.Second):
 		t.Fatalf("no reload within 10s; log:\n%s", log.text())
 	}
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "late"}})
-	if err != nil || textOf(t, res) != "late value" {
+	if err != nil || servertest.TextOf(t, res) != "late value" {
 		t.Fatalf("the new prompt: %v %+v", err, res)
 	}
 	cs.Close()
@@ -285,7 +260,7 @@ func TestBootServesStdioWithoutTouchingTheBind(t *testing.T) {
 	defer held.Close()
 	// No api_key, a bind already taken, allowed_hosts that HTTP would
 	// refuse: stdio uses none of them.
-	path := bootDir(t, fmt.Sprintf("bind = %q\nwatch = false", held.Addr()), nil, basePrompts)
+	path := servertest.ConfigDir(t, fmt.Sprintf("bind = %q\nwatch = false", held.Addr()), nil, basePrompts)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	log := newSignalLog()
@@ -303,7 +278,7 @@ func TestBootServesStdioWithoutTouchingTheBind(t *testing.T) {
 		t.Fatalf("serverInfo.name %q", name)
 	}
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": "over stdio"}})
-	if err != nil || textOf(t, res) != "over stdio" {
+	if err != nil || servertest.TextOf(t, res) != "over stdio" {
 		t.Fatalf("run_prompt: %v %+v", err, res)
 	}
 	cs.Close() // closes stdin: the peer hung up
@@ -317,7 +292,7 @@ func TestBootServesStdioWithoutTouchingTheBind(t *testing.T) {
 
 func TestTheConfigEnvironmentBuildsTheLiveTools(t *testing.T) {
 	g := gatewaytest.New(t)
-	path := bootDir(t, "", g, basePrompts)
+	path := servertest.ConfigDir(t, "", g, basePrompts)
 	os.WriteFile(path, append(mustRead(t, path), []byte("\n[tools]\nweb_fetch = true\nweb_search = true\n")...), 0o644)
 	cfg, err := config.Loader{}.Load(path)
 	if err != nil {

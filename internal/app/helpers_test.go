@@ -2,13 +2,9 @@ package app
 
 import (
 	"log/slog"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 )
 
@@ -31,43 +27,4 @@ var basePrompts = map[string]string{
 	"greet.md": luaPrompt("greet", "Greet someone by name.", "return args"),
 }
 
-// writeTree writes files (relative name → content) under dir.
-func writeTree(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	for rel, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
-// textOf is the single text block of a result.
-func textOf(t testing.TB, res *mcp.CallToolResult) string {
-	t.Helper()
-	if len(res.Content) != 1 {
-		t.Fatalf("result has %d content blocks, want 1: %+v", len(res.Content), res.Content)
-	}
-	tc, ok := res.Content[0].(*mcp.TextContent)
-	if !ok {
-		t.Fatalf("content is %T, want text", res.Content[0])
-	}
-	return tc.Text
-}
-
-// authTransport adds a bearer token to every request.
-type authTransport struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+a.token)
-	return a.base.RoundTrip(r)
-}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
@@ -118,7 +119,7 @@ func (p *proc) recv() map[string]any {
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 
 func TestBinaryOverStdio(t *testing.T) {
-	path := bootDir(t, "watch = false", nil, basePrompts)
+	path := servertest.ConfigDir(t, "watch = false", nil, basePrompts)
 	p := startStdio(t, path)
 
 	p.send(initializeBody)
@@ -168,7 +169,7 @@ func TestBinaryOverStdio(t *testing.T) {
 // listed with its problem and refused with it, and the log says so once.
 // check stays strict: the same catalog fails it with the fault report.
 func TestBinaryServesPastABrokenPrompt(t *testing.T) {
-	path := bootDir(t, "watch = false", nil, map[string]string{
+	path := servertest.ConfigDir(t, "watch = false", nil, map[string]string{
 		"upper.md": luaPrompt("Shouty", "Shout.", "return 1"),
 		"echo.md":  basePrompts["echo.md"],
 	})

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
 )
 
 // fileCase is one run_prompt call and what its reply must say.
@@ -62,7 +64,7 @@ func filePrompts() map[string]string {
 // directory the watcher publishes (B2).
 func TestTheServersOwnFilesAreOutOfReach(t *testing.T) {
 	work := t.TempDir()
-	writeTree(t, work, map[string]string{
+	servertest.WriteTree(t, work, map[string]string{
 		"prompts.toml": "[gateway]\napi_key = \"secret\"\n",
 		"prompts.env":  "KEY=secret\n",
 		"notes.txt":    "fine to read",
@@ -114,8 +116,8 @@ func TestCallerPathSpellings(t *testing.T) {
 	base := t.TempDir()
 	real := filepath.Join(base, "real")
 	outside := filepath.Join(base, "outside")
-	writeTree(t, real, map[string]string{"sub/in.txt": "inside", "sub/keep": ""})
-	writeTree(t, outside, map[string]string{"secret.txt": "secret"})
+	servertest.WriteTree(t, real, map[string]string{"sub/in.txt": "inside", "sub/keep": ""})
+	servertest.WriteTree(t, outside, map[string]string{"secret.txt": "secret"})
 	link := filepath.Join(base, "root-link")
 	for _, l := range [][2]string{
 		{real, link},

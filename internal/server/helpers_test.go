@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -53,20 +52,6 @@ var basePrompts = map[string]string{
 	"summarize.md": speakPrompt("summarize"),
 }
 
-// writeTree writes files (relative name → content) under dir.
-func writeTree(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	for rel, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // fixture describes a test server.
 type fixture struct {
 	prompts map[string]string // nil: basePrompts
@@ -99,7 +84,7 @@ func newHarness(t testing.TB, f fixture) *harness {
 	if files == nil {
 		files = basePrompts
 	}
-	writeTree(t, dir, files)
+	servertest.WriteTree(t, dir, files)
 	h := &harness{t: t, dir: dir}
 	settings := catalog.Settings{Root: dir, Include: []string{"**/*.md"}}
 	var err error
@@ -235,3 +220,12 @@ func withGateway(c *gateway.Client) func(*Options) {
 // binDir holds the binary built for the stdio subprocess tests; TestMain
 // removes it.
 var binDir string
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
 )
 
 type listed struct {
@@ -79,7 +80,7 @@ func TestListPromptsShowsDeclarationsAndBrokenEntries(t *testing.T) {
 		"good.md": promptFile("good", "Keep working.", "input:\n  path: in.txt\n  description: the text\noutput:\n  path: out.txt\n  description: the result\n",
 			"# Good\n\n## Run\n\n```lua\nreturn 'ok'\n```\n"),
 	}})
-	writeTree(t, h.dir, map[string]string{"bad.md": "---\nname: bad\ndescription: x\npromptforge: 1\n---\nno heading\n"})
+	servertest.WriteTree(t, h.dir, map[string]string{"bad.md": "---\nname: bad\ndescription: x\npromptforge: 1\n---\nno heading\n"})
 	if _, err := h.handle.Reload(context.Background(), reloadAll(h.dir)); err != nil {
 		t.Fatal(err)
 	}
@@ -184,8 +185,8 @@ func TestInputAndOutput(t *testing.T) {
 		"shirker.md": promptFile("shirker", "Declare output, write none.", writeOutput, "# Shirker\n\n## Run\n\n```lua\nreturn \"nothing written\"\n```\n"),
 	}})
 	outside := t.TempDir()
-	writeTree(t, outside, map[string]string{"secret.txt": "secret"})
-	writeTree(t, h.dir, map[string]string{"notes/input.txt": "from a file"})
+	servertest.WriteTree(t, outside, map[string]string{"secret.txt": "secret"})
+	servertest.WriteTree(t, h.dir, map[string]string{"notes/input.txt": "from a file"})
 	if err := os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(h.dir, "escape.txt")); err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,12 @@ import (
 	"testing/synctest"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
 )
 
 func TestACallAfterAReloadRunsTheNewBody(t *testing.T) {
 	h := newHarness(t, fixture{})
-	writeTree(t, h.dir, map[string]string{"echo.md": luaPrompt("echo", "Return the arguments.", "return 'new ' .. args")})
+	servertest.WriteTree(t, h.dir, map[string]string{"echo.md": luaPrompt("echo", "Return the arguments.", "return 'new ' .. args")})
 	if _, err := h.handle.Reload(context.Background(), reloadAll(h.dir)); err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +21,7 @@ func TestACallAfterAReloadRunsTheNewBody(t *testing.T) {
 	}
 
 	// A save that breaks it: the problem is reported, never the old value.
-	writeTree(t, h.dir, map[string]string{"echo.md": "---\nname: echo\ndescription: Half written.\npromptforge: 1\n---\n# Echo\n\n## Run\n\n```lua\nreturn (\n"})
+	servertest.WriteTree(t, h.dir, map[string]string{"echo.md": "---\nname: echo\ndescription: Half written.\npromptforge: 1\n---\n# Echo\n\n## Run\n\n```lua\nreturn (\n"})
 	if _, err := h.handle.Reload(context.Background(), reloadAll(h.dir)); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestAPromptAddedMidSessionBecomesCallable(t *testing.T) {
 	if res := h.ok(ToolRunPrompt, map[string]any{"prompt": "newcomer"}); !res.IsError {
 		t.Fatalf("an unknown prompt ran: %+v", res)
 	}
-	writeTree(t, h.dir, map[string]string{"newcomer.md": luaPrompt("newcomer", "Arrive late.", "return 'here'")})
+	servertest.WriteTree(t, h.dir, map[string]string{"newcomer.md": luaPrompt("newcomer", "Arrive late.", "return 'here'")})
 	if _, err := h.handle.Reload(context.Background(), reloadAll(h.dir)); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestAHalfWrittenSaveDuringARunDoesNotTouchIt(t *testing.T) {
 			done <- reply{res, err}
 		}()
 		<-g.arrived
-		writeTree(t, h.dir, map[string]string{"speak.md": "---\nname: speak\ndescription: Say one thing.\npromptforge: 1\n---\n# Speak\n\n```lua\nmodels.def"})
+		servertest.WriteTree(t, h.dir, map[string]string{"speak.md": "---\nname: speak\ndescription: Say one thing.\npromptforge: 1\n---\n# Speak\n\n```lua\nmodels.def"})
 		out, err := h.handle.Reload(context.Background(), reloadAll(h.dir))
 		if err != nil || out.Broken != 1 {
 			t.Fatalf("reload: %+v %v", out, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/promptforge-go/promptforge/internal/catalog"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/tools_list.golden.json")
@@ -136,7 +137,7 @@ func TestToolsListPagination(t *testing.T) {
 func TestToolsListIgnoresTheCatalog(t *testing.T) {
 	h := newHarness(t, fixture{})
 	before := listToolsRaw(t, h, "")
-	writeTree(t, h.dir, map[string]string{
+	servertest.WriteTree(t, h.dir, map[string]string{
 		"run_prompt.md": luaPrompt("run_prompt", "Shadow a built-in.", "return 1"),
 		"lister.md":     luaPrompt("list_prompts", "Shadow another.", "return 1"),
 	})

@@ -7,7 +7,10 @@
 package servertest
 
 import (
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -59,4 +62,45 @@ func Gateway(t testing.TB) (*gatewaytest.Server, *gateway.Client) {
 	}
 	t.Cleanup(c.CloseIdleConnections)
 	return g, c
+}
+
+// WriteTree writes files (relative name → content) under dir.
+func WriteTree(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for rel, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// ConfigDir writes a prompts.toml (with the given [server] lines, and the
+// gateway g, or none) and a prompts directory holding files, in a fresh
+// temporary directory, and returns the prompts.toml path. [paths].files is
+// that directory.
+func ConfigDir(t testing.TB, serverLines string, g *gatewaytest.Server, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	prompts := filepath.Join(dir, "prompts")
+	if err := os.MkdirAll(prompts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	WriteTree(t, prompts, files)
+	// Nothing listens on port 1: a transient failure, so boot goes on
+	// with no models.
+	url, key := "http://127.0.0.1:1/v1", "gw-key"
+	if g != nil {
+		url, key = g.URL(), g.APIKey()
+	}
+	toml := fmt.Sprintf("[server]\n%s\n\n[paths]\nprompts = %q\nfiles = [%q]\n\n[gateway]\nurl = %q\napi_key = %q\ntimeout = \"2s\"\n\n[catalog]\ninclude = [\"**/*.md\"]\n",
+		serverLines, prompts, dir, url, key)
+	path := filepath.Join(dir, "prompts.toml")
+	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
