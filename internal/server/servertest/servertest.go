@@ -1,6 +1,7 @@
-// Package servertest holds the helpers that the server's tests and its
-// transport's tests share: both drive the real server with the real go-sdk
-// client, from two packages that cannot see each other's test files.
+// Package servertest holds the helpers that the tests of server, of its
+// transport and of app share: all three drive the real server (with the
+// real go-sdk client, or the built binary) from packages that cannot see
+// each other's test files.
 //
 // It imports nothing of server, so server's own (internal) tests can use
 // it without an import cycle.
