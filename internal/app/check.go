@@ -42,7 +42,7 @@ func Check(ctx context.Context, o CheckOptions) error {
 	settings := settingsOf(cfg)
 	// A relative [paths].prompts is resolved against the working
 	// directory, the usual surprise when check disagrees with a service.
-	logger.Debug("resolving the catalog", "prompts_dir", settings.Root, "include", settings.Include, "exclude", settings.Exclude)
+	logger.Debug("resolving the catalog", "prompts_dirs", settings.Roots, "include", settings.Include, "exclude", settings.Exclude)
 	cat, err := catalog.Resolve(ctx, settings, catalog.Reject)
 	if err != nil {
 		return step(StepResolve, err)

@@ -20,7 +20,7 @@ func settingsOf(cfg *config.Config) catalog.Settings {
 		blocks[name] = catalog.Block{Enabled: b.Enabled, File: b.File}
 	}
 	return catalog.Settings{
-		Root:    cfg.Paths.Prompts,
+		Roots:   []string{cfg.Paths.Prompts},
 		Include: cfg.Catalog.Include,
 		Exclude: cfg.Catalog.Exclude,
 		Blocks:  blocks,

@@ -70,9 +70,9 @@ func TestTheServersOwnFilesAreOutOfReach(t *testing.T) {
 		"notes.txt":    "fine to read",
 	})
 	h := newHarness(t, fixture{prompts: filePrompts(), opts: func(o *Options) {
-		o.FileRoots = []string{work, o.Catalog.Root()}
+		o.FileRoots = []string{work, o.Catalog.Roots()[0]}
 		o.ConfigFiles = []string{filepath.Join(work, "prompts.toml"), filepath.Join(work, "prompts.env")}
-		o.PromptsDir = o.Catalog.Root()
+		o.PromptsDir = o.Catalog.Roots()[0]
 	}})
 	if err := os.Symlink(filepath.Join(work, "prompts.toml"), filepath.Join(work, "config-link")); err != nil {
 		t.Fatal(err)
