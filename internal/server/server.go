@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -52,9 +51,8 @@ type Options struct {
 	// and its env file): input_file and output_file may never name them,
 	// whatever the roots.
 	ConfigFiles []string
-	// PromptsDirs are the [paths].prompts directories: output_file may
-	// never be inside any of them, whatever the roots, so a caller cannot
-	// rewrite published prompts.
+	// PromptsDirs are the [paths].prompts directories: output_file may never
+	// be inside one, whatever the roots, so no caller rewrites a prompt.
 	PromptsDirs []string
 	// Logger receives the server's lines; nil discards them.
 	Logger *slog.Logger
@@ -147,7 +145,7 @@ func New(opts Options) (*Server, error) {
 		files: fileAccess{
 			roots:     fileRoots(opts.FileRoots),
 			secret:    opts.ConfigFiles,
-			published: slices.Clone(opts.PromptsDirs),
+			published: opts.PromptsDirs,
 		},
 		log:               logger,
 		observer:          engine.Observers(engine.LogObserver(logger, serveNarration()), opts.Observer),
