@@ -3,8 +3,6 @@ package app
 import (
 	"bytes"
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,19 +61,8 @@ func TestRelativePathsFollowTheConfigFile(t *testing.T) {
 		}
 	})
 	t.Run("serve and reload", func(t *testing.T) {
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
 		log := newSignalLog()
-		done := make(chan error, 1)
-		go func() {
-			done <- Boot(context.Background(), BootOptions{ConfigPath: relPath, Transport: Stdio, Logger: slog.New(log), Stdin: inR, Stdout: outW, Version: "t"})
-			outW.Close()
-		}()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio", Version: "1"}, nil).Connect(context.Background(),
-			&mcp.IOTransport{Reader: outR, Writer: inW}, nil)
-		if err != nil {
-			t.Fatalf("connect: %v; log:\n%s", err, log.text())
-		}
+		cs, done := bootStdio(t, relPath, log)
 		defer cs.Close()
 		run := func(name string) string {
 			t.Helper()

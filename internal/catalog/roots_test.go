@@ -1,8 +1,6 @@
 package catalog
 
 import (
-	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -129,58 +127,26 @@ func TestWatcherReloadsOnSaveInSecondRoot(t *testing.T) {
 	logs := &logBuffer{}
 	h := newHandle(t, s, Options{})
 
-	reloads := make(chan ReloadOutcome, 16)
-	w, err := startWatch(context.Background(), h, WatchOptions{
-		ConfigPath: config, Debounce: 20 * time.Millisecond, Load: fixed(s), Logger: logs.logger(),
-	}, func(out ReloadOutcome, err error) {
-		if err != nil {
-			t.Errorf("reload: %v", err)
-		}
-		reloads <- out
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := w.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	}()
+	lw := startLiveWatch(t, h, config, s, logs.logger())
 	if !strings.Contains(logs.String(), `prompts="`+shared+", "+mine+`"`) {
 		t.Errorf("start line does not name both roots:\n%s", logs)
 	}
-	waitFor := func(want string) {
-		t.Helper()
-		timeout := time.After(10 * time.Second)
-		for {
-			select {
-			case <-reloads:
-				if _, ok := h.Current().Catalog().Healthy(want); ok {
-					return
-				}
-			case <-timeout:
-				t.Fatalf("no reload brought in %q; live: %v", want, entryNames(h.Current().Catalog()))
-			}
-		}
-	}
 	writePrompt(t, mine, "c.md", "gamma", "Third.")
-	waitFor("gamma")
-	if err := os.Mkdir(filepath.Join(mine, "sub"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	waitFor("gamma")
-	writePrompt(t, mine, "sub/d.md", "delta", "Fourth.")
-	waitFor("delta")
+	lw.waitFor(t, "gamma")
 
 	// Re-registering after a watch error watches both roots again.
-	w.broken.Store(true)
-	w.poke()
-	waitFor("delta")
+	lw.w.broken.Store(true)
+	lw.w.poke()
+	select {
+	case <-lw.reloads:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no settle after the watch error")
+	}
 	for _, root := range []string{shared, mine} {
-		if !slices.Contains(w.fsw.WatchList(), root) {
-			t.Errorf("%s not watched after re-registering: %v", root, w.fsw.WatchList())
+		if !slices.Contains(lw.w.fsw.WatchList(), root) {
+			t.Errorf("%s not watched after re-registering: %v", root, lw.w.fsw.WatchList())
 		}
 	}
+	writePrompt(t, mine, "d.md", "delta", "Fourth.")
+	lw.waitFor(t, "delta")
 }
