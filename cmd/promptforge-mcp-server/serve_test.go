@@ -194,8 +194,8 @@ func TestASignalDuringBootExitsZero(t *testing.T) {
 	}
 }
 
-// The shipped example catalog resolves as its comments promise: run from
-// the repository root, where [paths].prompts = "examples/prompts" points.
+// The shipped example catalog resolves as its comments promise: its
+// [paths].prompts = "prompts" is read from examples/, beside the file.
 func TestCheckTheShippedExample(t *testing.T) {
 	t.Chdir("../..")
 	code, out, errOut := call(t, nil, "check", "examples/prompts.toml")

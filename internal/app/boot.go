@@ -100,11 +100,12 @@ func Boot(ctx context.Context, o BootOptions) error {
 	}
 	defer env.Close()
 
+	logPaths(logger, cfg, env.fileRoots)
 	for _, r := range broadRoots(env.fileRoots) {
 		logger.Warn("input_file and output_file may reach everything under a file root; set [paths].files in the configuration to the directories callers need",
 			"root", r, "config", o.ConfigPath)
 	}
-	own, promptsDir := ownFiles(o.ConfigPath, cfg)
+	own, promptsDirs := ownFiles(o.ConfigPath, cfg)
 	srv, err := server.New(server.Options{
 		Catalog:     handle,
 		Limits:      limitsOf(cfg),
@@ -113,7 +114,7 @@ func Boot(ctx context.Context, o BootOptions) error {
 		Tools:       env.tools,
 		FileRoots:   env.fileRoots,
 		ConfigFiles: own,
-		PromptsDir:  promptsDir,
+		PromptsDirs: promptsDirs,
 		Logger:      logger,
 		Metrics:     metrics,
 		Version:     o.Version,

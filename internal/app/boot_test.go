@@ -261,19 +261,8 @@ func TestBootServesStdioWithoutTouchingTheBind(t *testing.T) {
 	// No api_key, a bind already taken, allowed_hosts that HTTP would
 	// refuse: stdio uses none of them.
 	path := servertest.ConfigDir(t, fmt.Sprintf("bind = %q\nwatch = false", held.Addr()), nil, basePrompts)
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
 	log := newSignalLog()
-	done := make(chan error, 1)
-	go func() {
-		done <- Boot(context.Background(), BootOptions{ConfigPath: path, Transport: Stdio, Logger: slog.New(log), Stdin: inR, Stdout: outW, Version: "t"})
-		outW.Close()
-	}()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.IOTransport{Reader: outR, Writer: inW}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, done := bootStdio(t, path, log)
 	if name := cs.InitializeResult().ServerInfo.Name; name != server.ServerName {
 		t.Fatalf("serverInfo.name %q", name)
 	}
@@ -288,6 +277,26 @@ func TestBootServesStdioWithoutTouchingTheBind(t *testing.T) {
 	if !strings.Contains(log.text(), "are not used on this transport") || !strings.Contains(log.text(), "[server].watch is false") {
 		t.Fatalf("log:\n%s", log.text())
 	}
+}
+
+// bootStdio boots the configuration at path over in-process stdio pipes
+// and connects a client; done receives what Boot returns once the client
+// hangs up.
+func bootStdio(t *testing.T, path string, log *signalLog) (*mcp.ClientSession, <-chan error) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- Boot(context.Background(), BootOptions{ConfigPath: path, Transport: Stdio, Logger: slog.New(log), Stdin: inR, Stdout: outW, Version: "t"})
+		outW.Close()
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v; log:\n%s", err, log.text())
+	}
+	return cs, done
 }
 
 func TestTheConfigEnvironmentBuildsTheLiveTools(t *testing.T) {

@@ -40,9 +40,9 @@ func Check(ctx context.Context, o CheckOptions) error {
 		return step(StepLoadConfig, err)
 	}
 	settings := settingsOf(cfg)
-	// A relative [paths].prompts is resolved against the working
-	// directory, the usual surprise when check disagrees with a service.
-	logger.Debug("resolving the catalog", "prompts_dir", settings.Root, "include", settings.Include, "exclude", settings.Exclude)
+	// Relative [paths].prompts entries are read against the config file's
+	// directory; the absolute result shows where check looked.
+	logger.Debug("resolving the catalog", "prompts_dirs", strings.Join(settings.Roots, ", "), "include", settings.Include, "exclude", settings.Exclude)
 	cat, err := catalog.Resolve(ctx, settings, catalog.Reject)
 	if err != nil {
 		return step(StepResolve, err)

@@ -2,8 +2,10 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/config"
@@ -20,7 +22,7 @@ func settingsOf(cfg *config.Config) catalog.Settings {
 		blocks[name] = catalog.Block{Enabled: b.Enabled, File: b.File}
 	}
 	return catalog.Settings{
-		Root:    cfg.Paths.Prompts,
+		Roots:   cfg.PromptDirs(),
 		Include: cfg.Catalog.Include,
 		Exclude: cfg.Catalog.Exclude,
 		Blocks:  blocks,
@@ -50,18 +52,33 @@ func reloadFunc(loader config.Loader, path string, boot *config.Config) catalog.
 }
 
 // ownFiles are the server's files no caller path may name: prompts.toml
-// and its env file, and the prompts directory, all absolute.
-func ownFiles(configPath string, cfg *config.Config) (secret []string, prompts string) {
+// and its env file, and every prompts directory, all absolute.
+func ownFiles(configPath string, cfg *config.Config) (secret, prompts []string) {
 	for _, p := range []string{configPath, config.EnvFilePath(configPath)} {
 		if abs, err := filepath.Abs(p); err == nil {
 			secret = append(secret, abs)
 		}
 	}
-	prompts, err := filepath.Abs(cfg.Paths.Prompts)
-	if err != nil {
-		prompts = cfg.Paths.Prompts
+	for _, d := range cfg.PromptDirs() {
+		if abs, err := filepath.Abs(d); err == nil {
+			d = abs
+		}
+		prompts = append(prompts, d)
 	}
 	return secret, prompts
+}
+
+// logPaths says, once at boot, which directories the relative paths of
+// prompts.toml became: they are read against the config file's directory,
+// which is not where an IDE starts the server, so the absolute result is
+// what an operator needs to see.
+func logPaths(logger *slog.Logger, cfg *config.Config, fileRoots []string) {
+	files := "[paths].files entries are read from it"
+	if cfg.Paths.Files == nil {
+		files = "input_file and output_file use the working directory, as [paths].files is not set"
+	}
+	logger.Info("prompts directory resolved against the config file's directory; "+files,
+		"config_dir", cfg.Dir, "prompts", strings.Join(cfg.PromptDirs(), ", "), "files", strings.Join(fileRoots, ", "))
 }
 
 // broadRoots are the roots worth a warning at boot: the filesystem root

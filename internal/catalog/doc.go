@@ -1,5 +1,6 @@
 // Package catalog owns the set of prompts a caller can reach: it resolves
-// [paths].prompts, [catalog].include/exclude and the [prompts.NAME] blocks
+// the [paths].prompts directories (one, or several walked with the same
+// patterns), [catalog].include/exclude and the [prompts.NAME] blocks
 // into an immutable [Catalog], publishes it with its retrieval index as one
 // [Generation], and keeps it current by watching the files and reloading.
 //
@@ -18,7 +19,11 @@
 //     broken entries answer to a name, the first (in catalog order) is
 //     returned so the caller sees its problem instead of an internal
 //     "ambiguous" error.
-//   - Glob metacharacters in [paths].prompts are not interpreted: the root
+//   - Several prompts directories (the reference takes one): each root is
+//     walked and watched; a name two files declare, in one root or across
+//     roots, is a Duplicate fault naming both paths, never shadowed; a
+//     [prompts.NAME].file must exist under exactly one root.
+//   - Glob metacharacters in [paths].prompts are not interpreted: each root
 //     is walked as a directory and only the patterns are globs relative to
 //     it. Braces in patterns are literals, as in the reference's glob
 //     dialect (doublestar's {a,b} alternation is disabled by escaping).

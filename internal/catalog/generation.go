@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,7 +56,7 @@ type Options struct {
 // publishes each reload with one atomic pointer swap, and bounds
 // concurrent rankings. Reads never wait on a reload.
 type Handle struct {
-	root       string
+	roots      []string
 	log        *slog.Logger
 	ranker     match.Ranker // nil when retrieval is off
 	policy     match.Policy // need_prompt's decision thresholds
@@ -88,7 +89,7 @@ func New(ctx context.Context, s Settings, opts Options) (*Handle, error) {
 		return nil, err
 	}
 	h := &Handle{
-		root:       s.Root,
+		roots:      slices.Clone(s.Roots),
 		log:        opts.Logger,
 		configPath: opts.ConfigPath,
 		slots:      make(chan struct{}, MaxConcurrentRankings),
@@ -130,8 +131,8 @@ func New(ctx context.Context, s Settings, opts Options) (*Handle, error) {
 // Current is the live generation. Take it once per call and keep it.
 func (h *Handle) Current() *Generation { return h.current.Load() }
 
-// Root is the prompts root resolution uses, fixed at boot.
-func (h *Handle) Root() string { return h.root }
+// Roots are the prompts directories resolution uses, fixed at boot.
+func (h *Handle) Roots() []string { return slices.Clone(h.roots) }
 
 // RetrievalEnabled reports whether the Handle was built with retrieval
 // ([Options.NoRetrieval] false), so its generations can rank prompts for
@@ -193,8 +194,8 @@ type ReloadOutcome struct {
 }
 
 // Reload re-reads prompts.toml through load and re-resolves the catalog in
-// Retain mode, reusing the parses of unchanged files. The root stays the
-// boot root whatever the file now says. On failure the previous
+// Retain mode, reusing the parses of unchanged files. The roots stay the
+// boot roots whatever the file now says. On failure the previous
 // generation stays live and the error is a *ReloadError. A reload that
 // finishes after a newer one has published is dropped, because its
 // ticket is claimed before anything is read.
@@ -207,7 +208,7 @@ func (h *Handle) Reload(ctx context.Context, load LoadFunc) (ReloadOutcome, erro
 	if len(ignored) > 0 {
 		h.log.Info("a changed setting does not reload; restart to apply it", "config", h.configPath, "settings", strings.Join(ignored, ", "))
 	}
-	s.Root = h.root
+	s.Roots = h.roots
 	prev := h.current.Load()
 	cand, err := resolve(ctx, s, Retain, prev.catalog.files)
 	if err != nil {

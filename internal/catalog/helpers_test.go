@@ -40,7 +40,7 @@ func writePrompt(t testing.TB, root, rel, name, description string) string {
 }
 
 func mdSettings(root string) Settings {
-	return Settings{Root: root, Include: []string{"**/*.md"}}
+	return Settings{Roots: []string{root}, Include: []string{"**/*.md"}}
 }
 
 func mustResolve(t *testing.T, s Settings, mode Mode) *Catalog {

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/promptforge-go/promptforge/internal/names"
@@ -28,26 +30,45 @@ func Resolve(ctx context.Context, s Settings, mode Mode) (*Catalog, error) {
 
 // resolver holds one pass's working state.
 type resolver struct {
-	s         Settings
-	prev      *fileCache
-	now       time.Time
-	rootCanon string
+	s          Settings
+	prev       *fileCache
+	now        time.Time
+	rootCanons []string // each root with symlinks evaluated; "" when it cannot be
 }
 
 func resolve(ctx context.Context, s Settings, mode Mode, prev *fileCache) (*Catalog, error) {
-	r := &resolver{s: s, prev: prev, now: time.Now()}
+	r := &resolver{s: s, prev: prev, now: time.Now(), rootCanons: make([]string, len(s.Roots))}
 	var faults []Fault
 
-	w := &walker{root: s.Root}
-	w.include, faults = compilePatterns("include", s.Include, faults)
-	w.exclude, faults = compilePatterns("exclude", s.Exclude, faults)
-	canon, rootErr := filepath.EvalSymlinks(s.Root)
-	r.rootCanon, w.rootCanon = canon, canon
-	files, err := r.expand(ctx, w, rootErr)
-	if err != nil {
-		return nil, err
+	include, faults := compilePatterns("include", s.Include, faults)
+	exclude, faults := compilePatterns("exclude", s.Exclude, faults)
+	var files []*globbedFile
+	var missing []string
+	seen := make(map[string]bool)
+	for i, root := range s.Roots {
+		w := &walker{root: root, include: include, exclude: exclude}
+		canon, rootErr := filepath.EvalSymlinks(root)
+		r.rootCanons[i], w.rootCanon = canon, canon
+		if rootErr != nil && (errors.Is(rootErr, fs.ErrNotExist) || errors.Is(rootErr, syscall.ENOTDIR)) {
+			missing = append(missing, root)
+		}
+		walked, err := r.expand(ctx, w, rootErr)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range walked {
+			// Overlapping roots (one inside another, or two spellings of
+			// one directory) reach some files twice: one file is one
+			// prompt, not a conflict with itself.
+			if len(s.Roots) > 1 && seen[f.canonical] {
+				continue
+			}
+			seen[f.canonical] = true
+			files = append(files, f)
+		}
+		faults = append(faults, w.faults...)
 	}
-	faults = append(faults, w.faults...)
+	patternFaults := len(faults)
 
 	cache := &fileCache{m: make(map[string]*fileState, len(files)+len(s.Blocks))}
 	var kept []*entry
@@ -60,8 +81,8 @@ func resolve(ctx context.Context, s Settings, mode Mode, prev *fileCache) (*Cata
 		}
 	}
 
-	kept, stale := r.applyBlocks(kept, cache)
-	faults = append(faults, stale...)
+	kept, blockFaults := r.applyBlocks(kept, cache)
+	faults = append(faults, blockFaults...)
 
 	if mode != Retain {
 		for _, e := range kept {
@@ -71,14 +92,25 @@ func resolve(ctx context.Context, s Settings, mode Mode, prev *fileCache) (*Cata
 		}
 	}
 	faults = append(faults, duplicates(kept)...)
+	// The usual cause of a missing directory: a relative [paths].prompts
+	// read from somewhere the author did not expect.
+	const whereRelative = "relative paths in [paths].prompts are read from the config file's directory"
 	if len(kept) == 0 {
 		detail := "no prompts resolved; check [catalog].include and [prompts.*]"
-		if errors.Is(rootErr, fs.ErrNotExist) {
-			// The usual cause: [paths].prompts is relative to the working
-			// directory, not to prompts.toml.
-			detail += fmt.Sprintf("; the prompts directory %q does not exist (relative paths in [paths].prompts are read from the working directory)", s.Root)
+		for _, root := range missing {
+			detail += fmt.Sprintf("; the prompts directory %q does not exist (%s)", root, whereRelative)
 		}
 		faults = append(faults, Fault{Kind: KindEmpty, Detail: detail})
+	} else {
+		// The other directories resolved, but a listed one that is not
+		// there is a mistake (or an unmounted share) to fix, not to
+		// serve around silently.
+		var gone []Fault
+		for _, root := range missing {
+			gone = append(gone, Fault{Kind: KindPattern, Detail: fmt.Sprintf(
+				"the prompts directory %q does not exist (%s); create it or remove it from [paths].prompts", root, whereRelative)})
+		}
+		faults = slices.Insert(faults, patternFaults, gone...)
 	}
 	if len(faults) > 0 {
 		return nil, &Error{Faults: faults}
@@ -226,7 +258,11 @@ func (r *resolver) applyBlocks(entries []*entry, cache *fileCache) ([]*entry, []
 		if !b.Enabled {
 			continue // the file is not even read
 		}
-		e := r.blockFile(key, b.File, cache)
+		e, conflict := r.blockFile(key, b.File, cache)
+		if conflict != nil {
+			faults = append(faults, *conflict)
+			continue
+		}
 		if i := slices.IndexFunc(entries, func(o *entry) bool { return sameFile(o, e) }); i >= 0 {
 			entries[i] = e
 		} else {
@@ -241,9 +277,13 @@ func (r *resolver) applyBlocks(entries []*entry, cache *fileCache) ([]*entry, []
 
 // blockFile reads the file a [prompts.NAME] block names. Unlike a globbed
 // file it is a prompt by declaration, so a missing promptforge: version is
-// a problem rather than a reason to skip it.
-func (r *resolver) blockFile(key, file string, cache *fileCache) *entry {
-	path := filepath.Join(r.s.Root, filepath.FromSlash(file))
+// a problem rather than a reason to skip it. With several roots the file
+// is looked for under each; a file under two of them is a conflict.
+func (r *resolver) blockFile(key, file string, cache *fileCache) (*entry, *Fault) {
+	path, rootCanon, problem, conflict := r.locate(key, file)
+	if conflict != nil {
+		return nil, conflict
+	}
 	canonical, canonErr := filepath.EvalSymlinks(path)
 	if canonErr != nil {
 		canonical = ""
@@ -251,25 +291,58 @@ func (r *resolver) blockFile(key, file string, cache *fileCache) *entry {
 	broken := func(k Kind, problem string) *entry {
 		return &entry{name: placeholder(key), path: path, canonical: canonical, kind: k, problem: problem}
 	}
-	st, problem := readFile(path, nil, r.prev, r.now)
 	if problem != "" {
-		return broken(KindUnreadable, string(problem))
+		return broken(KindUnreadable, problem), nil
+	}
+	st, readProblem := readFile(path, nil, r.prev, r.now)
+	if readProblem != "" {
+		return broken(KindUnreadable, string(readProblem)), nil
 	}
 	cache.m[path] = st
-	if canonErr != nil || r.rootCanon == "" || !within(r.rootCanon, canonical) {
-		return broken(KindUnreadable, "resolves outside the prompts directory")
+	if canonErr != nil || rootCanon == "" || !within(rootCanon, canonical) {
+		return broken(KindUnreadable, "resolves outside the prompts directory"), nil
 	}
 	c := st.c.analyse()
 	if c.hasVersion && c.version != supportedMajor {
-		return broken(KindUnparsable, unsupported(c.version))
+		return broken(KindUnparsable, unsupported(c.version)), nil
 	}
 	if c.parseErr != nil {
-		return broken(KindUnparsable, "does not parse: "+c.parseErr.Error())
+		return broken(KindUnparsable, "does not parse: "+c.parseErr.Error()), nil
 	}
 	if !c.hasVersion {
-		return broken(KindUnparsable, "not a promptforge prompt: its frontmatter declares no promptforge: version")
+		return broken(KindUnparsable, "not a promptforge prompt: its frontmatter declares no promptforge: version"), nil
 	}
-	return admit(c.parsed, c.source, path, canonical, key, key)
+	return admit(c.parsed, c.source, path, canonical, key, key), nil
+}
+
+// locate finds the root a block's file is under. One root: that root,
+// as always. Several: the one root where the file exists; where none has
+// it, a problem naming every root looked in; where two or more have it, a
+// Duplicate fault naming each file.
+func (r *resolver) locate(key, file string) (path, rootCanon, problem string, conflict *Fault) {
+	rel := filepath.FromSlash(file)
+	if len(r.s.Roots) == 1 {
+		return filepath.Join(r.s.Roots[0], rel), r.rootCanons[0], "", nil
+	}
+	var found []int
+	for i, root := range r.s.Roots {
+		if _, err := os.Lstat(filepath.Join(root, rel)); err == nil {
+			found = append(found, i)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return filepath.Join(r.s.Roots[0], rel), r.rootCanons[0],
+			fmt.Sprintf("%s is in none of the prompts directories: looked in %s", file, strings.Join(r.s.Roots, ", ")), nil
+	case 1:
+		return filepath.Join(r.s.Roots[found[0]], rel), r.rootCanons[found[0]], "", nil
+	}
+	paths := make([]string, len(found))
+	for i, n := range found {
+		paths[i] = filepath.Join(r.s.Roots[n], rel)
+	}
+	return "", "", "", &Fault{Kind: KindDuplicate, Prompt: key, Detail: fmt.Sprintf(
+		"[prompts.%s].file %q is in %d prompts directories: %s; keep one of them, or rename the others", key, file, len(paths), strings.Join(paths, ", "))}
 }
 
 // sameFile compares by canonical path, or lexically when either side

@@ -28,7 +28,7 @@ func TestIncludeDepth(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.include, func(t *testing.T) {
-			c := mustResolve(t, Settings{Root: root, Include: []string{tt.include}}, Reject)
+			c := mustResolve(t, Settings{Roots: []string{root}, Include: []string{tt.include}}, Reject)
 			if got := entryNames(c); !slices.Equal(got, tt.want) {
 				t.Errorf("names = %v, want %v", got, tt.want)
 			}
@@ -426,7 +426,7 @@ func TestPatternDialect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.include, func(t *testing.T) {
-			c := mustResolve(t, Settings{Root: root, Include: []string{tt.include}}, Reject)
+			c := mustResolve(t, Settings{Roots: []string{root}, Include: []string{tt.include}}, Reject)
 			if got := entryNames(c); !slices.Equal(got, tt.want) {
 				t.Errorf("names = %v, want %v", got, tt.want)
 			}
@@ -520,7 +520,7 @@ func TestBlocks(t *testing.T) {
 		root := t.TempDir()
 		writePrompt(t, root, "top.md", "top", "Top.")
 		writePrompt(t, root, "experiments/staker.md", "staker", "Stakeholder position report.")
-		s := Settings{Root: root, Include: []string{"*.md"},
+		s := Settings{Roots: []string{root}, Include: []string{"*.md"},
 			Blocks: map[string]Block{"staker": {Enabled: true, File: "experiments/staker.md"}}}
 		c := mustResolve(t, s, Reject)
 		if e := entryNamed(t, c, "staker"); e.Description() != "Stakeholder position report." {
@@ -540,7 +540,7 @@ func TestBlocks(t *testing.T) {
 	t.Run("name mismatch", func(t *testing.T) {
 		root := t.TempDir()
 		writePrompt(t, root, "x/other.md", "other_name", "Other.")
-		s := Settings{Root: root, Blocks: map[string]Block{"mine": {Enabled: true, File: "x/other.md"}}}
+		s := Settings{Roots: []string{root}, Blocks: map[string]Block{"mine": {Enabled: true, File: "x/other.md"}}}
 		ce := mustFail(t, s, Reject)
 		if len(ce.Faults) != 1 {
 			t.Fatalf("faults = %v", ce.Faults)
@@ -610,7 +610,7 @@ func TestBlocks(t *testing.T) {
 		if err := os.Symlink(filepath.Join(base, "outside.md"), filepath.Join(root, "link.md")); err != nil {
 			t.Skipf("symlinks unavailable: %v", err)
 		}
-		s := Settings{Root: root, Include: []string{"a.md"}, Blocks: map[string]Block{
+		s := Settings{Roots: []string{root}, Include: []string{"a.md"}, Blocks: map[string]Block{
 			"outside": {Enabled: true, File: "link.md"},
 			"climber": {Enabled: true, File: "../climber.md"},
 		}}
@@ -626,7 +626,7 @@ func TestBlocks(t *testing.T) {
 		root := t.TempDir()
 		writePrompt(t, root, "a.md", "a", "A.")
 		writeFile(t, root, "plain.md", strings.Replace(promptText("plain", "No version."), "promptforge: 1\n", "", 1))
-		s := Settings{Root: root, Blocks: map[string]Block{
+		s := Settings{Roots: []string{root}, Blocks: map[string]Block{
 			"a":     {Enabled: true, File: "a.md"},
 			"plain": {Enabled: true, File: "plain.md"},
 		}}

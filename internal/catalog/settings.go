@@ -7,11 +7,15 @@ import "context"
 // loader; patterns and block files are expected to have passed the
 // loader's shape check (relative, no "..").
 type Settings struct {
-	// Root is [paths].prompts as configured; a relative root is relative
-	// to the process working directory.
-	Root string
+	// Roots are the prompts directories ([paths].prompts), in the order
+	// configured. The server passes them absolute, read against the config
+	// file's directory; a relative root here is relative to the process
+	// working directory. Each is walked with the same patterns, and the
+	// entries' paths are joined under them, so a fault names a file
+	// unambiguously across roots.
+	Roots []string
 	// Include and Exclude are the [catalog] glob patterns, relative to
-	// Root, with '/' separators.
+	// each root, with '/' separators.
 	Include []string
 	Exclude []string
 	// Blocks are the [prompts.NAME] tables, keyed by NAME.
@@ -22,8 +26,11 @@ type Settings struct {
 type Block struct {
 	// Enabled is the table's enabled key (true when absent in the file).
 	Enabled bool
-	// File is the prompt file relative to Root; "" when the table names
-	// none and only overrides a prompt some glob found.
+	// File is the prompt file relative to a root; "" when the table names
+	// none and only overrides a prompt some glob found. With several
+	// roots it must exist under exactly one of them: under none it is a
+	// broken entry, under two a Duplicate fault naming both, so a file in
+	// one directory never silently shadows its namesake in another.
 	File string
 }
 

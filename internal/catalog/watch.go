@@ -62,7 +62,7 @@ type Watcher struct {
 	opts      WatchOptions
 	log       *slog.Logger
 	fsw       *fsnotify.Watcher
-	roots     []string // the prompts root in each spelling
+	roots     []string // every prompts root in each spelling
 	configs   []string // the config file in each spelling
 	configDir string
 
@@ -80,8 +80,8 @@ type Watcher struct {
 	settled func(ReloadOutcome, error)
 }
 
-// Watch starts watching h's prompts root (every directory under it, added
-// as directories appear) and the config file's directory. ctx bounds the
+// Watch starts watching each of h's prompts roots (every directory under
+// it, added as directories appear) and the config file's directory. ctx bounds the
 // start only; the watcher runs until Close.
 func Watch(ctx context.Context, h *Handle, opts WatchOptions) (*Watcher, error) {
 	return startWatch(ctx, h, opts, nil)
@@ -100,7 +100,7 @@ func startWatch(ctx context.Context, h *Handle, opts WatchOptions, settled func(
 		opts:      opts,
 		log:       opts.Logger,
 		fsw:       fsw,
-		roots:     spellings(h.root),
+		roots:     allSpellings(h.roots),
 		configs:   spellings(opts.ConfigPath),
 		configDir: filepath.Dir(opts.ConfigPath),
 		tokens:    make(chan struct{}, tokenBuffer),
@@ -122,7 +122,7 @@ func startWatch(ctx context.Context, h *Handle, opts WatchOptions, settled func(
 		debounce(w.tokens, opts.Debounce, w.settle)
 		<-w.pumpDone
 	}()
-	w.log.Info("watching for changes", "config", opts.ConfigPath, "prompts", h.root, "debounce", humantime.Format(max(opts.Debounce, 0)))
+	w.log.Info("watching for changes", "config", opts.ConfigPath, "prompts", strings.Join(h.roots, ", "), "debounce", humantime.Format(max(opts.Debounce, 0)))
 	return w, nil
 }
 
@@ -144,11 +144,13 @@ func (w *Watcher) Close(ctx context.Context) error {
 	}
 }
 
-// register watches every directory under the root and the config
+// register watches every directory under each root and the config
 // directory.
 func (w *Watcher) register(ctx context.Context) error {
-	if err := w.addTree(ctx, w.h.root); err != nil {
-		return err
+	for _, root := range w.h.roots {
+		if err := w.addTree(ctx, root); err != nil {
+			return err
+		}
 	}
 	if err := w.fsw.Add(w.configDir); err != nil {
 		return &WatchError{Path: w.configDir, Err: err}
@@ -239,14 +241,14 @@ func (w *Watcher) event(ev fsnotify.Event) {
 		}
 	}
 	if ev.Has(fsnotify.Remove|fsnotify.Rename) && slices.Contains(w.roots, name) {
-		// The root's own watch is gone with it; re-register once it is back.
+		// A root's own watch is gone with it; re-register once it is back.
 		w.broken.Store(true)
 	}
 	w.poke()
 }
 
 // interesting reports whether ev may change the catalog: it changes
-// something under the prompts root, or prompts.toml itself.
+// something under a prompts root, or prompts.toml itself.
 func (w *Watcher) interesting(ev fsnotify.Event) bool {
 	if ev.Op&changeOps == 0 {
 		return false
@@ -296,7 +298,7 @@ func (w *Watcher) settle() {
 }
 
 // reregister drops every watch and adds them again, after a watch error
-// or the loss of the root.
+// or the loss of a root.
 func (w *Watcher) reregister() {
 	for _, p := range w.fsw.WatchList() {
 		_ = w.fsw.Remove(p) // it may be gone already; re-adding is what matters
@@ -305,7 +307,7 @@ func (w *Watcher) reregister() {
 		w.log.Error("live reload has stopped: saved prompts will no longer be picked up; restart the server once the path is back", "error", err)
 		return
 	}
-	w.log.Info("re-registered the watch", "prompts", w.h.root, "config_dir", w.configDir)
+	w.log.Info("re-registered the watch", "prompts", strings.Join(w.h.roots, ", "), "config_dir", w.configDir)
 }
 
 // debounce runs settle once per burst of tokens: each token restarts the
@@ -334,6 +336,16 @@ func debounce(tokens <-chan struct{}, window time.Duration, settle func()) {
 		}
 		settle()
 	}
+}
+
+// allSpellings are the spellings of every path in paths.
+func allSpellings(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		out = append(out, spellings(p)...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // spellings are the forms an event may name p in: as configured,

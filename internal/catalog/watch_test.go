@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -249,40 +250,8 @@ func TestWatcherReloadsOnSave(t *testing.T) {
 	writePrompt(t, root, "a.md", "alpha", "First.")
 	h := newHandle(t, mdSettings(root), Options{})
 
-	reloads := make(chan ReloadOutcome, 16)
-	w, err := startWatch(context.Background(), h, WatchOptions{
-		ConfigPath: config, Debounce: 20 * time.Millisecond, Load: fixed(mdSettings(root)),
-	}, func(out ReloadOutcome, err error) {
-		if err != nil {
-			t.Errorf("reload: %v", err)
-		}
-		reloads <- out
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := w.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	}()
-
-	waitFor := func(want string) {
-		t.Helper()
-		timeout := time.After(10 * time.Second)
-		for {
-			select {
-			case <-reloads:
-				if _, ok := h.Current().Catalog().Healthy(want); ok {
-					return
-				}
-			case <-timeout:
-				t.Fatalf("no reload brought in %q; live: %v", want, entryNames(h.Current().Catalog()))
-			}
-		}
-	}
+	lw := startLiveWatch(t, h, config, mdSettings(root), nil)
+	waitFor := func(want string) { t.Helper(); lw.waitFor(t, want) }
 	writePrompt(t, root, "b.md", "beta", "Second.")
 	waitFor("beta")
 
@@ -299,9 +268,58 @@ func TestWatcherReloadsOnSave(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-reloads:
+	case <-lw.reloads:
 	case <-time.After(10 * time.Second):
 		t.Fatal("saving prompts.toml did not reload")
+	}
+}
+
+// liveWatch is a watcher over real files with a short debounce, closed
+// when the test ends.
+type liveWatch struct {
+	w       *Watcher
+	h       *Handle
+	reloads chan ReloadOutcome // every settled reload
+}
+
+func startLiveWatch(t *testing.T, h *Handle, config string, s Settings, logger *slog.Logger) *liveWatch {
+	t.Helper()
+	lw := &liveWatch{h: h, reloads: make(chan ReloadOutcome, 16)}
+	w, err := startWatch(context.Background(), h, WatchOptions{
+		ConfigPath: config, Debounce: 20 * time.Millisecond, Load: fixed(s), Logger: logger,
+	}, func(out ReloadOutcome, err error) {
+		if err != nil {
+			t.Errorf("reload: %v", err)
+		}
+		lw.reloads <- out
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := w.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	lw.w = w
+	return lw
+}
+
+// waitFor waits for a reload that makes want healthy.
+func (lw *liveWatch) waitFor(t *testing.T, want string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case <-lw.reloads:
+			if _, ok := lw.h.Current().Catalog().Healthy(want); ok {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no reload brought in %q; live: %v", want, entryNames(lw.h.Current().Catalog()))
+		}
 	}
 }
 

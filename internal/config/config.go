@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -28,10 +29,19 @@ const (
 )
 
 // Config is one loaded prompts.toml, validated. Values are as written after
-// ${VAR} expansion; nothing is resolved against the filesystem.
+// ${VAR} expansion; [Config.PromptDirs] and [Config.FileRoots] resolve the
+// paths among them against Dir.
 type Config struct {
 	// Path is the file Loader.Load read, as given; empty for Parse.
-	Path    string
+	Path string
+	// Dir is the absolute directory of Path, which relative paths in the
+	// file are read against (design §0): an IDE starts a stdio server in
+	// the project directory, so a path read against the working directory
+	// would change with whoever starts the server. The directory is the
+	// one Path names, symlinks not evaluated, as an editor shows it. Empty
+	// for Parse, whose relative paths stay relative to the working
+	// directory.
+	Dir     string
 	Server  Server
 	Paths   Paths
 	Gateway Gateway
@@ -88,9 +98,10 @@ type Server struct {
 
 // Paths is the [paths] table.
 type Paths struct {
-	// Prompts is the prompts directory as written; relative paths are
-	// relative to the process working directory, not to the config file.
-	Prompts string
+	// Prompts are the prompts directories as written, in order: one when
+	// the key is a string (or absent), several when it is an array; never
+	// empty. Use Config.PromptDirs for the directories to read.
+	Prompts []string
 	// Files are the directories input_file and output_file must resolve
 	// inside, as written (design §3.4). nil means the key is absent and the
 	// working directory is the one root; an empty, non-nil slice means the
@@ -144,28 +155,56 @@ func defaults() *Config {
 			Watch:             DefaultWatch,
 			WatchDebounce:     DefaultWatchDebounce,
 		},
-		Paths:   Paths{Prompts: DefaultPromptsDir},
+		Paths:   Paths{Prompts: []string{DefaultPromptsDir}},
 		Gateway: Gateway{Timeout: DefaultGatewayTimeout},
 		Prompts: map[string]PromptBlock{},
 		Models:  ModelTable{},
 	}
 }
 
+// PromptDirs returns the prompts directories, in the order written and
+// without duplicates: each relative entry joined to Dir, each absolute one
+// cleaned. Nothing is looked up on the filesystem.
+func (c *Config) PromptDirs() []string {
+	var dirs []string
+	for _, p := range c.Paths.Prompts {
+		if d := c.resolve(p); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// resolve reads a path written in the file: absolute as it is, relative
+// against Dir ("~" is never expanded; the loader refuses it).
+func (c *Config) resolve(p string) string {
+	if filepath.IsAbs(p) || c.Dir == "" {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(c.Dir, p)
+}
+
 // FileRoots returns the directories input_file and output_file must
-// resolve inside, absolute and cleaned, without duplicates: [paths].files
-// resolved against the working directory, or the working directory itself
-// when the key is absent. Symlinks are not evaluated here; the server does
-// that at call time, when the filesystem is what it will be.
+// resolve inside, absolute and cleaned, without duplicates: each
+// [paths].files entry read against Dir, or, when the key is absent, the
+// working directory, which is where a caller's relative input_file is
+// read from (an IDE starts the server in its project). Symlinks are not
+// evaluated here; the server does that at call time, when the filesystem
+// is what it will be.
 func (c *Config) FileRoots() ([]string, error) {
 	entries := c.Paths.Files
 	if entries == nil {
-		entries = []string{"."}
+		cwd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("find the working directory, the default [paths].files root: %w; set [paths].files to absolute directories", err)
+		}
+		return []string{cwd}, nil
 	}
 	roots := make([]string, 0, len(entries))
 	for _, e := range entries {
-		abs, err := filepath.Abs(e)
+		abs, err := filepath.Abs(c.resolve(e))
 		if err != nil {
-			return nil, fmt.Errorf("resolve [paths].files entry %q against the working directory: %w", e, err)
+			return nil, fmt.Errorf("resolve [paths].files entry %q: %w; write it as an absolute path", e, err)
 		}
 		if !slices.Contains(roots, abs) {
 			roots = append(roots, abs)
@@ -182,7 +221,8 @@ func (c *Config) FileRoots() ([]string, error) {
 //
 //   - [server].* — the listener, its bearer token and Host list, the run
 //     registry's slots and timers, and the watcher itself;
-//   - [paths].prompts — the watched root (the reload keeps the boot value);
+//   - [paths].prompts — the watched roots, compared as written (the reload
+//     keeps the boot directories);
 //   - [gateway].url, api_key, timeout — the model catalog fetched at boot;
 //   - [paths].files — the file roots the server checks paths against;
 //   - [tools].* — the live tool set, built once at boot (the reference
@@ -209,7 +249,7 @@ func (c *Config) DiffUnreloadable(next *Config) []string {
 	add(a.Watch != b.Watch, "[server].watch")
 	add(a.WatchDebounce != b.WatchDebounce, "[server].watch_debounce")
 	add(!slices.Equal(a.AllowedHosts, b.AllowedHosts), "[server].allowed_hosts")
-	add(c.Paths.Prompts != next.Paths.Prompts, "[paths].prompts")
+	add(!slices.Equal(c.Paths.Prompts, next.Paths.Prompts), "[paths].prompts")
 	add(c.Gateway.URL != next.Gateway.URL, "[gateway].url")
 	add(c.Gateway.APIKey != next.Gateway.APIKey, "[gateway].api_key")
 	add(c.Gateway.Timeout != next.Gateway.Timeout, "[gateway].timeout")

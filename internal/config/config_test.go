@@ -129,7 +129,7 @@ thinking = "switchable"
 		s.RetainCompleted != 3*time.Hour || s.Watch || s.WatchDebounce != 250*time.Millisecond {
 		t.Errorf("server = %+v", s)
 	}
-	if cfg.Paths.Prompts != `C:\prompts\dir` {
+	if !slices.Equal(cfg.Paths.Prompts, []string{`C:\prompts\dir`}) {
 		t.Errorf("prompts path = %q, want it verbatim", cfg.Paths.Prompts)
 	}
 	if !slices.Equal(cfg.Paths.Files, []string{"data", "/srv/out"}) {
@@ -175,7 +175,7 @@ func TestParseMinimalConfigFillsDefaults(t *testing.T) {
 			Watch:             true,
 			WatchDebounce:     500 * time.Millisecond,
 		},
-		Paths:   Paths{Prompts: "prompts"},
+		Paths:   Paths{Prompts: []string{"prompts"}},
 		Gateway: Gateway{URL: "http://127.0.0.1:8081/v1", APIKey: mustSecret(t, "gateway-key"), Timeout: 10 * time.Second},
 		Prompts: map[string]PromptBlock{},
 		Models:  ModelTable{},
@@ -383,7 +383,7 @@ file = "${DIR}/example.md"
 		if !slices.Equal(cfg.Server.AllowedHosts, []string{"h.example", "other"}) {
 			t.Errorf("allowed_hosts = %q", cfg.Server.AllowedHosts)
 		}
-		if cfg.Paths.Prompts != "sub" || cfg.Gateway.URL != "http://h.example/v1" || cfg.Prompts["example"].File != "sub/example.md" {
+		if !slices.Equal(cfg.Paths.Prompts, []string{"sub"}) || cfg.Gateway.URL != "http://h.example/v1" || cfg.Prompts["example"].File != "sub/example.md" {
 			t.Errorf("got prompts %q url %q file %q", cfg.Paths.Prompts, cfg.Gateway.URL, cfg.Prompts["example"].File)
 		}
 	})
@@ -409,7 +409,7 @@ func TestInterpolationReadsTheRealEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Paths.Prompts != "/from/the/environment" {
+	if !slices.Equal(cfg.Paths.Prompts, []string{"/from/the/environment"}) {
 		t.Errorf("prompts = %q", cfg.Paths.Prompts)
 	}
 }
@@ -648,6 +648,88 @@ func TestFileRoots(t *testing.T) {
 	}
 }
 
+// Relative paths in prompts.toml are read against its directory, whatever
+// the working directory (an IDE starts a stdio server in the project).
+func TestPathsResolveAgainstTheConfigDirectory(t *testing.T) {
+	base := t.TempDir()
+	confDir := filepath.Join(base, "conf")
+	if err := os.Mkdir(confDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := writeFile(t, confDir, "prompts.toml", minimal+`[paths]
+prompts = ["prompts", "/team/shared", "../mine/", "prompts/."]
+files = ["data", "/srv/out", "."]
+`)
+	elsewhere := filepath.Join(base, "elsewhere")
+	if err := os.Mkdir(elsewhere, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(elsewhere)
+	for _, given := range []string{path, filepath.Join("..", "conf", "prompts.toml")} {
+		cfg, err := Loader{LookupEnv: vars(nil)}.Load(given)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Dir != confDir {
+			t.Errorf("%s: Dir = %q, want %q", given, cfg.Dir, confDir)
+		}
+		wantPrompts := []string{filepath.Join(confDir, "prompts"), "/team/shared", filepath.Join(base, "mine")}
+		if got := cfg.PromptDirs(); !slices.Equal(got, wantPrompts) {
+			t.Errorf("%s: PromptDirs = %q, want %q", given, got, wantPrompts)
+		}
+		roots, err := cfg.FileRoots()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{filepath.Join(confDir, "data"), "/srv/out", confDir}; !slices.Equal(roots, want) {
+			t.Errorf("%s: FileRoots = %q, want %q", given, roots, want)
+		}
+	}
+	// Without [paths] the prompts directory is "prompts" beside the file,
+	// and the file root stays the working directory: that is where a
+	// caller's relative input_file is read from.
+	bare := writeFile(t, confDir, "bare.toml", minimal)
+	cfg, err := Loader{LookupEnv: vars(nil)}.Load(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.PromptDirs(); !slices.Equal(got, []string{filepath.Join(confDir, "prompts")}) {
+		t.Errorf("default PromptDirs = %q", got)
+	}
+	if roots, err := cfg.FileRoots(); err != nil || !slices.Equal(roots, []string{elsewhere}) {
+		t.Errorf("default FileRoots = %q, %v; want the working directory %s", roots, err, elsewhere)
+	}
+}
+
+func TestPromptsTakesAStringOrAList(t *testing.T) {
+	if cfg := mustParse(t, minimal+"[paths]\nprompts = \"one\"\n", nil); !slices.Equal(cfg.Paths.Prompts, []string{"one"}) {
+		t.Errorf("string: %q", cfg.Paths.Prompts)
+	}
+	cfg := mustParse(t, minimal+"[paths]\nprompts = [\"/team/shared-prompts\", \"${MINE}\"]\n", map[string]string{"MINE": "prompts"})
+	if !slices.Equal(cfg.Paths.Prompts, []string{"/team/shared-prompts", "prompts"}) {
+		t.Errorf("list: %q", cfg.Paths.Prompts)
+	}
+	refused := []struct{ value, want string }{
+		{"42", "[paths].prompts must be a string or an array of strings, such as \"prompts\" or [\"/team/prompts\", \"prompts\"]: it is an integer"},
+		{"{ dir = \"x\" }", "must be a string or an array of strings, such as \"prompts\" or [\"/team/prompts\", \"prompts\"]: it is a table"},
+		{"[\"a\", 1]", "[paths].prompts must be a string or an array of strings: entry 2 is an integer"},
+		{"[]", "[paths].prompts must name at least one directory"},
+		{"[\"a\", \" \"]", "[paths].prompts must not name an empty directory"},
+		{"\"\"", "[paths].prompts must not name an empty directory"},
+		{"\"~/prompts\"", `[paths].prompts "~/prompts": "~" is not expanded here; write the absolute path, or "${HOME}/prompts"`},
+	}
+	for _, tc := range refused {
+		e := parseErr(t, minimal+"[paths]\nprompts = "+tc.value+"\n", nil)
+		if e.Kind != KindParse || e.Key != "[paths].prompts" || e.Line == 0 || !strings.Contains(e.Error(), tc.want) {
+			t.Errorf("prompts = %s: %+v (%q), want a parse error on its line containing %q", tc.value, e, e.Error(), tc.want)
+		}
+	}
+	e := parseErr(t, minimal+"[paths]\nfiles = [\"~\"]\n", nil)
+	if !strings.Contains(e.Error(), `[paths].files "~": "~" is not expanded here`) {
+		t.Errorf("files = [\"~\"]: %q", e.Error())
+	}
+}
+
 func TestFilesEmptyListIsKeptDistinctFromAbsent(t *testing.T) {
 	cfg := mustParse(t, minimal+"[paths]\nfiles = []\n", nil)
 	if cfg.Paths.Files == nil || len(cfg.Paths.Files) != 0 {
@@ -697,6 +779,8 @@ context = 2`), []string{"[gateway].api_key", "[gateway].timeout", "[paths].files
 			"[tools].web_search", "[models.a]", "[models.b]"}},
 		{"catalog and prompts reload", edit("[server]", "[catalog]\ninclude = [\"*.md\"]\n[prompts.x]\nenabled = false\n[server]"), nil},
 		{"files absent vs empty", edit("[server]", "[paths]\nfiles = []\n[server]"), []string{"[paths].files"}},
+		{"the default prompts written out", edit("[server]", "[paths]\nprompts = [\"prompts\"]\n[server]"), nil},
+		{"a second prompts directory", edit("[server]", "[paths]\nprompts = [\"prompts\", \"mine\"]\n[server]"), []string{"[paths].prompts"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -735,7 +819,7 @@ func TestParseAndLoadAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loaded.Path = ""
+	loaded.Path, loaded.Dir = "", ""
 	if !reflect.DeepEqual(parsed, loaded) {
 		t.Errorf("Parse =\n%+v\nLoad =\n%+v", parsed, loaded)
 	}
@@ -926,6 +1010,10 @@ func TestFullReferenceConfig(t *testing.T) {
 	// it sets on purpose it must equal the defaults.
 	want := defaults()
 	want.Path = path
+	want.Dir, err = filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
 	want.Server.AllowedHosts = []string{"localhost", "127.0.0.1"}
 	key := mustSecret(t, "server-token")
 	want.Server.APIKey = &key

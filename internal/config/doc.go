@@ -15,8 +15,12 @@
 // imports no other internal package, so every other package may import
 // config without a cycle and config never learns what consumes it.
 //
-// Nothing here resolves paths against the filesystem beyond
-// [Config.FileRoots]'
-// lexical absolutisation, touches the network, or modifies the process
-// environment; an env file's values live only in the Config they built.
+// Relative paths in the file are read against the file's own directory
+// ([Config.Dir]), never the working directory, because an IDE starts a
+// stdio server wherever its project is; [Config.PromptDirs] and
+// [Config.FileRoots] apply that rule, lexically, so every command and
+// every reload reads paths the same way. Nothing here looks at the
+// filesystem beyond reading the file and its env file, touches the
+// network, or modifies the process environment; an env file's values
+// live only in the Config they built.
 package config

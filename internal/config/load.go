@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -73,6 +74,11 @@ func (l Loader) Load(path string) (*Config, error) {
 		return nil, err
 	}
 	cfg.Path = path
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, &Error{Kind: KindRead, Path: path, Err: fmt.Errorf("find the config file's directory, which relative paths are read against: %w", err)}
+	}
+	cfg.Dir = dir
 	return cfg, nil
 }
 
@@ -391,17 +397,88 @@ func (p *parser) buildServer(r *rawServer, s *Server) error {
 }
 
 func (p *parser) buildPaths(r *rawPaths, dst *Paths) error {
-	dst.Prompts = deref(r.Prompts, DefaultPromptsDir)
+	prompts, err := p.promptDirs(r.Prompts)
+	if err != nil {
+		return err
+	}
+	dst.Prompts = prompts
 	if r.Files != nil {
 		dst.Files = make([]string, 0, len(*r.Files))
 		for _, f := range *r.Files {
 			if strings.TrimSpace(f) == "" {
 				return p.fail(tomlPath{"paths", "files"}, "[paths].files entries must not be empty: list the directories input_file and output_file may use")
 			}
+			if err := checkTilde("[paths].files", f); err != nil {
+				return p.fail(tomlPath{"paths", "files"}, err.Error())
+			}
 			dst.Files = append(dst.Files, f)
 		}
 	}
 	return nil
+}
+
+// promptDirs reads [paths].prompts: one directory as a string (the
+// reference's form), or several as an array of strings (design §0).
+func (p *parser) promptDirs(v any) ([]string, error) {
+	at := tomlPath{"paths", "prompts"}
+	var dirs []string
+	switch t := v.(type) {
+	case nil:
+		return []string{DefaultPromptsDir}, nil
+	case string:
+		dirs = []string{t}
+	case []any:
+		if len(t) == 0 {
+			return nil, p.fail(at, "[paths].prompts must name at least one directory: leave the key out for the default \"prompts\"")
+		}
+		for i, e := range t {
+			s, ok := e.(string)
+			if !ok {
+				return nil, p.fail(at, fmt.Sprintf("[paths].prompts must be a string or an array of strings: entry %d is %s", i+1, tomlTypeName(e)))
+			}
+			dirs = append(dirs, s)
+		}
+	default:
+		return nil, p.fail(at, fmt.Sprintf("[paths].prompts must be a string or an array of strings, such as \"prompts\" or [\"/team/prompts\", \"prompts\"]: it is %s", tomlTypeName(v)))
+	}
+	for _, d := range dirs {
+		if strings.TrimSpace(d) == "" {
+			return nil, p.fail(at, `[paths].prompts must not name an empty directory: write "." for the config file's directory`)
+		}
+		if err := checkTilde("[paths].prompts", d); err != nil {
+			return nil, p.fail(at, err.Error())
+		}
+	}
+	return dirs, nil
+}
+
+// checkTilde refuses a path that starts with "~": no shell reads
+// prompts.toml, so "~" would be a directory named "~" beside the config
+// file, never the home directory the author meant.
+func checkTilde(key, path string) error {
+	if path == "~" || strings.HasPrefix(path, "~/") || strings.HasPrefix(path, `~\`) {
+		return fmt.Errorf("%s %q: \"~\" is not expanded here; write the absolute path, or \"${HOME}%s\"", key, path, strings.TrimPrefix(path, "~"))
+	}
+	return nil
+}
+
+// tomlTypeName names a decoded TOML value's type for a message.
+func tomlTypeName(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int64:
+		return "an integer"
+	case float64:
+		return "a float"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	}
+	return "a date or time"
 }
 
 func (p *parser) buildGateway(r *rawGateway, g *Gateway) error {

@@ -36,7 +36,8 @@ type rawServer struct {
 }
 
 type rawPaths struct {
-	Prompts *string   `toml:"prompts"`
+	// Prompts is a string or an array of strings; buildPaths checks which.
+	Prompts any       `toml:"prompts"`
 	Files   *[]string `toml:"files"`
 }
 
@@ -136,7 +137,9 @@ func expectedType(p tomlPath) string {
 		return boolean
 	case "server.allowed_hosts", "paths.files", "catalog.include", "catalog.exclude":
 		return strings_
-	case "server.api_key", "paths.prompts", "gateway.url", "gateway.api_key":
+	case "paths.prompts":
+		return "a string or an array of strings"
+	case "server.api_key", "gateway.url", "gateway.api_key":
 		return str
 	}
 	return ""

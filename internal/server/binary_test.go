@@ -63,7 +63,15 @@ type proc struct {
 
 func startStdio(t *testing.T, config string) *proc {
 	t.Helper()
+	return startStdioIn(t, "", config)
+}
+
+// startStdioIn starts the binary with its working directory at dir ("":
+// the test's own), as a harness starts it in its project directory.
+func startStdioIn(t *testing.T, dir, config string) *proc {
+	t.Helper()
 	cmd := exec.Command(binary(t), "serve", "--stdio", config)
+	cmd.Dir = dir
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +169,36 @@ func TestBinaryOverStdio(t *testing.T) {
 	}
 	if !strings.Contains(p.stderr.String(), "serving on stdio") {
 		t.Fatalf("stderr lacks the startup line:\n%s", p.stderr)
+	}
+}
+
+// Claude Code starts a stdio server in the project directory: a config
+// elsewhere, whose [paths] are relative, still serves its prompts, because
+// they are read against the config file's directory (issue 10, item 7).
+func TestBinaryOverStdioFromAnotherDirectory(t *testing.T) {
+	base := t.TempDir()
+	servertest.WriteTree(t, base, map[string]string{
+		"project/README":         "",
+		"config/prompts/echo.md": basePrompts["echo.md"],
+		"config/prompts.toml": "[server]\nwatch = false\n[paths]\nprompts = \"prompts\"\n" +
+			"[gateway]\nurl = \"http://127.0.0.1:1/v1\"\napi_key = \"k\"\ntimeout = \"2s\"\n[catalog]\ninclude = [\"*.md\"]\n",
+	})
+	p := startStdioIn(t, filepath.Join(base, "project"), filepath.Join(base, "config", "prompts.toml"))
+	p.send(initializeBody)
+	p.recv()
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"echo","args":"from the project"}}}`)
+	reply := p.recv()
+	res, ok := reply["result"].(map[string]any)
+	if !ok || res["content"].([]any)[0].(map[string]any)["text"] != "from the project" {
+		t.Fatalf("reply %v (stderr:\n%s)", reply, p.stderr)
+	}
+	p.stdin.Close()
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v (stderr:\n%s)", err, p.stderr)
+	}
+	if want := "prompts=" + filepath.Join(base, "config", "prompts"); !strings.Contains(p.stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, p.stderr)
 	}
 }
 

@@ -33,7 +33,7 @@ type fileAccess struct {
 	roots fileRoots
 	// secret are files never read nor written (prompts.toml, prompts.env).
 	secret []string
-	// published are directories never written into ([paths].prompts).
+	// published are directories never written into ([paths].prompts, each).
 	published []string
 }
 

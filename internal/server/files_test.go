@@ -68,11 +68,15 @@ func TestTheServersOwnFilesAreOutOfReach(t *testing.T) {
 		"prompts.toml": "[gateway]\napi_key = \"secret\"\n",
 		"prompts.env":  "KEY=secret\n",
 		"notes.txt":    "fine to read",
+		"team/x.md":    "a shared prompt",
 	})
+	// Two prompts directories, a team's (first) and the harness's own
+	// (second): output_file may write into neither.
+	team := filepath.Join(work, "team")
 	h := newHarness(t, fixture{prompts: filePrompts(), opts: func(o *Options) {
-		o.FileRoots = []string{work, o.Catalog.Root()}
+		o.FileRoots = []string{work, o.Catalog.Roots()[0]}
 		o.ConfigFiles = []string{filepath.Join(work, "prompts.toml"), filepath.Join(work, "prompts.env")}
-		o.PromptsDir = o.Catalog.Root()
+		o.PromptsDirs = append([]string{team}, o.Catalog.Roots()...)
 	}})
 	if err := os.Symlink(filepath.Join(work, "prompts.toml"), filepath.Join(work, "config-link")); err != nil {
 		t.Fatal(err)
@@ -93,6 +97,7 @@ func TestTheServersOwnFilesAreOutOfReach(t *testing.T) {
 		{name: "env file as output", args: map[string]any{"prompt": "writer", "output_file": filepath.Join(work, "prompts.env")}, isError: true, text: "this server's configuration"},
 		{name: "a live prompt as output", args: map[string]any{"prompt": "writer", "output_file": filepath.Join(h.dir, "echo.md")}, isError: true, text: "inside the prompts directory"},
 		{name: "a new prompt as output", args: map[string]any{"prompt": "writer", "output_file": filepath.Join(h.dir, "new.md")}, isError: true, text: "inside the prompts directory"},
+		{name: "into the first prompts directory", args: map[string]any{"prompt": "writer", "output_file": filepath.Join(team, "x.md")}, isError: true, text: "inside the prompts directory (" + team + ")"},
 		{name: "the prompts directory through a link", args: map[string]any{"prompt": "writer", "output_file": filepath.Join(work, "prompts-link", "echo.md")}, isError: true, text: "inside the prompts directory"},
 		{name: "a prompt may be read", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(h.dir, "echo.md")}, status: "completed", text: "return args"},
 		{name: "an ordinary file may be read", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "notes.txt")}, status: "completed", text: "fine to read"},

@@ -86,7 +86,7 @@ func newHarness(t testing.TB, f fixture) *harness {
 	}
 	servertest.WriteTree(t, dir, files)
 	h := &harness{t: t, dir: dir}
-	settings := catalog.Settings{Root: dir, Include: []string{"**/*.md"}}
+	settings := catalog.Settings{Roots: []string{dir}, Include: []string{"**/*.md"}}
 	var err error
 	h.handle, err = catalog.New(context.Background(), settings, f.catalog)
 	if err != nil {

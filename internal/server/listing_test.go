@@ -112,7 +112,7 @@ func TestListPromptsShowsDeclarationsAndBrokenEntries(t *testing.T) {
 
 func reloadAll(dir string) catalog.LoadFunc {
 	return func(context.Context) (catalog.Settings, []string, error) {
-		return catalog.Settings{Root: dir, Include: []string{"**/*.md"}}, nil, nil
+		return catalog.Settings{Roots: []string{dir}, Include: []string{"**/*.md"}}, nil, nil
 	}
 }
 

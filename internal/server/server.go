@@ -51,9 +51,9 @@ type Options struct {
 	// and its env file): input_file and output_file may never name them,
 	// whatever the roots.
 	ConfigFiles []string
-	// PromptsDir is [paths].prompts: output_file may never be inside it,
-	// whatever the roots, so a caller cannot rewrite published prompts.
-	PromptsDir string
+	// PromptsDirs are the [paths].prompts directories: output_file may never
+	// be inside one, whatever the roots, so no caller rewrites a prompt.
+	PromptsDirs []string
 	// Logger receives the server's lines; nil discards them.
 	Logger *slog.Logger
 	// Metrics receive the server's series; nil makes a fresh set.
@@ -145,7 +145,7 @@ func New(opts Options) (*Server, error) {
 		files: fileAccess{
 			roots:     fileRoots(opts.FileRoots),
 			secret:    opts.ConfigFiles,
-			published: []string{opts.PromptsDir},
+			published: opts.PromptsDirs,
 		},
 		log:               logger,
 		observer:          engine.Observers(engine.LogObserver(logger, serveNarration()), opts.Observer),

@@ -142,7 +142,7 @@ func TestToolsListIgnoresTheCatalog(t *testing.T) {
 		"lister.md":     luaPrompt("list_prompts", "Shadow another.", "return 1"),
 	})
 	out, err := h.handle.Reload(context.Background(), func(context.Context) (catalog.Settings, []string, error) {
-		return catalog.Settings{Root: h.dir, Include: []string{"**/*.md"}}, nil, nil
+		return catalog.Settings{Roots: []string{h.dir}, Include: []string{"**/*.md"}}, nil, nil
 	})
 	if err != nil || !out.Published || out.Broken != 2 {
 		t.Fatalf("reload: %+v %v", out, err)

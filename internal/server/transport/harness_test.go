@@ -69,7 +69,7 @@ func newHarness(t testing.TB, f fixture) *harness {
 			t.Fatal(err)
 		}
 	}
-	handle, err := catalog.New(context.Background(), catalog.Settings{Root: dir, Include: []string{"**/*.md"}}, catalog.Options{})
+	handle, err := catalog.New(context.Background(), catalog.Settings{Roots: []string{dir}, Include: []string{"**/*.md"}}, catalog.Options{})
 	if err != nil {
 		t.Fatalf("resolve the fixture catalog: %v", err)
 	}
