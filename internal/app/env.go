@@ -65,9 +65,11 @@ func planConfig(cfg *config.Config) (envPlan, error) {
 	}
 	return envPlan{
 		gateway: &gateway.Options{
-			BaseURL:       cfg.Gateway.URL,
-			APIKey:        cfg.Gateway.APIKey,
-			ModelsTimeout: cfg.Gateway.Timeout,
+			BaseURL:        cfg.Gateway.URL,
+			APIKey:         cfg.Gateway.APIKey,
+			ModelsTimeout:  cfg.Gateway.Timeout,
+			Timeout:        cfg.Gateway.RequestTimeout,
+			ThinkingSwitch: gateway.ThinkingSwitch(cfg.Gateway.ThinkingSwitch),
 		},
 		overrides: modelOverrides(cfg.Models),
 		webFetch:  cfg.Tools.WebFetch,
@@ -186,6 +188,9 @@ func fetchModels(ctx context.Context, client *gateway.Client, overrides map[stri
 	}
 	for _, s := range cat.Skipped {
 		logger.Warn("a model is left out of capability binding", "model", s.ID, "reason", s.Reason)
+	}
+	for _, u := range cat.Unmatched {
+		logger.Warn("a [models] table matches no served model and has no effect", "model", u.ID, "closest", u.Closest, "fix", u.Problem())
 	}
 	logger.Info("the gateway serves models for binding", "models", len(cat.Models))
 	return cat.Models, nil

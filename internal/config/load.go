@@ -426,6 +426,22 @@ func (p *parser) buildGateway(r *rawGateway, g *Gateway) error {
 		}
 		g.Timeout = d
 	}
+	if r.RequestTimeout != nil {
+		d, err := humantime.Parse(*r.RequestTimeout)
+		if err != nil {
+			return p.fail(at("request_timeout"), "[gateway].request_timeout is not a duration: "+err.Error())
+		}
+		if d <= 0 {
+			return p.fail(at("request_timeout"), "[gateway].request_timeout must be longer than 0s: it bounds each chat request to the model server")
+		}
+		g.RequestTimeout = d
+	}
+	if r.ThinkingSwitch != nil {
+		if !checkThinkingSwitch(*r.ThinkingSwitch) {
+			return p.fail(at("thinking_switch"), fmt.Sprintf("[gateway].thinking_switch must be one of %s: %q", thinkingSwitches, *r.ThinkingSwitch))
+		}
+		g.ThinkingSwitch = *r.ThinkingSwitch
+	}
 	return nil
 }
 
@@ -508,6 +524,12 @@ func (p *parser) buildModels(raw map[string]rawModel, dst ModelTable) error {
 			default:
 				return p.fail(append(at, "tool_dialect"), fmt.Sprintf("%s.tool_dialect must be %q or %q: %q", name, ToolDialectOpenAI, ToolDialectGemma3, *r.ToolDialect))
 			}
+		}
+		if r.ThinkingSwitch != nil {
+			if !checkThinkingSwitch(*r.ThinkingSwitch) {
+				return p.fail(append(at, "thinking_switch"), fmt.Sprintf("%s.thinking_switch must be one of %s: %q", name, thinkingSwitches, *r.ThinkingSwitch))
+			}
+			o.ThinkingSwitch = *r.ThinkingSwitch
 		}
 		dst[id] = o
 	}

@@ -262,6 +262,22 @@ func TestWire_OptionsReachTheWire(t *testing.T) {
 	}
 }
 
+// A model's own thinking_switch decides how the switch is sent.
+func TestWire_ModelThinkingSwitch(t *testing.T) {
+	g := newGW(t)
+	g.Enqueue(gatewaytest.Text("ok"))
+	cfg := g.cfg()
+	sw := testModel
+	sw.Thinking, sw.ThinkingSwitch = gateway.ThinkingSwitchable, gateway.ThinkingSwitchReasoningEffort
+	cfg.Models = []gateway.Model{sw}
+	p := parse(t, "# T\n\n"+lua(`models.default("w", "A general assistant model", {thinking = false})`)+"\n## A\n\nHi.\n")
+	runP(t, p, "", cfg).ok(t, "ok")
+	b := g.Requests()[0].Body
+	if _, kw := b["chat_template_kwargs"]; kw || b["reasoning_effort"] != "none" {
+		t.Fatalf("body %v, want reasoning_effort none and no chat_template_kwargs", b)
+	}
+}
+
 func TestWire_MalformedReply(t *testing.T) {
 	g := newGW(t)
 	g.Enqueue(gatewaytest.Malformed(`{"choices": "nope"`))

@@ -15,7 +15,8 @@ type Options struct {
 	BaseURL string        // http(s)://host[:port]/v1; no userinfo, query or fragment; trailing / trimmed
 	APIKey  secret.Secret // sent as "Authorization: Bearer <key>"
 	// Timeout bounds one whole chat request, connect to last body byte
-	// (default DefaultTimeout, 120s).
+	// (default DefaultTimeout, 120s; prompts.toml sets it as
+	// [gateway].request_timeout).
 	Timeout time.Duration
 	// ModelsTimeout bounds the GET /models request (default
 	// DefaultModelsTimeout, 10s) so a host's boot never hangs on a silent
