@@ -216,9 +216,9 @@ const maxReasonChars = 300
 // error, or a string detail (FastAPI servers). The text is the server's,
 // so it may echo what it was sent: the API key, any bearer token and the
 // userinfo and query of URLs are cut out, control characters and
-// whitespace runs collapse, double quotes become single (it is quoted in
-// the message) and it is capped at maxReasonChars. "" when the body has
-// no reason.
+// whitespace runs collapse, and it is capped at maxReasonChars; quotes
+// are kept, so the text can be searched for as the server wrote it. ""
+// when the body has no reason.
 func upstreamReason(body []byte, key string) string {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(body, &top) != nil || top == nil {
@@ -239,9 +239,7 @@ func upstreamReason(body []byte, key string) string {
 	if strings.TrimSpace(reason) == "" {
 		reason, _, _ = optString(top, "detail")
 	}
-	reason = redact.Credentials(redact.Secret(reason, key))
-	reason = strings.ReplaceAll(reason, `"`, "'")
-	return redact.Text(reason, maxReasonChars)
+	return redact.Text(redact.Credentials(redact.Secret(reason, key)), maxReasonChars)
 }
 
 func statusAdvice(status int) string {
@@ -279,5 +277,5 @@ const maxRefusalChars = 500
 
 func refused(text string) *Error {
 	return &Error{Kind: KindRefused, Op: opChat, Status: 200,
-		msg: `the model refused: "` + redact.Text(strings.ReplaceAll(text, `"`, "'"), maxRefusalChars) + `"; rephrase the prompt or use another model`}
+		msg: `the model refused: "` + redact.Text(text, maxRefusalChars) + `"; rephrase the prompt or use another model`}
 }

@@ -43,7 +43,7 @@ func TestRefusal(t *testing.T) {
 	s.Enqueue(gatewaytest.Malformed(`{"choices":[{"message":{"role":"assistant","content":null,"refusal":"I can't help with \"that\"."},"finish_reason":"stop"}]}`))
 	_, err := newClient(t, s).Complete(t.Context(), userTurn("q"))
 	ge := asError(t, err, gateway.KindRefused)
-	if want := `the model refused: "I can't help with 'that'."; rephrase the prompt or use another model`; err.Error() != want || ge.Retryable() {
+	if want := `the model refused: "I can't help with "that"."; rephrase the prompt or use another model`; err.Error() != want || ge.Retryable() {
 		t.Errorf("got %q (retryable %v), want %q", err, ge.Retryable(), want)
 	}
 	// Text next to a refusal is still the answer.
@@ -202,7 +202,7 @@ func TestUpstreamReasonInStatusErrors(t *testing.T) {
 	key := s.APIKey()
 	long := strings.Repeat("z", 400)
 	for _, tt := range []struct{ body, want string }{
-		{`{"error":{"message":"model \"x\" not found, try pulling it first","type":"api_error"}}`, `: the model server said: "model 'x' not found, try pulling it first"`},
+		{`{"error":{"message":"model \"x\" not found, try pulling it first","type":"api_error"}}`, `: the model server said: "model "x" not found, try pulling it first"`},
 		{`{"error":"plain string reason"}`, `: the model server said: "plain string reason"`},
 		{`{"detail":"Not Found"}`, `: the model server said: "Not Found"`},
 		{`{"error":{"message":"key ` + key + ` and Bearer ` + key + `x at https://u:p@h.example/v1?k=v line\nnext"}}`, `: the model server said: "key [redacted] and Bearer [redacted] at https://h.example/v1 line next"`},
