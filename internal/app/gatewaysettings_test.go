@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 	"github.com/promptforge-go/promptforge/internal/secret"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
 )
 
 // A fresh Ollama lists "data": null: boot goes on with an empty catalog.
@@ -29,14 +31,15 @@ func TestFetchModelsEmptyListAndUnmatchedOverride(t *testing.T) {
 	overrides := map[string]gateway.ModelOverride{"llama3.1:8b": {Description: "chat", Thinking: gateway.ThinkingNever}}
 
 	g.SetModelsReply(gatewaytest.Malformed(`{"object":"list","data":null}`))
-	if models, err := fetchModels(context.Background(), c, overrides, false, log); err != nil || len(models) != 0 {
+	if models, _, err := fetchModels(context.Background(), c, overrides, false, log); err != nil || len(models) != 0 {
 		t.Fatalf("data null: %v %v", models, err)
 	}
 
 	buf.Reset()
 	g.SetModels(map[string]any{"id": "llama3.1:latest", "object": "model", "owned_by": "library"})
-	if _, err := fetchModels(context.Background(), c, overrides, false, log); err != nil {
-		t.Fatal(err)
+	_, unmatched, err := fetchModels(context.Background(), c, overrides, false, log)
+	if err != nil || len(unmatched) != 1 || unmatched[0].Closest != "llama3.1:latest" {
+		t.Fatalf("unmatched %+v, %v", unmatched, err)
 	}
 	var warn []string
 	for _, l := range strings.Split(buf.String(), "\n") {
@@ -90,5 +93,24 @@ func TestGatewaySettingsAgreeWithTheClient(t *testing.T) {
 	}
 	if config.DefaultRequestTimeout != gateway.DefaultTimeout {
 		t.Errorf("config.DefaultRequestTimeout %v != gateway.DefaultTimeout %v", config.DefaultRequestTimeout, gateway.DefaultTimeout)
+	}
+}
+
+// The user's view of a mismatched [models] table: the run's binding
+// failure names both ids and the fix, as the boot log does.
+func TestRunNamesTheUnmatchedModelTable(t *testing.T) {
+	g := gatewaytest.New(t)
+	g.SetModels(map[string]any{"id": "llama3.1:latest", "object": "model", "owned_by": "library"})
+	writer := promptFile("writer", "Write a line.", "",
+		"# Writer\n\n```lua\nmodels.default(\"w\", \"General chat model\")\n```\n\n## Write\n\nWrite one line.\n")
+	path := servertest.ConfigDir(t, "", g, map[string]string{"writer.md": writer})
+	table := "\n[models.\"llama3.1:8b\"]\ndescription = \"General chat model\"\ncontext = 8192\nthinking = \"never\"\n"
+	if err := os.WriteFile(path, append(mustRead(t, path), table...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := RunOnce(context.Background(), RunOptions{Target: "writer", ConfigPath: path})
+	want := `no served model is "llama3.1:8b"; the server lists "llama3.1:latest": rename the table to [models."llama3.1:latest"]`
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "no model matches capability") {
+		t.Fatalf("run error %v\nwant it to contain %s", err, want)
 	}
 }
