@@ -126,9 +126,9 @@ func (e *Error) Retryable() bool {
 func (e *Error) Timeout() bool { return e.timeout }
 
 // Body is the start of a non-2xx reply body, control characters escaped,
-// at most 2,000 characters; "" for other kinds. It is kept out of Error()
-// because gateways may echo request content; show it only where that is
-// acceptable (debug logs).
+// at most 2,000 characters; "" for other kinds. Only the server's reason
+// goes into Error(); the whole body is kept out because gateways may echo
+// request content: show it only where that is acceptable (debug logs).
 func (e *Error) Body() string { return e.body }
 
 const maxBodyChars = 2000
