@@ -416,25 +416,25 @@ func (p *parser) buildGateway(r *rawGateway, g *Gateway) error {
 	if r.APIKey == nil {
 		return p.fail(at("api_key"), "[gateway].api_key is missing: set it to the gateway's key, for example \"${PROMPTFORGE_GATEWAY_API_KEY}\"")
 	}
-	if r.Timeout != nil {
-		d, err := humantime.Parse(*r.Timeout)
+	for _, d := range []struct {
+		key, bounds string
+		raw         *string
+		dst         *time.Duration
+	}{
+		{"timeout", "the model-list request at boot", r.Timeout, &g.Timeout},
+		{"request_timeout", "each chat request to the model server", r.RequestTimeout, &g.RequestTimeout},
+	} {
+		if d.raw == nil {
+			continue
+		}
+		v, err := humantime.Parse(*d.raw)
 		if err != nil {
-			return p.fail(at("timeout"), "[gateway].timeout is not a duration: "+err.Error())
+			return p.fail(at(d.key), "[gateway]."+d.key+" is not a duration: "+err.Error())
 		}
-		if d <= 0 {
-			return p.fail(at("timeout"), "[gateway].timeout must be longer than 0s: it bounds the model-list request at boot")
+		if v <= 0 {
+			return p.fail(at(d.key), "[gateway]."+d.key+" must be longer than 0s: it bounds "+d.bounds)
 		}
-		g.Timeout = d
-	}
-	if r.RequestTimeout != nil {
-		d, err := humantime.Parse(*r.RequestTimeout)
-		if err != nil {
-			return p.fail(at("request_timeout"), "[gateway].request_timeout is not a duration: "+err.Error())
-		}
-		if d <= 0 {
-			return p.fail(at("request_timeout"), "[gateway].request_timeout must be longer than 0s: it bounds each chat request to the model server")
-		}
-		g.RequestTimeout = d
+		*d.dst = v
 	}
 	if r.ThinkingSwitch != nil {
 		if !checkThinkingSwitch(*r.ThinkingSwitch) {
