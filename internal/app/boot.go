@@ -111,6 +111,7 @@ func Boot(ctx context.Context, o BootOptions) error {
 		Limits:      limitsOf(cfg),
 		Client:      env.client,
 		Models:      env.models,
+		Unmatched:   env.unmatched,
 		Tools:       env.tools,
 		FileRoots:   env.fileRoots,
 		ConfigFiles: own,

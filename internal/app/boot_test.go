@@ -151,32 +151,32 @@ func TestFetchModelsClassifiesFailures(t *testing.T) {
 	}
 	log := discard()
 
-	models, err := fetchModels(context.Background(), client(0), nil, false, log)
+	models, _, err := fetchModels(context.Background(), client(0), nil, false, log)
 	if err != nil || len(models) != 1 {
 		t.Fatalf("one served model: %v %v", models, err)
 	}
 
 	g.SetModelsReply(gatewaytest.Status(503, `{"error":"warming up"}`))
-	if models, err = fetchModels(context.Background(), client(0), nil, false, log); err != nil || len(models) != 0 {
+	if models, _, err = fetchModels(context.Background(), client(0), nil, false, log); err != nil || len(models) != 0 {
 		t.Fatalf("503 is transient: %v %v", models, err)
 	}
 
 	g.SetModelsReply(gatewaytest.Status(401, `{"error":"bad key"}`))
-	_, err = fetchModels(context.Background(), client(0), nil, false, log)
+	_, _, err = fetchModels(context.Background(), client(0), nil, false, log)
 	var ge *gateway.Error
 	if !errors.As(err, &ge) || ge.Status != 401 {
 		t.Fatalf("401 is fatal with the gateway error as cause: %v", err)
 	}
 
 	g.SetModelsReply(gatewaytest.Malformed(`{"data": 7}`))
-	if _, err = fetchModels(context.Background(), client(0), nil, false, log); err == nil {
+	if _, _, err = fetchModels(context.Background(), client(0), nil, false, log); err == nil {
 		t.Fatal("a malformed catalog is fatal")
 	}
 
 	// A gateway that accepts and never answers cannot hang boot: the
 	// timeout is transient.
 	g.SetModelsReply(gatewaytest.Hang())
-	if models, err = fetchModels(context.Background(), client(50*time.Millisecond), nil, false, log); err != nil || len(models) != 0 {
+	if models, _, err = fetchModels(context.Background(), client(50*time.Millisecond), nil, false, log); err != nil || len(models) != 0 {
 		t.Fatalf("a silent gateway: %v %v", models, err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 type environment struct {
 	client    *gateway.Client // nil: no gateway was configured
 	models    []gateway.Model
+	unmatched []gateway.UnmatchedOverride // [models] tables no served id matches
 	tools     []tools.Tool
 	fileRoots []string
 	closers   []func()
@@ -65,9 +66,11 @@ func planConfig(cfg *config.Config) (envPlan, error) {
 	}
 	return envPlan{
 		gateway: &gateway.Options{
-			BaseURL:       cfg.Gateway.URL,
-			APIKey:        cfg.Gateway.APIKey,
-			ModelsTimeout: cfg.Gateway.Timeout,
+			BaseURL:        cfg.Gateway.URL,
+			APIKey:         cfg.Gateway.APIKey,
+			ModelsTimeout:  cfg.Gateway.Timeout,
+			Timeout:        cfg.Gateway.RequestTimeout,
+			ThinkingSwitch: gateway.ThinkingSwitch(cfg.Gateway.ThinkingSwitch),
 		},
 		overrides: modelOverrides(cfg.Models),
 		webFetch:  cfg.Tools.WebFetch,
@@ -122,7 +125,7 @@ func (p envPlan) build(ctx context.Context, m *server.Metrics, logger *slog.Logg
 			return fail(p.wrap("build the gateway client", "", err))
 		}
 		env.client = client
-		if env.models, err = fetchModels(ctx, client, p.overrides, p.referenceCLI, logger); err != nil {
+		if env.models, env.unmatched, err = fetchModels(ctx, client, p.overrides, p.referenceCLI, logger); err != nil {
 			return fail(err)
 		}
 	} else if p.noGateway != "" {
@@ -166,27 +169,30 @@ func (p envPlan) wrap(serve, cli string, err error) error {
 // malformed list) is a configuration problem worth refusing to start for.
 // strict (the run command without prompts.toml) fails on every error and
 // logs nothing, as the reference CLI does.
-func fetchModels(ctx context.Context, client *gateway.Client, overrides map[string]gateway.ModelOverride, strict bool, logger *slog.Logger) ([]gateway.Model, error) {
+func fetchModels(ctx context.Context, client *gateway.Client, overrides map[string]gateway.ModelOverride, strict bool, logger *slog.Logger) ([]gateway.Model, []gateway.UnmatchedOverride, error) {
 	cat, err := client.Models(ctx, overrides)
 	if err != nil {
 		var ge *gateway.Error
 		switch {
 		case strict, errors.As(err, &ge) && ge.Kind == gateway.KindCancelled:
-			return nil, fmt.Errorf("fetch the gateway's model catalog: %w", err)
+			return nil, nil, fmt.Errorf("fetch the gateway's model catalog: %w", err)
 		case errors.As(err, &ge) && (ge.Kind == gateway.KindTransport || (ge.Kind == gateway.KindStatus && ge.Status >= 500)):
 			logger.Warn("gateway model catalog unavailable; serving without it", "kind", ge.Kind.String(), "error", err)
-			return nil, nil
+			return nil, nil, nil
 		default:
 			logger.Error("gateway model catalog could not be loaded; refusing to serve an empty catalog", "error", err)
-			return nil, fmt.Errorf("fetch the gateway's model catalog: %w", err)
+			return nil, nil, fmt.Errorf("fetch the gateway's model catalog: %w", err)
 		}
 	}
 	if strict {
-		return cat.Models, nil
+		return cat.Models, cat.Unmatched, nil
 	}
 	for _, s := range cat.Skipped {
 		logger.Warn("a model is left out of capability binding", "model", s.ID, "reason", s.Reason)
 	}
+	for _, u := range cat.Unmatched {
+		logger.Warn("a [models] table matches no served model and has no effect", "model", u.ID, "closest", u.Closest, "fix", u.Problem())
+	}
 	logger.Info("the gateway serves models for binding", "models", len(cat.Models))
-	return cat.Models, nil
+	return cat.Models, cat.Unmatched, nil
 }

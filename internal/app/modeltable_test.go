@@ -17,12 +17,16 @@ func TestModelOverridesTranslateEveryAcceptedValue(t *testing.T) {
 		"b": {Thinking: "always", ToolDialect: config.ToolDialectGemma3},
 		"c": {Thinking: "switchable"},
 		"d": {},
+		"e": {ThinkingSwitch: config.ThinkingSwitchNone},
+		"f": {ThinkingSwitch: config.ThinkingSwitchReasoningEffort},
 	}
 	want := map[string]gateway.ModelOverride{
 		"a": {Description: "d", Context: 4096, Thinking: gateway.ThinkingNever, Dialect: gateway.DialectOpenAI},
 		"b": {Thinking: gateway.ThinkingAlways, Dialect: gateway.DialectGemma3},
 		"c": {Thinking: gateway.ThinkingSwitchable},
 		"d": {},
+		"e": {ThinkingSwitch: gateway.ThinkingSwitchNone},
+		"f": {ThinkingSwitch: gateway.ThinkingSwitchReasoningEffort},
 	}
 	if got := modelOverrides(table); !reflect.DeepEqual(got, want) {
 		t.Errorf("modelOverrides = %+v, want %+v", got, want)

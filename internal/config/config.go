@@ -26,6 +26,21 @@ const (
 	// client's zero-value default (gateway.DefaultModelsTimeout, for hosts
 	// without a prompts.toml) is the same value.
 	DefaultGatewayTimeout = 10 * time.Second
+	// DefaultRequestTimeout is [gateway].request_timeout's default: the
+	// 120s every chat request had before the key existed (the gateway
+	// client's own zero-value default, gateway.DefaultTimeout).
+	DefaultRequestTimeout = 120 * time.Second
+	// DefaultThinkingSwitch is [gateway].thinking_switch's default: what
+	// was sent before the key existed.
+	DefaultThinkingSwitch = ThinkingSwitchTemplateKwargs
+)
+
+// The values thinking_switch accepts ([gateway] and [models."<id>"]); they
+// are the gateway client's switch names.
+const (
+	ThinkingSwitchTemplateKwargs  = "chat_template_kwargs"
+	ThinkingSwitchReasoningEffort = "reasoning_effort"
+	ThinkingSwitchNone            = "none"
 )
 
 // Config is one loaded prompts.toml, validated. Values are as written after
@@ -68,6 +83,9 @@ type ModelSetting struct {
 	Thinking string
 	// ToolDialect is ToolDialectOpenAI or ToolDialectGemma3.
 	ToolDialect string
+	// ThinkingSwitch is one of the ThinkingSwitch* values; "" takes
+	// [gateway].thinking_switch.
+	ThinkingSwitch string
 }
 
 // The values [models."<id>"].tool_dialect accepts; they are the gateway
@@ -118,6 +136,11 @@ type Gateway struct {
 	APIKey secret.Secret
 	// Timeout bounds the boot-time GET /models (design §3.2).
 	Timeout time.Duration
+	// RequestTimeout bounds one chat request, connect to last byte.
+	RequestTimeout time.Duration
+	// ThinkingSwitch is how a thinking switch is sent to models whose
+	// [models."<id>"] table names none: one of the ThinkingSwitch* values.
+	ThinkingSwitch string
 }
 
 // Catalog is the [catalog] table: glob patterns relative to the prompts
@@ -156,7 +179,7 @@ func defaults() *Config {
 			WatchDebounce:     DefaultWatchDebounce,
 		},
 		Paths:   Paths{Prompts: []string{DefaultPromptsDir}},
-		Gateway: Gateway{Timeout: DefaultGatewayTimeout},
+		Gateway: Gateway{Timeout: DefaultGatewayTimeout, RequestTimeout: DefaultRequestTimeout, ThinkingSwitch: DefaultThinkingSwitch},
 		Prompts: map[string]PromptBlock{},
 		Models:  ModelTable{},
 	}
@@ -224,6 +247,8 @@ func (c *Config) FileRoots() ([]string, error) {
 //   - [paths].prompts — the watched roots, compared as written (the reload
 //     keeps the boot directories);
 //   - [gateway].url, api_key, timeout — the model catalog fetched at boot;
+//   - [gateway].request_timeout, thinking_switch — the gateway client,
+//     built once at boot;
 //   - [paths].files — the file roots the server checks paths against;
 //   - [tools].* — the live tool set, built once at boot (the reference
 //     neither applies nor reports these; we report them);
@@ -253,6 +278,8 @@ func (c *Config) DiffUnreloadable(next *Config) []string {
 	add(c.Gateway.URL != next.Gateway.URL, "[gateway].url")
 	add(c.Gateway.APIKey != next.Gateway.APIKey, "[gateway].api_key")
 	add(c.Gateway.Timeout != next.Gateway.Timeout, "[gateway].timeout")
+	add(c.Gateway.RequestTimeout != next.Gateway.RequestTimeout, "[gateway].request_timeout")
+	add(c.Gateway.ThinkingSwitch != next.Gateway.ThinkingSwitch, "[gateway].thinking_switch")
 	add((c.Paths.Files == nil) != (next.Paths.Files == nil) || !slices.Equal(c.Paths.Files, next.Paths.Files), "[paths].files")
 	add(c.Tools.WebFetch != next.Tools.WebFetch, "[tools].web_fetch")
 	add(c.Tools.WebSearch != next.Tools.WebSearch, "[tools].web_search")

@@ -175,8 +175,9 @@ func TestParseMinimalConfigFillsDefaults(t *testing.T) {
 			Watch:             true,
 			WatchDebounce:     500 * time.Millisecond,
 		},
-		Paths:   Paths{Prompts: []string{"prompts"}},
-		Gateway: Gateway{URL: "http://127.0.0.1:8081/v1", APIKey: mustSecret(t, "gateway-key"), Timeout: 10 * time.Second},
+		Paths: Paths{Prompts: []string{"prompts"}},
+		Gateway: Gateway{URL: "http://127.0.0.1:8081/v1", APIKey: mustSecret(t, "gateway-key"), Timeout: 10 * time.Second,
+			RequestTimeout: 120 * time.Second, ThinkingSwitch: "chat_template_kwargs"},
 		Prompts: map[string]PromptBlock{},
 		Models:  ModelTable{},
 	}
@@ -453,6 +454,10 @@ func TestValidationErrors(t *testing.T) {
 		{"model context too big", minimal + "[models.m]\ncontext = 4294967296\n", "positive number", 8},
 		{"model thinking", minimal + "[models.m]\nthinking = \"sometimes\"\n", "never, always, switchable", 8},
 		{"model tool_dialect", minimal + "[models.m]\ntool_dialect = \"anthropic\"\n", "must be \"openai\" or \"gemma3_tool_code\"", 8},
+		{"gateway request_timeout zero", strings.Replace(minimal, "[gateway]", "[gateway]\nrequest_timeout = \"0s\"", 1), "[gateway].request_timeout must be longer than 0s", 5},
+		{"gateway request_timeout bad", strings.Replace(minimal, "[gateway]", "[gateway]\nrequest_timeout = \"soon\"", 1), "[gateway].request_timeout is not a duration", 5},
+		{"gateway thinking_switch", strings.Replace(minimal, "[gateway]", "[gateway]\nthinking_switch = \"think\"", 1), `[gateway].thinking_switch must be one of "chat_template_kwargs" (vLLM, llama.cpp), "reasoning_effort" (Ollama, OpenAI), "none": "think"`, 5},
+		{"model thinking_switch", minimal + "[models.m]\nthinking_switch = \"enable_thinking\"\n", `[models.m].thinking_switch must be one of "chat_template_kwargs"`, 8},
 		{"model blank description", minimal + "[models.m]\ndescription = \" \"\n", "description must not be empty", 8},
 		{"quoted model id", minimal + "[models.\"a.b\"]\n\ncontext = 0\n", `[models."a.b"].context`, 9},
 		{"model empty id", minimal + "[models.\"\"]\ncontext = 1\n", `[models.""]`, 7},
@@ -767,6 +772,8 @@ allowed_hosts = ["h"]`), []string{"[server].bind", "[server].api_key", "[server]
 			"[server].watch_debounce", "[server].allowed_hosts"}},
 		{"our additions", edit("api_key = \"gateway-key\"", `api_key = "other-key"
 timeout = "1s"
+request_timeout = "1s"
+thinking_switch = "none"
 [paths]
 files = ["x"]
 [tools]
@@ -775,7 +782,7 @@ web_search = true
 [models.b]
 context = 1
 [models.a]
-context = 2`), []string{"[gateway].api_key", "[gateway].timeout", "[paths].files", "[tools].web_fetch",
+context = 2`), []string{"[gateway].api_key", "[gateway].timeout", "[gateway].request_timeout", "[gateway].thinking_switch", "[paths].files", "[tools].web_fetch",
 			"[tools].web_search", "[models.a]", "[models.b]"}},
 		{"catalog and prompts reload", edit("[server]", "[catalog]\ninclude = [\"*.md\"]\n[prompts.x]\nenabled = false\n[server]"), nil},
 		{"files absent vs empty", edit("[server]", "[paths]\nfiles = []\n[server]"), []string{"[paths].files"}},
@@ -1026,7 +1033,8 @@ func TestFullReferenceConfig(t *testing.T) {
 		"drafty":          {Enabled: false},
 	}
 	want.Models = ModelTable{
-		"llama3.1:8b": {Description: "General chat and summarisation; weak at code.", Context: 131072, Thinking: "never", ToolDialect: ToolDialectOpenAI},
+		"llama3.1:8b": {Description: "General chat and summarisation; weak at code.", Context: 131072, Thinking: "never", ToolDialect: ToolDialectOpenAI,
+			ThinkingSwitch: ThinkingSwitchReasoningEffort},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("full.toml =\n%+v\nwant\n%+v", cfg, want)

@@ -6,7 +6,8 @@
 //
 // The load pipeline and its messages follow the reference (mcp-server §2)
 // so an existing prompts.toml loads unchanged; the [models."<id>"] tables,
-// [paths].files and [gateway].timeout are ours (design §3.2–3.4).
+// [paths].files, [gateway].timeout, request_timeout and thinking_switch are
+// ours (design §3.2–3.4, gateway-picker-webfetch §1.14).
 // testdata/full.toml is an annotated reference of every key with its
 // default.
 //

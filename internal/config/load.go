@@ -493,15 +493,31 @@ func (p *parser) buildGateway(r *rawGateway, g *Gateway) error {
 	if r.APIKey == nil {
 		return p.fail(at("api_key"), "[gateway].api_key is missing: set it to the gateway's key, for example \"${PROMPTFORGE_GATEWAY_API_KEY}\"")
 	}
-	if r.Timeout != nil {
-		d, err := humantime.Parse(*r.Timeout)
+	for _, d := range []struct {
+		key, bounds string
+		raw         *string
+		dst         *time.Duration
+	}{
+		{"timeout", "the model-list request at boot", r.Timeout, &g.Timeout},
+		{"request_timeout", "each chat request to the model server", r.RequestTimeout, &g.RequestTimeout},
+	} {
+		if d.raw == nil {
+			continue
+		}
+		v, err := humantime.Parse(*d.raw)
 		if err != nil {
-			return p.fail(at("timeout"), "[gateway].timeout is not a duration: "+err.Error())
+			return p.fail(at(d.key), "[gateway]."+d.key+" is not a duration: "+err.Error())
 		}
-		if d <= 0 {
-			return p.fail(at("timeout"), "[gateway].timeout must be longer than 0s: it bounds the model-list request at boot")
+		if v <= 0 {
+			return p.fail(at(d.key), "[gateway]."+d.key+" must be longer than 0s: it bounds "+d.bounds)
 		}
-		g.Timeout = d
+		*d.dst = v
+	}
+	if r.ThinkingSwitch != nil {
+		if !checkThinkingSwitch(*r.ThinkingSwitch) {
+			return p.fail(at("thinking_switch"), fmt.Sprintf("[gateway].thinking_switch must be one of %s: %q", thinkingSwitches, *r.ThinkingSwitch))
+		}
+		g.ThinkingSwitch = *r.ThinkingSwitch
 	}
 	return nil
 }
@@ -585,6 +601,12 @@ func (p *parser) buildModels(raw map[string]rawModel, dst ModelTable) error {
 			default:
 				return p.fail(append(at, "tool_dialect"), fmt.Sprintf("%s.tool_dialect must be %q or %q: %q", name, ToolDialectOpenAI, ToolDialectGemma3, *r.ToolDialect))
 			}
+		}
+		if r.ThinkingSwitch != nil {
+			if !checkThinkingSwitch(*r.ThinkingSwitch) {
+				return p.fail(append(at, "thinking_switch"), fmt.Sprintf("%s.thinking_switch must be one of %s: %q", name, thinkingSwitches, *r.ThinkingSwitch))
+			}
+			o.ThinkingSwitch = *r.ThinkingSwitch
 		}
 		dst[id] = o
 	}

@@ -42,9 +42,11 @@ type rawPaths struct {
 }
 
 type rawGateway struct {
-	URL     *string `toml:"url"`
-	APIKey  *string `toml:"api_key"`
-	Timeout *string `toml:"timeout"`
+	URL            *string `toml:"url"`
+	APIKey         *string `toml:"api_key"`
+	Timeout        *string `toml:"timeout"`
+	RequestTimeout *string `toml:"request_timeout"`
+	ThinkingSwitch *string `toml:"thinking_switch"`
 }
 
 type rawCatalog struct {
@@ -63,10 +65,11 @@ type rawBlock struct {
 }
 
 type rawModel struct {
-	Description *string `toml:"description"`
-	Context     *int64  `toml:"context"`
-	Thinking    *string `toml:"thinking"`
-	ToolDialect *string `toml:"tool_dialect"`
+	Description    *string `toml:"description"`
+	Context        *int64  `toml:"context"`
+	Thinking       *string `toml:"thinking"`
+	ToolDialect    *string `toml:"tool_dialect"`
+	ThinkingSwitch *string `toml:"thinking_switch"`
 }
 
 // tableKeys lists the keys a table takes, for the "unknown key" message;
@@ -84,7 +87,7 @@ func tableKeys(table tomlPath) (keys []string, ok bool) {
 		case "paths":
 			return []string{"prompts", "files"}, true
 		case "gateway":
-			return []string{"url", "api_key", "timeout"}, true
+			return []string{"url", "api_key", "timeout", "request_timeout", "thinking_switch"}, true
 		case "catalog":
 			return []string{"include", "exclude"}, true
 		case "tools":
@@ -93,7 +96,7 @@ func tableKeys(table tomlPath) (keys []string, ok bool) {
 	case len(table) == 2 && table[0] == "prompts":
 		return []string{"enabled", "file"}, true
 	case len(table) == 2 && table[0] == "models":
-		return []string{"description", "context", "thinking", "tool_dialect"}, true
+		return []string{"description", "context", "thinking", "tool_dialect", "thinking_switch"}, true
 	}
 	return nil, false
 }
@@ -131,7 +134,7 @@ func expectedType(p tomlPath) string {
 	case "server.max_concurrent_runs":
 		return "a positive integer"
 	case "server.admission_timeout", "server.reply_deadline", "server.retain_completed",
-		"server.watch_debounce", "gateway.timeout":
+		"server.watch_debounce", "gateway.timeout", "gateway.request_timeout":
 		return duration
 	case "server.watch", "tools.web_fetch", "tools.web_search":
 		return boolean
@@ -139,7 +142,7 @@ func expectedType(p tomlPath) string {
 		return strings_
 	case "paths.prompts":
 		return "a string or an array of strings"
-	case "server.api_key", "gateway.url", "gateway.api_key":
+	case "server.api_key", "gateway.url", "gateway.api_key", "gateway.thinking_switch":
 		return str
 	}
 	return ""

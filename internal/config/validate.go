@@ -165,4 +165,17 @@ func checkThinking(v string) bool {
 	return false
 }
 
+// thinkingSwitches lists thinking_switch's values for messages, each with
+// the servers it suits.
+const thinkingSwitches = `"chat_template_kwargs" (vLLM, llama.cpp), "reasoning_effort" (Ollama, OpenAI), "none"`
+
+// checkThinkingSwitch validates a thinking_switch value.
+func checkThinkingSwitch(v string) bool {
+	switch v {
+	case ThinkingSwitchTemplateKwargs, ThinkingSwitchReasoningEffort, ThinkingSwitchNone:
+		return true
+	}
+	return false
+}
+
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -24,6 +24,10 @@ type Options struct {
 	Client *gateway.Client
 	// Models is the catalog models.need binds against.
 	Models []gateway.Model
+	// Unmatched are the [models] tables whose id the gateway does not
+	// serve: a need that binds nothing names them, since a mistyped id
+	// (a wrong tag) is the likeliest reason.
+	Unmatched []gateway.UnmatchedOverride
 	// Tools are the live tools tools.need binds against. Fanout arms may
 	// call them concurrently.
 	Tools []tools.Tool

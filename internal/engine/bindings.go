@@ -233,7 +233,11 @@ func (b *bindings) needModel(ctx context.Context, alias, description string, opt
 		cands = append(cands, m)
 	}
 	absent := func() error {
-		return b.record(bindingErr("no model matches capability %q; check the gateway's catalog and the need's context/thinking options", description))
+		msg := fmt.Sprintf("no model matches capability %q; check the gateway's catalog and the need's context/thinking options", description)
+		for _, u := range b.r.cfg.Unmatched {
+			msg += "; " + u.Problem()
+		}
+		return b.record(bindingErr("%s", msg))
 	}
 	if len(cands) == 0 {
 		return nil, absent()

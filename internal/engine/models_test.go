@@ -206,3 +206,11 @@ models.default("w", "A general assistant model")`)+"\nFirst.\n\n"+lua(`store.wri
 		t.Fatalf("mid %q requests %d", got, len(g3.Requests()))
 	}
 }
+
+// A need that binds nothing names the [models] tables no served id
+// matches, since a wrong tag is the likeliest cause (issue 10 item 3).
+func TestModelNeedNamesUnmatchedTables(t *testing.T) {
+	p := parse(t, "# T\n\n"+lua(`models.need("m", "General assistant model")`))
+	r := runP(t, p, "", Options{Unmatched: []gateway.UnmatchedOverride{{ID: "llama3.1:8b", Closest: "llama3.1:latest"}}})
+	r.fails(t, KindBinding, `no model matches capability "General assistant model"; check the gateway's catalog and the need's context/thinking options; no served model is "llama3.1:8b"; the server lists "llama3.1:latest": rename the table to [models."llama3.1:latest"]`)
+}

@@ -200,6 +200,8 @@ func (u *unit) complete(ctx context.Context, mb *modelBinding, msgs []gateway.Me
 		Temperature: mb.opts.Temperature,
 		MaxTokens:   mb.opts.MaxTokens,
 		Thinking:    mb.opts.Thinking,
+		// The bound model's own switch, if prompts.toml names one.
+		ThinkingSwitch: mb.model.ThinkingSwitch,
 	}
 	return c.Complete(ctx, req)
 }

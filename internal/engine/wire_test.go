@@ -110,16 +110,22 @@ func TestWire_UnknownAndFailingTools(t *testing.T) {
 	}
 }
 
+// The server's own reason reaches the error (issue 10: it is often the only
+// place the real cause is named), but never the API key it may echo, nor
+// the prompt's prose.
 func TestWire_FailedTurnLeaksNothing(t *testing.T) {
 	g := newGW(t)
-	g.Enqueue(gatewaytest.Status(500, `{"error":"secret body with prompt text"}`))
+	g.Enqueue(gatewaytest.Status(500, `{"error":"upstream exploded; sent Authorization: Bearer `+g.APIKey()+` key `+g.APIKey()+`"}`))
 	r := runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nSecret prose input.\n"), "", g.cfg())
 	e := r.fails(t, KindCompletion, "500")
 	if !e.Retryable() {
 		t.Fatal("5xx should be retryable")
 	}
+	if !strings.Contains(e.Error(), `the model server said: "upstream exploded; sent Authorization: Bearer [redacted] key [redacted]"`) {
+		t.Errorf("the server's reason is missing: %q", e)
+	}
 	for _, s := range append(r.rec.lines(), e.Error()) {
-		if strings.Contains(s, "secret body") || strings.Contains(s, "Secret prose") || strings.Contains(s, g.APIKey()) {
+		if strings.Contains(s, "Secret prose") || strings.Contains(s, g.APIKey()) {
 			t.Fatalf("leak in %q", s)
 		}
 	}
@@ -253,6 +259,22 @@ func TestWire_OptionsReachTheWire(t *testing.T) {
 	}
 	if _, ok := b["tools"]; ok {
 		t.Fatal("tools sent with no tool in scope")
+	}
+}
+
+// A model's own thinking_switch decides how the switch is sent.
+func TestWire_ModelThinkingSwitch(t *testing.T) {
+	g := newGW(t)
+	g.Enqueue(gatewaytest.Text("ok"))
+	cfg := g.cfg()
+	sw := testModel
+	sw.Thinking, sw.ThinkingSwitch = gateway.ThinkingSwitchable, gateway.ThinkingSwitchReasoningEffort
+	cfg.Models = []gateway.Model{sw}
+	p := parse(t, "# T\n\n"+lua(`models.default("w", "A general assistant model", {thinking = false})`)+"\n## A\n\nHi.\n")
+	runP(t, p, "", cfg).ok(t, "ok")
+	b := g.Requests()[0].Body
+	if _, kw := b["chat_template_kwargs"]; kw || b["reasoning_effort"] != "none" {
+		t.Fatalf("body %v, want reasoning_effort none and no chat_template_kwargs", b)
 	}
 }
 

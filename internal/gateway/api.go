@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/promptforge-go/promptforge/internal/secret"
@@ -14,12 +15,17 @@ type Options struct {
 	BaseURL string        // http(s)://host[:port]/v1; no userinfo, query or fragment; trailing / trimmed
 	APIKey  secret.Secret // sent as "Authorization: Bearer <key>"
 	// Timeout bounds one whole chat request, connect to last body byte
-	// (default DefaultTimeout, 120s).
+	// (default DefaultTimeout, 120s; prompts.toml sets it as
+	// [gateway].request_timeout).
 	Timeout time.Duration
 	// ModelsTimeout bounds the GET /models request (default
 	// DefaultModelsTimeout, 10s) so a host's boot never hangs on a silent
 	// gateway (design §3.2). A caller's ctx deadline also applies.
 	ModelsTimeout time.Duration
+	// ThinkingSwitch is how a request's thinking switch is sent to models
+	// whose catalog entry names none ("" means
+	// ThinkingSwitchTemplateKwargs, what every release before it sent).
+	ThinkingSwitch ThinkingSwitch
 	// HTTPClient is used when non-nil (tests, custom transports). Its own
 	// Timeout, if any, applies on top of the two above.
 	HTTPClient *http.Client
@@ -32,6 +38,7 @@ type Client struct {
 	key           secret.Secret
 	timeout       time.Duration
 	modelsTimeout time.Duration
+	switchDefault ThinkingSwitch
 	http          *http.Client
 	// disabled, when non-empty, is why this client refuses every call.
 	disabled string
@@ -45,6 +52,31 @@ const (
 	ThinkingAlways     Thinking = "always"
 	ThinkingSwitchable Thinking = "switchable"
 )
+
+// ThinkingSwitch is how a request's thinking switch ([ChatRequest.Thinking])
+// goes on the wire: model servers disagree on it, and a key a server does
+// not know is ignored or refused, so the switch must be the server's own.
+type ThinkingSwitch string
+
+const (
+	// ThinkingSwitchTemplateKwargs sends chat_template_kwargs.enable_thinking
+	// (vLLM, llama.cpp, SGLang).
+	ThinkingSwitchTemplateKwargs ThinkingSwitch = "chat_template_kwargs"
+	// ThinkingSwitchReasoningEffort sends reasoning_effort: "medium" for on
+	// and "none" for off (Ollama, OpenAI).
+	ThinkingSwitchReasoningEffort ThinkingSwitch = "reasoning_effort"
+	// ThinkingSwitchNone sends nothing: the model's own default applies.
+	ThinkingSwitchNone ThinkingSwitch = "none"
+)
+
+// Valid reports whether s is one of the switches ("" is not).
+func (s ThinkingSwitch) Valid() bool {
+	switch s {
+	case ThinkingSwitchTemplateKwargs, ThinkingSwitchReasoningEffort, ThinkingSwitchNone:
+		return true
+	}
+	return false
+}
 
 // Dialect is how a model takes tools.
 type Dialect string
@@ -61,6 +93,9 @@ type Model struct {
 	Context     uint32
 	Thinking    Thinking
 	Dialect     Dialect
+	// ThinkingSwitch is how this model's thinking switch is sent; ""
+	// takes the client's [Options.ThinkingSwitch].
+	ThinkingSwitch ThinkingSwitch
 }
 
 // ModelOverride is a [models."<id>"] table from prompts.toml: it fills or
@@ -72,13 +107,36 @@ type ModelOverride struct {
 	// Dialect overrides tool_dialect, e.g. for a local server that serves
 	// a Gemma 3 model without native tool calling.
 	Dialect Dialect
+	// ThinkingSwitch sets how the model's thinking switch is sent.
+	ThinkingSwitch ThinkingSwitch
 }
 
-// SkippedModel is a served id that no source describes fully, or an
-// override whose id the gateway does not serve (it has no effect).
+// SkippedModel is a served id that no source describes fully.
 type SkippedModel struct {
 	ID     string
 	Reason string // e.g. `no description: add [models."llama3"] description = "..."`
+}
+
+// UnmatchedOverride is a [models."<id>"] table whose id the gateway does not
+// serve, so it has no effect: the commonest first-run mistake is a tag
+// ("llama3.1:8b" configured, "llama3.1:latest" served).
+type UnmatchedOverride struct {
+	ID string
+	// Closest is the served id the table most likely means: one with the
+	// same name before ':', else the nearest by edit distance when it is
+	// near enough; "" when none is.
+	Closest string
+}
+
+// Problem says what is wrong and how to fix it, naming both ids, e.g.
+// `no served model is "llama3.1:8b"; the server lists "llama3.1:latest":
+// rename the table to [models."llama3.1:latest"]`.
+func (u UnmatchedOverride) Problem() string {
+	head := "no served model is " + strconv.Quote(u.ID)
+	if u.Closest == "" {
+		return head + ": [models." + tomlKey(u.ID) + "] has no effect; check the id against the server's /models list"
+	}
+	return head + "; the server lists " + strconv.Quote(u.Closest) + ": rename the table to [models." + tomlKey(u.Closest) + "]"
 }
 
 // Catalog is the result of [Client.Models]: what binding may use, and what it
@@ -86,6 +144,8 @@ type SkippedModel struct {
 type Catalog struct {
 	Models  []Model // in the gateway's order
 	Skipped []SkippedModel
+	// Unmatched are the overrides that match no served id, sorted by id.
+	Unmatched []UnmatchedOverride
 }
 
 // Message is one chat message on the wire.
@@ -122,7 +182,10 @@ type ChatRequest struct {
 	Tools       []ToolSpec
 	Temperature *float64
 	MaxTokens   *int
-	Thinking    *bool // sent as chat_template_kwargs.enable_thinking
+	Thinking    *bool // sent as ThinkingSwitch says
+	// ThinkingSwitch is how Thinking is sent; "" takes the client's
+	// [Options.ThinkingSwitch]. Hosts pass the bound [Model.ThinkingSwitch].
+	ThinkingSwitch ThinkingSwitch
 }
 
 // Completion is a parsed reply: either tool calls or non-blank text.

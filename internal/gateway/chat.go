@@ -24,13 +24,16 @@ func (c *Client) Complete(ctx context.Context, req ChatRequest) (*Completion, er
 	if c.disabled != "" {
 		return nil, c.disabledError(opChat)
 	}
+	if req.ThinkingSwitch == "" {
+		req.ThinkingSwitch = c.switchDefault
+	}
 	body, cerr := encodeChat(req)
 	if cerr != nil {
 		return nil, cerr
 	}
 	status, resp, herr := c.do(ctx, "POST", PathChat, opChat, body, c.timeout)
 	if herr == nil && (status < 200 || status > 299) {
-		herr = statusError(opChat, status, resp)
+		herr = statusError(opChat, status, resp, c.key.Reveal())
 	}
 	var comp *Completion
 	if herr == nil {
@@ -52,6 +55,7 @@ type wireRequest struct {
 	Temperature        *float64        `json:"temperature,omitempty"`
 	MaxTokens          *int            `json:"max_tokens,omitempty"`
 	ChatTemplateKwargs *templateKwargs `json:"chat_template_kwargs,omitempty"`
+	ReasoningEffort    string          `json:"reasoning_effort,omitempty"`
 }
 
 type wireTool struct {
@@ -94,7 +98,21 @@ func encodeChat(req ChatRequest) ([]byte, *Error) {
 		MaxTokens:   req.MaxTokens,
 	}
 	if req.Thinking != nil {
-		w.ChatTemplateKwargs = &templateKwargs{EnableThinking: *req.Thinking}
+		switch req.ThinkingSwitch {
+		case "", ThinkingSwitchTemplateKwargs:
+			w.ChatTemplateKwargs = &templateKwargs{EnableThinking: *req.Thinking}
+		case ThinkingSwitchReasoningEffort:
+			// "none" is the off value Ollama maps to think=false;
+			// "medium" is every server's default effort.
+			w.ReasoningEffort = "none"
+			if *req.Thinking {
+				w.ReasoningEffort = "medium"
+			}
+		case ThinkingSwitchNone:
+		default:
+			return nil, configError(fmt.Sprintf("chat request thinking switch %q is unknown: use %q, %q or %q",
+				req.ThinkingSwitch, ThinkingSwitchTemplateKwargs, ThinkingSwitchReasoningEffort, ThinkingSwitchNone))
+		}
 	}
 	switch req.Dialect {
 	case "", DialectOpenAI:
@@ -186,8 +204,9 @@ func (tc ToolCall) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads the OpenAI wire shape with the same checks as reply
-// parsing: type "function", a non-blank id and name, and arguments a string
-// holding a JSON object.
+// parsing: type "function" (or null or absent), a non-blank id and name,
+// and arguments a string holding a JSON object (absent, null or "" mean
+// {}).
 func (tc *ToolCall) UnmarshalJSON(b []byte) error {
 	call, problem := decodeWireCall(b)
 	if problem != "" {
@@ -202,8 +221,10 @@ func decodeWireCall(raw json.RawMessage) (ToolCall, string) {
 	if err := json.Unmarshal(raw, &f); err != nil || f == nil {
 		return ToolCall{}, "is not an object"
 	}
-	typ, _, ok := optString(f, "type")
-	if !ok || typ != "function" {
+	// vLLM and Ollama builds have been reported to send a null or no
+	// type; "function" is the only kind there is, so that is what it means.
+	typ, present, ok := optString(f, "type")
+	if !ok || present && typ != "function" {
 		return ToolCall{}, `type is not "function"`
 	}
 	id, _, ok := optString(f, "id")
@@ -218,9 +239,14 @@ func decodeWireCall(raw json.RawMessage) (ToolCall, string) {
 	if !ok || strings.TrimSpace(name) == "" {
 		return ToolCall{}, fmt.Sprintf("%q has no function name", id)
 	}
-	argStr, present, ok := optString(fn, "arguments")
-	if !present || !ok {
+	argStr, _, ok := optString(fn, "arguments")
+	if !ok {
 		return ToolCall{}, fmt.Sprintf("%q (%s) arguments are not a string", id, name)
+	}
+	// OpenRouter (Anthropic models) omits the arguments of a call without
+	// parameters, and others send ""; both mean no arguments.
+	if strings.TrimSpace(argStr) == "" {
+		argStr = "{}"
 	}
 	args, good := compactObject([]byte(argStr))
 	if !good {
@@ -282,6 +308,10 @@ func parseChat(body []byte, req ChatRequest) (*Completion, *Error) {
 	if !ok {
 		return bad("choices[0].message.content is not a string")
 	}
+	refusal, _, ok := optString(msg, "refusal")
+	if !ok {
+		return bad("choices[0].message.refusal is not a string")
+	}
 	var reasoning string
 	for _, key := range []string{"reasoning_content", "reasoning", "thinking"} {
 		s, _, ok := optString(msg, key)
@@ -291,6 +321,10 @@ func parseChat(body []byte, req ChatRequest) (*Completion, *Error) {
 		if reasoning == "" && strings.TrimSpace(s) != "" {
 			reasoning = s
 		}
+	}
+	content, inline := splitThink(content)
+	if reasoning == "" {
+		reasoning = inline
 	}
 
 	comp := &Completion{FinishReason: finish, Reasoning: reasoning}
@@ -321,8 +355,32 @@ func parseChat(body []byte, req ChatRequest) (*Completion, *Error) {
 		}
 	}
 	if strings.TrimSpace(content) == "" {
+		if strings.TrimSpace(refusal) != "" {
+			return nil, refused(refusal)
+		}
 		return nil, emptyReply(finish, reasoning != "")
 	}
 	comp.Text = content
 	return comp, nil
+}
+
+// splitThink separates an inline reasoning block from the answer: thinking
+// models served without a reasoning parser (llama.cpp without
+// --reasoning-format, raw Qwen3 or DeepSeek-R1 templates) put
+// "<think>…</think>" at the start of content. The block is reasoning and
+// the rest is the answer. An unclosed "<think>" means the reply stopped
+// while reasoning (finish_reason "length"), so all of it is reasoning and
+// there is no answer. Content that does not start with "<think>" is
+// returned as it is.
+func splitThink(content string) (answer, reasoning string) {
+	const open, closing = "<think>", "</think>"
+	rest, ok := strings.CutPrefix(strings.TrimLeft(content, " \t\r\n"), open)
+	if !ok {
+		return content, ""
+	}
+	inner, after, closed := strings.Cut(rest, closing)
+	if !closed {
+		return "", strings.TrimSpace(rest)
+	}
+	return strings.TrimLeft(after, " \t\r\n"), strings.TrimSpace(inner)
 }

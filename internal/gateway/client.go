@@ -53,12 +53,17 @@ func New(cfg Options) (*Client, error) {
 	if cfg.Timeout < 0 || cfg.ModelsTimeout < 0 {
 		return nil, configError("gateway timeout is negative: use a positive duration, or 0 for the default")
 	}
+	if cfg.ThinkingSwitch != "" && !cfg.ThinkingSwitch.Valid() {
+		return nil, configError(fmt.Sprintf("gateway thinking switch %q is not valid: use %q, %q or %q",
+			cfg.ThinkingSwitch, ThinkingSwitchTemplateKwargs, ThinkingSwitchReasoningEffort, ThinkingSwitchNone))
+	}
 	c := &Client{
 		base:          base,
 		auth:          "Bearer " + cfg.APIKey.Reveal(),
 		key:           cfg.APIKey,
 		timeout:       orDefault(cfg.Timeout, DefaultTimeout),
 		modelsTimeout: orDefault(cfg.ModelsTimeout, DefaultModelsTimeout),
+		switchDefault: cfg.ThinkingSwitch,
 		http:          cfg.HTTPClient,
 	}
 	if c.http == nil {
@@ -321,7 +326,7 @@ func (c *Client) transportFailure(ctx, reqCtx context.Context, cause *errTimeout
 			Op:      op,
 			timeout: true,
 			err:     cause,
-			msg:     "gateway " + op + " timed out after " + cause.d.String() + ": the gateway or the model did not answer in time; retry, or raise the gateway timeout",
+			msg:     "gateway " + op + " timed out after " + cause.d.String() + ": the gateway or the model did not answer in time; retry, or raise " + timeoutSetting(op),
 		}
 	}
 	return &Error{
@@ -330,6 +335,18 @@ func (c *Client) transportFailure(ctx, reqCtx context.Context, cause *errTimeout
 		err:  err,
 		msg:  "gateway " + op + " failed: " + err.Error() + "; check that the gateway is running at the configured URL",
 	}
+}
+
+// timeoutSetting names the prompts.toml key that bounds op, so a timeout
+// message says exactly what to raise.
+func timeoutSetting(op string) string {
+	switch op {
+	case opChat:
+		return "[gateway].request_timeout in prompts.toml"
+	case opModels:
+		return "[gateway].timeout in prompts.toml"
+	}
+	return "the gateway timeout"
 }
 
 func cancelled(ctx context.Context, op string) *Error {

@@ -171,7 +171,7 @@ func TestStatusErrors(t *testing.T) {
 		{500, long, "gateway returned 500 for POST /chat/completions: retry later or check the gateway", true, strings.Repeat("x", 1999) + "…"},
 		{502, strings.Repeat("y", 2000), "gateway returned 502 for POST /chat/completions: retry later or check the gateway", true, strings.Repeat("y", 2000)},
 		{502, strings.Repeat("y", 1998) + "\x01", "gateway returned 502 for POST /chat/completions: retry later or check the gateway", true, strings.Repeat("y", 1998) + "…"},
-		{400, `{"error":{"message":"bad"}}`, "gateway returned 400 for POST /chat/completions: the gateway refused the request; check the model id and the request options", false, `{"error":{"message":"bad"}}`},
+		{400, `{"error":{"message":"bad"}}`, `gateway returned 400 for POST /chat/completions: the gateway refused the request; check the model id and the request options: the model server said: "bad"`, false, `{"error":{"message":"bad"}}`},
 		{404, "nope", "gateway returned 404 for POST /chat/completions: check that the gateway URL is the API root (it usually ends in /v1) and that the model id is served", false, "nope"},
 		{429, "slow down", "gateway returned 429 for POST /chat/completions: the gateway is rate limiting; retry later", true, "slow down"},
 	}

@@ -19,10 +19,19 @@
 // that no source completes is returned in [Catalog.Skipped] with what to
 // add, not used for binding (design §3.3; the reference rejects the whole
 // catalog). Fields that are present but wrong still make the catalog
-// malformed.
+// malformed. What real servers send besides is read too (issue 10): a
+// null data list is empty, a context window comes from max_model_len,
+// meta.n_ctx or context_length, and an override no served id matches is
+// returned in [Catalog.Unmatched] with the closest served id.
+//
+// Replies. Besides the reference gateway's shape, the client reads what
+// real servers send (recorded in gatewaytest's wire shapes): an inline
+// <think> block is reasoning, a refusal is a [KindRefused] error, tool
+// calls with no arguments or no type are {} and "function". The thinking
+// switch goes out as the model's [ThinkingSwitch] says.
 //
 // Timeouts. Each request gets its own deadline: [Options.Timeout] for chat
-// (default 120s), [Options.ModelsTimeout] for the models list (default
+// (default 120s; [gateway].request_timeout), [Options.ModelsTimeout] for the models list (default
 // 10s, so boot never hangs: design §3.2) and [SearchTimeout] (30s) for a
 // search, all inside the caller's ctx.
 // Running past the client's deadline is a retryable [KindTransport] error
@@ -30,9 +39,11 @@
 // wraps ctx.Err().
 //
 // Errors. Every failure is an [*Error] with a [Kind]. Error() says what failed
-// and what to do and never includes the key, nor a reply body except the
-// sanitized one Search's KindStatus message quotes for the model; the start of
-// a non-2xx body is available, escaped and capped at 2,000 characters,
+// and what to do and never includes the key. A KindStatus message quotes the
+// server's own reason (error.message, error or detail), with credentials cut
+// out and capped at 300 characters, because it is often the only place the
+// cause is named; Search's quotes its sanitized body for the model. The start
+// of a non-2xx body is available, escaped and capped at 2,000 characters,
 // through [Error.Body] for debug logs. The key never appears in %v, %#v or
 // slog output of a [Client] or [Options].
 package gateway

@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/promptforge-go/promptforge/internal/redact"
 )
 
 // Kind classifies an *Error so callers can decide what to do without
@@ -32,6 +35,9 @@ const (
 	// KindDisabled: the client was built by NewDisabled; no gateway is
 	// configured.
 	KindDisabled
+	// KindRefused: a well-formed reply in which the model declined to
+	// answer (OpenAI's message.refusal); the message quotes its text.
+	KindRefused
 )
 
 func (k Kind) String() string {
@@ -50,6 +56,8 @@ func (k Kind) String() string {
 		return "canceled"
 	case KindDisabled:
 		return "disabled"
+	case KindRefused:
+		return "refused"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -60,9 +68,12 @@ func (k Kind) String() string {
 var ErrNotConfigured = errors.New("no gateway configured")
 
 // Error is every failure the client returns. Error() says what failed and
-// what to do; it never contains the API key, nor a reply body except in
-// Search's KindStatus message, which quotes the (sanitized) body because
-// the model reading a failed search needs the backend's reason.
+// what to do; it never contains the API key. A KindStatus message quotes
+// the model server's own reason (error.message, a string error, or detail,
+// redacted and capped; see upstreamReason), because that is often the only
+// place the real cause is named ("try pulling it first", "exceeds the
+// available context size"); Search's quotes the whole sanitized body,
+// because the model reading a failed search needs the backend's reason.
 type Error struct {
 	Kind Kind
 	// Op is the request, e.g. "POST /chat/completions"; "" when nothing
@@ -115,9 +126,9 @@ func (e *Error) Retryable() bool {
 func (e *Error) Timeout() bool { return e.timeout }
 
 // Body is the start of a non-2xx reply body, control characters escaped,
-// at most 2,000 characters; "" for other kinds. It is kept out of Error()
-// because gateways may echo request content; show it only where that is
-// acceptable (debug logs).
+// at most 2,000 characters; "" for other kinds. Only the server's reason
+// goes into Error(); the whole body is kept out because gateways may echo
+// request content: show it only where that is acceptable (debug logs).
 func (e *Error) Body() string { return e.body }
 
 const maxBodyChars = 2000
@@ -179,14 +190,56 @@ func malformed(op string, status int, detail string) *Error {
 	}
 }
 
-func statusError(op string, status int, body []byte) *Error {
+// statusError words a non-2xx reply: the status, what to check, and the
+// server's own reason when its body has one (key is the API key, which is
+// cut out of it).
+func statusError(op string, status int, body []byte, key string) *Error {
+	msg := "gateway returned " + strconv.Itoa(status) + " for " + op + ": " + statusAdvice(status)
+	if reason := upstreamReason(body, key); reason != "" {
+		msg += `: the model server said: "` + reason + `"`
+	}
 	return &Error{
 		Kind:   KindStatus,
 		Op:     op,
 		Status: status,
-		msg:    "gateway returned " + strconv.Itoa(status) + " for " + op + ": " + statusAdvice(status),
+		msg:    msg,
 		body:   escapeBody(body),
 	}
+}
+
+// maxReasonChars caps the server's reason in a message: enough for every
+// recorded server's sentence, short enough for one log line.
+const maxReasonChars = 300
+
+// upstreamReason extracts the reason from an OpenAI-shaped error body:
+// error.message (OpenAI, vLLM, llama.cpp, Ollama, LiteLLM), a string
+// error, or a string detail (FastAPI servers). The text is the server's,
+// so it may echo what it was sent: the API key, any bearer token and the
+// userinfo and query of URLs are cut out, control characters and
+// whitespace runs collapse, and it is capped at maxReasonChars; quotes
+// are kept, so the text can be searched for as the server wrote it. ""
+// when the body has no reason.
+func upstreamReason(body []byte, key string) string {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil || top == nil {
+		return ""
+	}
+	var reason string
+	if e, ok := top["error"]; ok {
+		switch jsonKind(e) {
+		case '"':
+			_ = json.Unmarshal(e, &reason)
+		case '{':
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(e, &obj) == nil {
+				reason, _, _ = optString(obj, "message")
+			}
+		}
+	}
+	if strings.TrimSpace(reason) == "" {
+		reason, _, _ = optString(top, "detail")
+	}
+	return redact.Text(redact.Credentials(redact.Secret(reason, key)), maxReasonChars)
 }
 
 func statusAdvice(status int) string {
@@ -207,8 +260,22 @@ func statusAdvice(status int) string {
 
 func emptyReply(finish string, reasoning bool) *Error {
 	msg := "empty model reply"
-	if reasoning {
+	switch {
+	case reasoning && finish == "length":
+		// A thinking model that used its whole output budget before
+		// answering (llama.cpp sends an unclosed <think> or only
+		// reasoning_content): saying so is what lets the user fix it.
+		msg += ": the model spent its output budget reasoning and stopped (finish_reason \"length\") before answering; raise max_tokens, or turn thinking off for this need"
+	case reasoning:
 		msg += ": reasoning content was present but ignored"
 	}
 	return &Error{Kind: KindEmptyReply, Op: opChat, Status: 200, FinishReason: finish, ReasoningIgnored: reasoning, msg: msg}
+}
+
+// maxRefusalChars caps a refusal quoted in a message.
+const maxRefusalChars = 500
+
+func refused(text string) *Error {
+	return &Error{Kind: KindRefused, Op: opChat, Status: 200,
+		msg: `the model refused: "` + redact.Text(text, maxRefusalChars) + `"; rephrase the prompt or use another model`}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Models fetches GET {base}/models and merges overrides over it.
@@ -19,8 +20,17 @@ import (
 // Missing description, context or thinking are not faults (design §3.3):
 // an override fills them, and an entry that is still incomplete is listed
 // in Skipped with what to add. Overrides win over served values. An
-// override for an id the gateway does not serve has no effect and is also
-// listed in Skipped, so a typo in prompts.toml is visible at boot.
+// override for an id the gateway does not serve has no effect and is
+// listed in Unmatched with the served id it most likely means, so a typo
+// or a wrong tag in prompts.toml is visible at boot.
+//
+// A data array that is empty or null (a fresh Ollama with nothing pulled)
+// is an empty catalog, not an error. A context window the reference
+// gateway's "context" does not give is read from what other servers
+// publish: vLLM's max_model_len, llama.cpp's meta.n_ctx, or
+// context_length (LiteLLM, OpenRouter); those foreign keys are read when
+// they hold a positive whole number and ignored otherwise, since they are
+// not this contract's.
 //
 // The request is bounded by [Options.ModelsTimeout] and by ctx.
 func (c *Client) Models(ctx context.Context, overrides map[string]ModelOverride) (Catalog, error) {
@@ -35,7 +45,7 @@ func (c *Client) Models(ctx context.Context, overrides map[string]ModelOverride)
 		return Catalog{}, herr
 	}
 	if status < 200 || status > 299 {
-		return Catalog{}, statusError(opModels, status, body)
+		return Catalog{}, statusError(opModels, status, body, c.key.Reveal())
 	}
 	served, problem := decodeCatalog(body)
 	if problem != "" {
@@ -53,6 +63,10 @@ func checkOverrides(overrides map[string]ModelOverride) error {
 		if o.Dialect != "" && o.Dialect != DialectOpenAI && o.Dialect != DialectGemma3 {
 			return configError(fmt.Sprintf("[models.%s] tool_dialect = %q is not valid: use \"openai\" or \"gemma3_tool_code\"", tomlKey(id), o.Dialect))
 		}
+		if o.ThinkingSwitch != "" && !o.ThinkingSwitch.Valid() {
+			return configError(fmt.Sprintf("[models.%s] thinking_switch = %q is not valid: use %q, %q or %q", tomlKey(id), o.ThinkingSwitch,
+				ThinkingSwitchTemplateKwargs, ThinkingSwitchReasoningEffort, ThinkingSwitchNone))
+		}
 	}
 	return nil
 }
@@ -62,13 +76,17 @@ func validThinking(t Thinking) bool {
 }
 
 // decodeCatalog decodes {data:[...]} and returns what is wrong, or "".
-// Zero fields in the result were absent or null.
+// Zero fields in the result were absent or null. "data": null is an empty
+// list: Ollama sends it when no model is pulled.
 func decodeCatalog(body []byte) ([]Model, string) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil || top == nil {
 		return nil, "the body is not a JSON object"
 	}
 	data, ok := top["data"]
+	if ok && jsonKind(data) == 'n' {
+		return []Model{}, ""
+	}
 	if !ok || jsonKind(data) != '[' {
 		return nil, "the body has no data array"
 	}
@@ -125,6 +143,8 @@ func decodeEntry(raw json.RawMessage) (Model, string) {
 			return m, "context is 0; a context window must be positive"
 		}
 		m.Context = n
+	} else {
+		m.Context = publishedContext(fields)
 	}
 
 	thinking, _, ok := optString(fields, "thinking")
@@ -159,6 +179,29 @@ func decodeEntry(raw json.RawMessage) (Model, string) {
 		}
 	}
 	return m, ""
+}
+
+// publishedContext is the context window other servers publish under
+// their own keys, or 0: vLLM's max_model_len, llama.cpp's meta.n_ctx (the
+// slot size the server runs with, not n_ctx_train), and context_length
+// (LiteLLM, OpenRouter).
+func publishedContext(fields map[string]json.RawMessage) uint32 {
+	for _, path := range [][]string{{"max_model_len"}, {"meta", "n_ctx"}, {"context_length"}} {
+		v, ok := fields[path[0]]
+		for _, key := range path[1:] {
+			var inner map[string]json.RawMessage
+			if !ok || json.Unmarshal(v, &inner) != nil {
+				ok = false
+				break
+			}
+			v, ok = inner[key]
+		}
+		var n uint32
+		if ok && json.Unmarshal(v, &n) == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
 }
 
 // optString reads an optional string field: present reports a non-null
@@ -220,6 +263,7 @@ func mergeCatalog(served []Model, overrides map[string]ModelOverride) Catalog {
 			if o.Dialect != "" {
 				m.Dialect = o.Dialect
 			}
+			m.ThinkingSwitch = o.ThinkingSwitch
 		}
 		if reason := incomplete(m); reason != "" {
 			cat.Skipped = append(cat.Skipped, SkippedModel{ID: m.ID, Reason: reason})
@@ -229,11 +273,63 @@ func mergeCatalog(served []Model, overrides map[string]ModelOverride) Catalog {
 	}
 	for _, id := range slices.Sorted(maps.Keys(overrides)) {
 		if !servedIDs[id] {
-			cat.Skipped = append(cat.Skipped, SkippedModel{ID: id, Reason: fmt.Sprintf(
-				"not served by the gateway: [models.%s] has no effect; check the id against the gateway's /models list", tomlKey(id))})
+			cat.Unmatched = append(cat.Unmatched, UnmatchedOverride{ID: id, Closest: closestID(id, served, overrides)})
 		}
 	}
 	return cat
+}
+
+// closestID is the served id an unmatched override most likely means: the
+// first with the same name before ':' (Ollama's tags: "llama3.1:8b"
+// configured, "llama3.1:latest" served), else the nearest by edit
+// distance, ignoring case, when at most a third of the longer id differs.
+// Served ids that have their own override are not suggested: renaming onto
+// them would clash. "" when nothing is close.
+func closestID(id string, served []Model, overrides map[string]ModelOverride) string {
+	base := func(s string) string {
+		b, _, _ := strings.Cut(strings.ToLower(s), ":")
+		return b
+	}
+	var free []string
+	for _, m := range served {
+		if _, taken := overrides[m.ID]; !taken {
+			free = append(free, m.ID)
+		}
+	}
+	for _, s := range free {
+		if base(s) == base(id) {
+			return s
+		}
+	}
+	best, bestDist := "", 0
+	for _, s := range free {
+		d := editDistance([]rune(strings.ToLower(id)), []rune(strings.ToLower(s)))
+		if d*3 <= max(utf8.RuneCountInString(id), utf8.RuneCountInString(s)) && (best == "" || d < bestDist) {
+			best, bestDist = s, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b []rune) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // incomplete says what an entry lacks and what to add to prompts.toml.

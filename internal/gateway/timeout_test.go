@@ -104,7 +104,8 @@ func TestDefaultTimeoutsOnAFakeClock(t *testing.T) {
 				t.Errorf("chat gave up after %v, want %v", got, gateway.DefaultTimeout)
 			}
 			ge := asError(t, err, gateway.KindTransport)
-			if !ge.Timeout() || !ge.Retryable() || !strings.Contains(err.Error(), "POST /chat/completions timed out after 2m0s") {
+			if !ge.Timeout() || !ge.Retryable() || !strings.Contains(err.Error(), "POST /chat/completions timed out after 2m0s") ||
+				!strings.Contains(err.Error(), "raise [gateway].request_timeout") {
 				t.Errorf("chat: %v", err)
 			}
 
@@ -113,7 +114,8 @@ func TestDefaultTimeoutsOnAFakeClock(t *testing.T) {
 			if got := time.Since(start); got != gateway.DefaultModelsTimeout {
 				t.Errorf("models gave up after %v, want %v", got, gateway.DefaultModelsTimeout)
 			}
-			if ge := asError(t, err, gateway.KindTransport); !ge.Timeout() || !strings.Contains(err.Error(), "timed out after 10s") {
+			if ge := asError(t, err, gateway.KindTransport); !ge.Timeout() || !strings.Contains(err.Error(), "timed out after 10s") ||
+				!strings.Contains(err.Error(), "raise [gateway].timeout") {
 				t.Errorf("models: %v", err)
 			}
 		})

@@ -11,6 +11,11 @@
 // a request at the server until it says so, which is how admission,
 // cancellation and in-flight limits are tested without sleeping.
 //
+// [WireShapes] are replies recorded from real model servers (Ollama,
+// llama.cpp, vLLM, LiteLLM, OpenAI; testdata/wire-shapes/README.md names
+// the source of each); [Recorded.Reply] serves one verbatim, with its
+// status, so a test can replay what a real server sends.
+//
 // Like the real gateway it checks the bearer token (401 envelope), the
 // Content-Type (415) and the request shape (400 malformed_request), so a
 // client that sends something the real gateway would refuse fails here

@@ -373,3 +373,28 @@ func TestCloseReleasesHeldRequests(t *testing.T) {
 	}
 	s.Close() // idempotent
 }
+
+func TestWireShapesLoadAndServeVerbatim(t *testing.T) {
+	shapes, err := gatewaytest.WireShapes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(shapes) < 20 {
+		t.Fatalf("only %d wire shapes", len(shapes))
+	}
+	var vllm *gatewaytest.WireShape
+	for i := range shapes {
+		if shapes[i].Name == "vllm-no-auto-tool" {
+			vllm = &shapes[i]
+		}
+	}
+	if vllm == nil || vllm.ToolCall.Status != 400 {
+		t.Fatalf("vllm-no-auto-tool: %+v", vllm)
+	}
+	s := gatewaytest.New(t)
+	s.Enqueue(vllm.ToolCall.Reply())
+	status, body := call(t, t.Context(), s, "POST", "/chat/completions", chatBody)
+	if status != 400 || string(body) != string(vllm.ToolCall.Body) {
+		t.Fatalf("status %d body %s", status, body)
+	}
+}

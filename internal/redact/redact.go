@@ -99,3 +99,74 @@ func Secret(text, secret string) string {
 	}
 	return strings.ReplaceAll(text, secret, Echoed)
 }
+
+// Credentials cuts the credentials a remote server may echo into its own
+// error text: the token after "Bearer " (any case) becomes [Echoed], and
+// every URL in the text is rewritten as [RawURL] renders it, without
+// userinfo, query or fragment. Other text is left as it is.
+func Credentials(text string) string {
+	return urls(bearers(text))
+}
+
+func bearers(text string) string {
+	const word = "bearer "
+	var b strings.Builder
+	for {
+		i := strings.Index(strings.ToLower(text), word)
+		if i < 0 {
+			b.WriteString(text)
+			return b.String()
+		}
+		b.WriteString(text[:i+len(word)])
+		rest := text[i+len(word):]
+		end := strings.IndexFunc(rest, unicode.IsSpace)
+		if end < 0 {
+			end = len(rest)
+		}
+		if end > 0 {
+			b.WriteString(Echoed)
+		}
+		text = rest[end:]
+	}
+}
+
+func urls(text string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(text, "://")
+		if i < 0 {
+			b.WriteString(text)
+			return b.String()
+		}
+		start := i
+		for start > 0 && isSchemeByte(text[start-1]) {
+			start--
+		}
+		end := i + 3
+		for end < len(text) && !urlStop(text[end]) {
+			end++
+		}
+		b.WriteString(text[:start])
+		if start == i {
+			// "://" with no scheme before it is not a URL.
+			b.WriteString(text[i:end])
+		} else {
+			b.WriteString(RawURL(text[start:end]))
+		}
+		text = text[end:]
+	}
+}
+
+func isSchemeByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'
+}
+
+// urlStop ends a URL found in prose: whitespace and the quotes and
+// brackets that usually enclose one.
+func urlStop(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '"', '\'', '`', '<', '>', '(', ')', '[', ']', '{', '}':
+		return true
+	}
+	return false
+}

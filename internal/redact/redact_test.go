@@ -48,3 +48,17 @@ func TestSecret(t *testing.T) {
 		t.Errorf("Secret with no secret = %q", got)
 	}
 }
+
+func TestCredentials(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"no credentials here", "no credentials here"},
+		{"got Authorization: Bearer sk-live-123 twice, bearer abc", "got Authorization: Bearer [redacted] twice, bearer [redacted]"},
+		{"fetch 'https://user:pw@host.example:8080/v1/x?key=s3cret#f' failed", "fetch 'https://host.example:8080/v1/x' failed"},
+		{"see (http://h/p?token=1) and ://odd", "see (http://h/p) and ://odd"},
+		{"ends with bearer ", "ends with bearer "},
+	} {
+		if got := Credentials(tc.in); got != tc.want {
+			t.Errorf("Credentials(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -176,6 +176,7 @@ func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progres
 			Execution: id,
 			Client:    s.client,
 			Models:    s.models,
+			Unmatched: s.unmatched,
 			Tools:     s.tools,
 			Observer:  engine.Observers(s.observer, obs),
 		})

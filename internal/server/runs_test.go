@@ -191,3 +191,18 @@ func TestACallThatCannotGetASlotIsRefusedWithTheWaitItSpent(t *testing.T) {
 		}
 	})
 }
+
+// A run whose model need binds nothing names the [models] tables that
+// match no served id (Options.Unmatched reaches the engine).
+func TestAModelNeedThatBindsNothingNamesTheUnmatchedTables(t *testing.T) {
+	g := newMemGateway(t)
+	h := speakingHarness(t, g, defaultLimits(), func(o *Options) {
+		o.Models = nil
+		o.Unmatched = []gateway.UnmatchedOverride{{ID: "llama3.1:8b", Closest: "llama3.1:latest"}}
+	})
+	res := h.ok(ToolRunPrompt, map[string]any{"prompt": "speak"})
+	want := `no served model is "llama3.1:8b"; the server lists "llama3.1:latest": rename the table to [models."llama3.1:latest"]`
+	if text := textOf(t, res); !res.IsError || !strings.Contains(text, want) {
+		t.Fatalf("result (error %v) %s\nwant it to contain %s", res.IsError, text, want)
+	}
+}

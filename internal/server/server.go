@@ -42,6 +42,9 @@ type Options struct {
 	// Models is the gateway's model catalog fetched at boot, with the
 	// [models] overrides applied.
 	Models []gateway.Model
+	// Unmatched are the [models] tables no served id matches; a model
+	// need that binds nothing names them (engine.Options.Unmatched).
+	Unmatched []gateway.UnmatchedOverride
 	// Tools are the live tools runs may bind with tools.need.
 	Tools []tools.Tool
 	// FileRoots are the absolute directories input_file and output_file
@@ -75,15 +78,16 @@ type Options struct {
 // Server is the MCP server over one catalog and one run registry, shared
 // by every session on every transport.
 type Server struct {
-	catalog  *catalog.Handle
-	runs     *runs.Registry
-	client   *gateway.Client
-	models   []gateway.Model
-	tools    []tools.Tool
-	files    fileAccess
-	log      *slog.Logger
-	observer engine.Observer // the narration, then Options.Observer
-	metrics  *Metrics
+	catalog   *catalog.Handle
+	runs      *runs.Registry
+	client    *gateway.Client
+	models    []gateway.Model
+	unmatched []gateway.UnmatchedOverride
+	tools     []tools.Tool
+	files     fileAccess
+	log       *slog.Logger
+	observer  engine.Observer // the narration, then Options.Observer
+	metrics   *Metrics
 	// publishNeedPrompt: the catalog ranks prompts, so need_prompt is
 	// published.
 	publishNeedPrompt bool
@@ -137,11 +141,12 @@ func New(opts Options) (*Server, error) {
 		version = "0.0.0"
 	}
 	s := &Server{
-		catalog: opts.Catalog,
-		runs:    reg,
-		client:  client,
-		models:  opts.Models,
-		tools:   opts.Tools,
+		catalog:   opts.Catalog,
+		runs:      reg,
+		client:    client,
+		models:    opts.Models,
+		unmatched: opts.Unmatched,
+		tools:     opts.Tools,
 		files: fileAccess{
 			roots:     fileRoots(opts.FileRoots),
 			secret:    opts.ConfigFiles,
