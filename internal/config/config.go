@@ -25,6 +25,10 @@ const (
 	// client's zero-value default (gateway.DefaultModelsTimeout, for hosts
 	// without a prompts.toml) is the same value.
 	DefaultGatewayTimeout = 10 * time.Second
+	// DefaultGatewayRefresh is [gateway].refresh's default: often enough
+	// that a model pulled while nobody ran a prompt shows up within
+	// minutes, rarely enough to cost the model server nothing.
+	DefaultGatewayRefresh = 5 * time.Minute
 )
 
 // Config is one loaded prompts.toml, validated. Values are as written after
@@ -105,8 +109,12 @@ type Gateway struct {
 	// untrimmed; it was checked to be an http(s) URL with a host.
 	URL    string
 	APIKey secret.Secret
-	// Timeout bounds the boot-time GET /models (design §3.2).
+	// Timeout bounds each GET /models (design §3.2).
 	Timeout time.Duration
+	// Refresh is how often the model list is fetched again while
+	// serving; 0 turns the periodic fetch off (binding misses and
+	// reloads still fetch).
+	Refresh time.Duration
 }
 
 // Catalog is the [catalog] table: glob patterns relative to the prompts
@@ -145,7 +153,7 @@ func defaults() *Config {
 			WatchDebounce:     DefaultWatchDebounce,
 		},
 		Paths:   Paths{Prompts: DefaultPromptsDir},
-		Gateway: Gateway{Timeout: DefaultGatewayTimeout},
+		Gateway: Gateway{Timeout: DefaultGatewayTimeout, Refresh: DefaultGatewayRefresh},
 		Prompts: map[string]PromptBlock{},
 		Models:  ModelTable{},
 	}
@@ -183,7 +191,8 @@ func (c *Config) FileRoots() ([]string, error) {
 //   - [server].* — the listener, its bearer token and Host list, the run
 //     registry's slots and timers, and the watcher itself;
 //   - [paths].prompts — the watched root (the reload keeps the boot value);
-//   - [gateway].url, api_key, timeout — the model catalog fetched at boot;
+//   - [gateway].url, api_key, timeout, refresh — the client and the model
+//     list's refresh goroutine, built at boot;
 //   - [paths].files — the file roots the server checks paths against;
 //   - [tools].* — the live tool set, built once at boot (the reference
 //     neither applies nor reports these; we report them);
@@ -213,6 +222,7 @@ func (c *Config) DiffUnreloadable(next *Config) []string {
 	add(c.Gateway.URL != next.Gateway.URL, "[gateway].url")
 	add(c.Gateway.APIKey != next.Gateway.APIKey, "[gateway].api_key")
 	add(c.Gateway.Timeout != next.Gateway.Timeout, "[gateway].timeout")
+	add(c.Gateway.Refresh != next.Gateway.Refresh, "[gateway].refresh")
 	add((c.Paths.Files == nil) != (next.Paths.Files == nil) || !slices.Equal(c.Paths.Files, next.Paths.Files), "[paths].files")
 	add(c.Tools.WebFetch != next.Tools.WebFetch, "[tools].web_fetch")
 	add(c.Tools.WebSearch != next.Tools.WebSearch, "[tools].web_search")

@@ -176,7 +176,7 @@ func TestParseMinimalConfigFillsDefaults(t *testing.T) {
 			WatchDebounce:     500 * time.Millisecond,
 		},
 		Paths:   Paths{Prompts: "prompts"},
-		Gateway: Gateway{URL: "http://127.0.0.1:8081/v1", APIKey: mustSecret(t, "gateway-key"), Timeout: 10 * time.Second},
+		Gateway: Gateway{URL: "http://127.0.0.1:8081/v1", APIKey: mustSecret(t, "gateway-key"), Timeout: 10 * time.Second, Refresh: 5 * time.Minute},
 		Prompts: map[string]PromptBlock{},
 		Models:  ModelTable{},
 	}
@@ -438,6 +438,8 @@ func TestValidationErrors(t *testing.T) {
 		{"gateway url without host", strings.Replace(minimal, `"http://127.0.0.1:8081/v1"`, `"http:///v1"`, 1), "must have a host", 5},
 		{"gateway timeout zero", strings.Replace(minimal, "[gateway]", "[gateway]\ntimeout = \"0s\"", 1), "[gateway].timeout", 5},
 		{"gateway timeout bad", strings.Replace(minimal, "[gateway]", "[gateway]\ntimeout = \"soon\"", 1), "[gateway].timeout", 5},
+		{"gateway refresh bad", strings.Replace(minimal, "[gateway]", "[gateway]\nrefresh = \"often\"", 1), `use "0" to turn the periodic refresh off`, 5},
+		{"gateway refresh too short", strings.Replace(minimal, "[gateway]", "[gateway]\nrefresh = \"500ms\"", 1), `[gateway].refresh = "500ms" is too short`, 5},
 		{"upper-case block name", minimal + "[prompts.Research-Person]\n", "^[a-z][a-z0-9_]{0,47}$", 7},
 		{"block name too long", minimal + "[prompts." + strings.Repeat("a", 49) + "]\n", "is not ^[a-z]", 7},
 		{"reserved block name", minimal + "[prompts.run_prompt]\n", "[prompts.run_prompt] key is reserved", 7},
@@ -589,6 +591,18 @@ func TestGatewayURLsAccepted(t *testing.T) {
 	}
 }
 
+func TestGatewayRefresh(t *testing.T) {
+	for text, want := range map[string]time.Duration{"": DefaultGatewayRefresh, `"0"`: 0, `" 0 "`: 0, `"0s"`: 0, `"1s"`: time.Second, `"1h 30m"`: 90 * time.Minute} {
+		src := minimal
+		if text != "" {
+			src = strings.Replace(minimal, "[gateway]", "[gateway]\nrefresh = "+text, 1)
+		}
+		if got := mustParse(t, src, nil).Gateway.Refresh; got != want {
+			t.Errorf("refresh = %s: got %v, want %v", text, got, want)
+		}
+	}
+}
+
 func TestDurationsAcceptZero(t *testing.T) {
 	cfg := mustParse(t, strings.Replace(minimal, "[server]",
 		"[server]\nadmission_timeout = \"0s\"\nreply_deadline = \"0s\"\nretain_completed = \"0s\"\nwatch_debounce = \"1h 30m\"", 1), nil)
@@ -685,6 +699,7 @@ allowed_hosts = ["h"]`), []string{"[server].bind", "[server].api_key", "[server]
 			"[server].watch_debounce", "[server].allowed_hosts"}},
 		{"our additions", edit("api_key = \"gateway-key\"", `api_key = "other-key"
 timeout = "1s"
+refresh = "1s"
 [paths]
 files = ["x"]
 [tools]
@@ -693,7 +708,7 @@ web_search = true
 [models.b]
 context = 1
 [models.a]
-context = 2`), []string{"[gateway].api_key", "[gateway].timeout", "[paths].files", "[tools].web_fetch",
+context = 2`), []string{"[gateway].api_key", "[gateway].timeout", "[gateway].refresh", "[paths].files", "[tools].web_fetch",
 			"[tools].web_search", "[models.a]", "[models.b]"}},
 		{"catalog and prompts reload", edit("[server]", "[catalog]\ninclude = [\"*.md\"]\n[prompts.x]\nenabled = false\n[server]"), nil},
 		{"files absent vs empty", edit("[server]", "[paths]\nfiles = []\n[server]"), []string{"[paths].files"}},

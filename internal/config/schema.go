@@ -44,6 +44,7 @@ type rawGateway struct {
 	URL     *string `toml:"url"`
 	APIKey  *string `toml:"api_key"`
 	Timeout *string `toml:"timeout"`
+	Refresh *string `toml:"refresh"`
 }
 
 type rawCatalog struct {
@@ -83,7 +84,7 @@ func tableKeys(table tomlPath) (keys []string, ok bool) {
 		case "paths":
 			return []string{"prompts", "files"}, true
 		case "gateway":
-			return []string{"url", "api_key", "timeout"}, true
+			return []string{"url", "api_key", "timeout", "refresh"}, true
 		case "catalog":
 			return []string{"include", "exclude"}, true
 		case "tools":
@@ -130,7 +131,7 @@ func expectedType(p tomlPath) string {
 	case "server.max_concurrent_runs":
 		return "a positive integer"
 	case "server.admission_timeout", "server.reply_deadline", "server.retain_completed",
-		"server.watch_debounce", "gateway.timeout":
+		"server.watch_debounce", "gateway.timeout", "gateway.refresh":
 		return duration
 	case "server.watch", "tools.web_fetch", "tools.web_search":
 		return boolean
