@@ -99,7 +99,7 @@ func RunOnce(ctx context.Context, o RunOptions) (string, error) {
 	}
 	res, err := engine.Run(ctx, p, o.Args, st, engine.Options{
 		Client:   env.client,
-		Models:   env.models,
+		ModelSet: env.models,
 		Tools:    env.tools,
 		Observer: engine.LogObserver(logger, runNarration()),
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/runs"
 )
 
@@ -32,7 +33,7 @@ func speakingHarness(t testing.TB, g *memGateway, limits Limits, more ...func(*O
 		limits:  limits,
 		opts: func(o *Options) {
 			o.Client = g.client
-			o.Models = []gateway.Model{testModel}
+			o.Models = modelset.Static([]gateway.Model{testModel})
 			for _, f := range more {
 				f(o)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/runs"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 	"github.com/promptforge-go/promptforge/internal/tools"
@@ -39,9 +40,10 @@ type Options struct {
 	// a disabled client, so Lua-only prompts run and model calls fail
 	// saying no gateway is configured.
 	Client *gateway.Client
-	// Models is the gateway's model catalog fetched at boot, with the
-	// [models] overrides applied.
-	Models []gateway.Model
+	// Models is the gateway's model list, with the [models] overrides
+	// applied, which the host keeps fresh; each run binds against a
+	// snapshot of it (engine.Options.ModelSet). nil: runs have no models.
+	Models *modelset.Set
 	// Tools are the live tools runs may bind with tools.need.
 	Tools []tools.Tool
 	// FileRoots are the absolute directories input_file and output_file
@@ -78,7 +80,7 @@ type Server struct {
 	catalog  *catalog.Handle
 	runs     *runs.Registry
 	client   *gateway.Client
-	models   []gateway.Model
+	models   *modelset.Set
 	tools    []tools.Tool
 	files    fileAccess
 	log      *slog.Logger
