@@ -57,7 +57,8 @@ type BootOptions struct {
 // Boot runs the server the way mcp-server §10 orders it: load
 // prompts.toml, resolve the catalog (refusing to serve an incomplete one),
 // prepare the tool environment (the gateway's model catalog, fetched with
-// a timeout, and the live tools), start the watcher, and serve until ctx
+// a timeout, and the live tools), start the watcher and the model list's
+// refresh (mcp-server §10.1), and serve until ctx
 // ends or the stdio peer hangs up. A failure is a *StepError naming the
 // step; a clean shutdown returns nil.
 func Boot(ctx context.Context, o BootOptions) error {
