@@ -8,7 +8,8 @@
 //
 //   - when a run's model binding finds no model and the list may be out of
 //     date ([Set.AfterMiss]): the last fetch failed and its backoff has
-//     passed, or it succeeded longer ago than [Options.Interval];
+//     passed, it listed no models, or it succeeded longer ago than
+//     [Options.Interval];
 //   - whenever its owner asks ([Set.Refresh]): app does so at boot, and
 //     its refresh goroutine ([Set.Run]) after every catalog reload
 //     ([Set.Kick], so the watcher never waits on the network) and on the

@@ -176,8 +176,9 @@ func (s *Set) Refresh(ctx context.Context) (Snapshot, error) {
 // AfterMiss is what a binding that found no model in snap calls. When a
 // newer snapshot than snap exists, it returns it without fetching; when a
 // fetch is in flight, it waits for it; when the list may be out of date
-// (the last fetch failed and its backoff has passed, or it succeeded more
-// than Interval ago, or nothing was fetched yet) it fetches. changed
+// (the last fetch failed and its backoff has passed, or it listed no
+// models more than Backoff ago, or models more than Interval ago, or
+// nothing was fetched yet) it fetches. changed
 // reports whether the returned snapshot is newer than snap, i.e. whether
 // binding again may find something.
 func (s *Set) AfterMiss(ctx context.Context, snap Snapshot) (_ Snapshot, changed bool) {
@@ -246,6 +247,10 @@ func (s *Set) due(now time.Time) bool {
 		return true
 	case s.failures > 0:
 		return now.Sub(s.last) >= s.backoff(s.failures)
+	case len(s.cur.Models) == 0:
+		// Nothing pulled yet: the user's next step is a pull, so a miss
+		// looks again after the short Backoff rather than Interval.
+		return now.Sub(s.last) >= s.o.Backoff
 	default:
 		return now.Sub(s.last) >= s.o.Interval
 	}

@@ -146,6 +146,19 @@ func TestAMissFetchesOnlyWhenAGoodListIsOld(t *testing.T) {
 	})
 }
 
+func TestAMissAfterAnEmptyListLooksAgainSoon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &server{}
+		set := newSet(t, srv, modelset.Options{Backoff: time.Second, Interval: 10 * time.Second})
+		snap, _ := set.Refresh(t.Context())
+		srv.set([]gateway.Model{modelA}, nil) // "ollama pull"
+		time.Sleep(time.Second)
+		if got, changed := set.AfterMiss(t.Context(), snap); !changed || len(got.Models) != 1 {
+			t.Fatalf("a miss 1s after an empty list: changed %v, %+v", changed, got)
+		}
+	})
+}
+
 func TestConcurrentMissesCauseOneFetch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &server{err: errors.New("connection refused")}
