@@ -178,9 +178,10 @@ func (s *Set) Refresh(ctx context.Context) (Snapshot, error) {
 // fetch is in flight, it waits for it; when the list may be out of date
 // (the last fetch failed and its backoff has passed, or it listed no
 // models more than Backoff ago, or models more than Interval ago, or
-// nothing was fetched yet) it fetches. changed
-// reports whether the returned snapshot is newer than snap, i.e. whether
-// binding again may find something.
+// nothing was fetched yet) it fetches. changed reports whether the
+// returned snapshot is newer than snap, i.e. whether binding again may
+// find something. A fetch cut short by its starter's context leaves the
+// snapshot as it was, for the starter and for those waiting on it.
 func (s *Set) AfterMiss(ctx context.Context, snap Snapshot) (_ Snapshot, changed bool) {
 	s.mu.Lock()
 	if s.cur.gen != snap.gen {
