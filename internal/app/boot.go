@@ -10,6 +10,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/config"
+	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/server"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
@@ -47,12 +48,17 @@ type BootOptions struct {
 	// DrainTimeout bounds the wait for calls in flight at shutdown; 0
 	// means transport.DefaultDrainTimeout.
 	DrainTimeout time.Duration
+
+	// modelRetry is the model list's timing (see envPlan.modelRetry); only
+	// this package's tests set it.
+	modelRetry modelset.Options
 }
 
 // Boot runs the server the way mcp-server §10 orders it: load
 // prompts.toml, resolve the catalog (refusing to serve an incomplete one),
 // prepare the tool environment (the gateway's model catalog, fetched with
-// a timeout, and the live tools), start the watcher, and serve until ctx
+// a timeout, and the live tools), start the watcher and the model list's
+// refresh (mcp-server §10.1), and serve until ctx
 // ends or the stdio peer hangs up. A failure is a *StepError naming the
 // step; a clean shutdown returns nil.
 func Boot(ctx context.Context, o BootOptions) error {
@@ -94,6 +100,7 @@ func Boot(ctx context.Context, o BootOptions) error {
 	if err != nil {
 		return step(StepPrepareTools, err)
 	}
+	plan.modelRetry = o.modelRetry
 	env, err := plan.build(ctx, metrics, logger)
 	if err != nil {
 		return step(StepPrepareTools, err)
@@ -111,7 +118,6 @@ func Boot(ctx context.Context, o BootOptions) error {
 		Limits:      limitsOf(cfg),
 		Client:      env.client,
 		Models:      env.models,
-		Unmatched:   env.unmatched,
 		Tools:       env.tools,
 		FileRoots:   env.fileRoots,
 		ConfigFiles: own,
@@ -131,11 +137,12 @@ func Boot(ctx context.Context, o BootOptions) error {
 		}
 	}()
 
-	serveCtx, stopWatching, err := watch(ctx, handle, loader, o.ConfigPath, cfg, logger)
+	serveCtx, stopWatching, err := watch(ctx, handle, loader, o.ConfigPath, cfg, env.models.Kick, logger)
 	if err != nil {
 		return step(StepWatch, err)
 	}
 	defer stopWatching()
+	defer refreshModels(serveCtx, env.models, cfg.Gateway.Refresh)()
 
 	switch o.Transport {
 	case Stdio:
@@ -162,19 +169,45 @@ func Boot(ctx context.Context, o BootOptions) error {
 	}
 }
 
+// refreshModels starts the goroutine that fetches the model list again
+// on every catalog reload and every [gateway].refresh period (package
+// modelset), and returns the function that stops it and waits for it.
+// Boot owns it; it stops when serving ends.
+func refreshModels(ctx context.Context, models *modelset.Set, period time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		models.Run(ctx, period)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // watch starts the prompt watcher when [server].watch is on and returns
 // the context the transport serves under. When ctx ends, one goroutine
 // (owned here, stopped by stop) stops the watcher first, so no reload
 // publishes while the transport drains; without a watcher it shuts the
 // handle instead. stop ends serving and waits for that goroutine.
-func watch(ctx context.Context, handle *catalog.Handle, loader config.Loader, path string, cfg *config.Config, logger *slog.Logger) (serveCtx context.Context, stop func(), err error) {
+// reloaded is called after each reload that read prompts.toml; it must
+// not block (the watcher waits for it).
+func watch(ctx context.Context, handle *catalog.Handle, loader config.Loader, path string, cfg *config.Config, reloaded func(), logger *slog.Logger) (serveCtx context.Context, stop func(), err error) {
 	var watcher *catalog.Watcher
 	if cfg.Server.Watch {
+		load := reloadFunc(loader, path, cfg)
 		watcher, err = catalog.Watch(ctx, handle, catalog.WatchOptions{
 			ConfigPath: path,
 			Debounce:   cfg.Server.WatchDebounce,
-			Load:       reloadFunc(loader, path, cfg),
-			Logger:     logger,
+			Load: func(ctx context.Context) (catalog.Settings, []string, error) {
+				s, unreloadable, err := load(ctx)
+				if err == nil {
+					reloaded()
+				}
+				return s, unreloadable, err
+			},
+			Logger: logger,
 		})
 		if err != nil {
 			return nil, nil, err

@@ -150,47 +150,66 @@ func TestFetchModelsClassifiesFailures(t *testing.T) {
 		return c
 	}
 	log := discard()
+	fetch := func(timeout time.Duration) ([]gateway.Model, error) {
+		set, err := envPlan{}.fetchModels(context.Background(), client(timeout), server.NewMetrics(), log)
+		if err != nil {
+			return nil, err
+		}
+		return set.Snapshot().Models, nil
+	}
 
-	models, _, err := fetchModels(context.Background(), client(0), nil, false, log)
+	models, err := fetch(0)
 	if err != nil || len(models) != 1 {
 		t.Fatalf("one served model: %v %v", models, err)
 	}
 
 	g.SetModelsReply(gatewaytest.Status(503, `{"error":"warming up"}`))
-	if models, _, err = fetchModels(context.Background(), client(0), nil, false, log); err != nil || len(models) != 0 {
+	if models, err = fetch(0); err != nil || len(models) != 0 {
 		t.Fatalf("503 is transient: %v %v", models, err)
 	}
 
 	g.SetModelsReply(gatewaytest.Status(401, `{"error":"bad key"}`))
-	_, _, err = fetchModels(context.Background(), client(0), nil, false, log)
+	_, err = fetch(0)
 	var ge *gateway.Error
 	if !errors.As(err, &ge) || ge.Status != 401 {
 		t.Fatalf("401 is fatal with the gateway error as cause: %v", err)
 	}
 
 	g.SetModelsReply(gatewaytest.Malformed(`{"data": 7}`))
-	if _, _, err = fetchModels(context.Background(), client(0), nil, false, log); err == nil {
+	if _, err = fetch(0); err == nil {
 		t.Fatal("a malformed catalog is fatal")
+	}
+
+	// A model server with nothing pulled yet is an empty catalog, not a
+	// reason to refuse to start.
+	g.SetModelsReply(gatewaytest.JSON(map[string]any{"object": "list", "data": []any{}}))
+	if models, err = fetch(0); err != nil || len(models) != 0 {
+		t.Fatalf("an empty list: %v %v", models, err)
 	}
 
 	// A gateway that accepts and never answers cannot hang boot: the
 	// timeout is transient.
 	g.SetModelsReply(gatewaytest.Hang())
-	if models, _, err = fetchModels(context.Background(), client(50*time.Millisecond), nil, false, log); err != nil || len(models) != 0 {
+	if models, err = fetch(50 * time.Millisecond); err != nil || len(models) != 0 {
 		t.Fatalf("a silent gateway: %v %v", models, err)
 	}
 }
 
-// bootHTTP boots serve over HTTP from path and returns the address and a
-// stop function that waits for Boot to return.
-func bootHTTP(t *testing.T, path string, log slog.Handler) (string, func() error) {
+// bootHTTP boots serve over HTTP from path (with edits applied to its
+// options) and returns the address and a stop function that waits for
+// Boot to return.
+func bootHTTP(t *testing.T, path string, log slog.Handler, edits ...func(*BootOptions)) (string, func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan net.Addr, 1)
 	done := make(chan error, 1)
+	o := BootOptions{ConfigPath: path, Transport: HTTP, Logger: slog.New(log), Version: "t",
+		Listening: func(a net.Addr) { addr <- a }, DrainTimeout: time.Second}
+	for _, e := range edits {
+		e(&o)
+	}
 	go func() {
-		done <- Boot(ctx, BootOptions{ConfigPath: path, Transport: HTTP, Logger: slog.New(log), Version: "t",
-			Listening: func(a net.Addr) { addr <- a }, DrainTimeout: time.Second})
+		done <- Boot(ctx, o)
 	}()
 	select {
 	case a := <-addr:
@@ -323,8 +342,8 @@ func TestTheConfigEnvironmentBuildsTheLiveTools(t *testing.T) {
 	if strings.Join(ids, ",") != "promptforge/web_fetch,promptforge/web_search" {
 		t.Fatalf("live tools %v", ids)
 	}
-	if len(env.models) != 1 || len(env.fileRoots) != 1 {
-		t.Fatalf("models %v, roots %v", env.models, env.fileRoots)
+	if len(env.models.Snapshot().Models) != 1 || len(env.fileRoots) != 1 {
+		t.Fatalf("models %v, roots %v", env.models.Snapshot().Models, env.fileRoots)
 	}
 
 	// The execution binding reaches the real web_fetch by its description.
@@ -333,7 +352,7 @@ func TestTheConfigEnvironmentBuildsTheLiveTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := engine.Run(context.Background(), fetcher, "", nil, engine.Options{Client: env.client, Models: env.models, Tools: env.tools})
+	res, err := engine.Run(context.Background(), fetcher, "", nil, engine.Options{Client: env.client, ModelSet: env.models, Tools: env.tools})
 	if err != nil || res.Value != "bound" {
 		t.Fatalf("fetcher: %q, %v", res.Value, err)
 	}
@@ -366,8 +385,8 @@ func TestTheRunCommandEnvironmentComesFromTheVariables(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.Close()
-	if len(env.models) != 1 || len(env.tools) != 2 {
-		t.Fatalf("models %v, tools %v", env.models, env.tools)
+	if len(env.models.Snapshot().Models) != 1 || len(env.tools) != 2 {
+		t.Fatalf("models %v, tools %v", env.models.Snapshot().Models, env.tools)
 	}
 	g.SetModelsReply(gatewaytest.Status(503, `{"error":"warming up"}`))
 	if _, err := plan.build(context.Background(), nil, nil); err == nil || !strings.Contains(err.Error(), "fetch the gateway's model catalog") {

@@ -13,8 +13,9 @@
 //   - The translation of prompts.toml into each component's own settings
 //     (catalog.Settings, server.Limits, the reload function): components
 //     never import config.
-//   - The one environment builder (envPlan): the gateway client, its
-//     model catalog, the live tools and the file roots, planned from
+//   - The one environment builder (envPlan): the gateway client, the
+//     holder of its model list (package modelset), the live tools and
+//     the file roots, planned from
 //     prompts.toml or, for run without one, from PROMPTFORGE_GATEWAY_*.
 //
 // Why a package of its own: the server is the MCP face of PromptForge and
@@ -22,9 +23,12 @@
 // needs every package and is needed by none, so it sits on top, and the
 // command on top of it imports nothing else of ours.
 //
-// Goroutines: [Boot] owns one, which stops the prompt watcher once serving
+// Goroutines: [Boot] owns two. One stops the prompt watcher once serving
 // ends (before the transport drains, so no reload publishes during the
-// drain), and waits for it before returning; the watcher, the transport
+// drain); the other re-fetches the gateway's model list on each reload and
+// every [gateway].refresh (modelset.Set.Run), and is stopped, by
+// cancelling its context, first when serving ends. Boot waits for both
+// before returning; the watcher, the transport
 // and the runs are stopped by Boot, in that order, before it returns.
 // [RunOnce] starts none of its own: the engine's are gone when engine.Run
 // returns.

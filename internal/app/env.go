@@ -9,18 +9,18 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/config"
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/server"
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
-// environment is what every run shares: the gateway client and the model
-// catalog it served when the environment was built, the live tools, and
-// the directories input_file and output_file may use. Nothing in it
-// changes on reload.
+// environment is what every run shares: the gateway client and its
+// model list, the live tools, and the directories input_file and
+// output_file may use. Only the model list changes after boot (package
+// modelset fetches it again); nothing in it changes on reload.
 type environment struct {
 	client    *gateway.Client // nil: no gateway was configured
-	models    []gateway.Model
-	unmatched []gateway.UnmatchedOverride // [models] tables no served id matches
+	models    *modelset.Set   // nil: no gateway was configured
 	tools     []tools.Tool
 	fileRoots []string
 	closers   []func()
@@ -54,6 +54,10 @@ type envPlan struct {
 	// as the reference CLI: a model catalog that cannot be fetched fails
 	// the run, whatever the reason, and the fetch is not narrated.
 	referenceCLI bool
+	// modelRetry is the model list's timing after boot (its Interval and
+	// Backoff); zero fields take modelset's defaults. Only tests set it, so
+	// a binding miss fetches again without waiting for a clock.
+	modelRetry modelset.Options
 }
 
 // planConfig plans the environment prompts.toml describes: its gateway
@@ -125,7 +129,7 @@ func (p envPlan) build(ctx context.Context, m *server.Metrics, logger *slog.Logg
 			return fail(p.wrap("build the gateway client", "", err))
 		}
 		env.client = client
-		if env.models, env.unmatched, err = fetchModels(ctx, client, p.overrides, p.referenceCLI, logger); err != nil {
+		if env.models, err = p.fetchModels(ctx, client, m, logger); err != nil {
 			return fail(err)
 		}
 	} else if p.noGateway != "" {
@@ -162,37 +166,70 @@ func (p envPlan) wrap(serve, cli string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// fetchModels reads the gateway's model catalog (design §3.2). A gateway
-// that cannot be reached, times out or answers 5xx is transient: the
-// server starts without models (Lua-only prompts and prompts without
-// models.need still run) and says so. Any other failure (401, 404, a
-// malformed list) is a configuration problem worth refusing to start for.
-// strict (the run command without prompts.toml) fails on every error and
-// logs nothing, as the reference CLI does.
-func fetchModels(ctx context.Context, client *gateway.Client, overrides map[string]gateway.ModelOverride, strict bool, logger *slog.Logger) ([]gateway.Model, []gateway.UnmatchedOverride, error) {
-	cat, err := client.Models(ctx, overrides)
+// fetchModels makes the holder of the gateway's model list and fetches it
+// once (design §3.2). A gateway that cannot be reached, times out or
+// answers 5xx is transient: the server starts without models (Lua-only
+// prompts and prompts without models.need still run), says so, and a
+// binding that finds no model fetches again (package modelset). An empty
+// list is a model server with nothing pulled yet, not an error: the
+// holder warns what to pull. Any other failure (401, 404, a malformed
+// list) is a configuration problem worth refusing to start for. The
+// reference CLI (run without prompts.toml) fails on every error and logs
+// nothing, as the reference does.
+func (p envPlan) fetchModels(ctx context.Context, client *gateway.Client, m *server.Metrics, logger *slog.Logger) (*modelset.Set, error) {
+	setting := "[gateway].url"
+	if p.referenceCLI {
+		setting = gateway.EnvURL
+		logger = slog.New(slog.DiscardHandler)
+	}
+	o := p.modelRetry
+	o.Fetch = modelFetch(client, p.overrides, logger)
+	o.URL, o.Setting, o.Logger = client.BaseURL(), setting, logger
+	o.OnFetch = m.ModelListFetched
+	set, err := modelset.New(o)
 	if err != nil {
-		var ge *gateway.Error
-		switch {
-		case strict, errors.As(err, &ge) && ge.Kind == gateway.KindCancelled:
-			return nil, nil, fmt.Errorf("fetch the gateway's model catalog: %w", err)
-		case errors.As(err, &ge) && (ge.Kind == gateway.KindTransport || (ge.Kind == gateway.KindStatus && ge.Status >= 500)):
-			logger.Warn("gateway model catalog unavailable; serving without it", "kind", ge.Kind.String(), "error", err)
-			return nil, nil, nil
-		default:
-			logger.Error("gateway model catalog could not be loaded; refusing to serve an empty catalog", "error", err)
-			return nil, nil, fmt.Errorf("fetch the gateway's model catalog: %w", err)
+		return nil, err
+	}
+	_, err = set.Refresh(ctx)
+	if err == nil {
+		return set, nil
+	}
+	var ge *gateway.Error
+	switch {
+	case p.referenceCLI, errors.As(err, &ge) && ge.Kind == gateway.KindCancelled:
+	case errors.As(err, &ge) && (ge.Kind == gateway.KindTransport || (ge.Kind == gateway.KindStatus && ge.Status >= 500)):
+		// The holder has said so; runs bind once the server answers.
+		return set, nil
+	default:
+		logger.Error("gateway model catalog could not be loaded; refusing to serve an empty catalog", "error", err)
+	}
+	return nil, fmt.Errorf("fetch the gateway's model catalog: %w", err)
+}
+
+// modelFetch is the holder's fetch: the gateway's list with the [models]
+// overrides merged. A model left out of binding is logged once, when it
+// first is, not on every refresh; the holder calls it one fetch at a
+// time, so the record of what was said needs no lock.
+func modelFetch(client *gateway.Client, overrides map[string]gateway.ModelOverride, logger *slog.Logger) func(context.Context) (gateway.Catalog, error) {
+	said := map[gateway.SkippedModel]bool{}
+	saidUnmatched := map[gateway.UnmatchedOverride]bool{}
+	return func(ctx context.Context) (gateway.Catalog, error) {
+		cat, err := client.Models(ctx, overrides)
+		if err != nil {
+			return cat, err
 		}
+		for _, s := range cat.Skipped {
+			if !said[s] {
+				said[s] = true
+				logger.Warn("a model is left out of capability binding", "model", s.ID, "reason", s.Reason)
+			}
+		}
+		for _, u := range cat.Unmatched {
+			if !saidUnmatched[u] {
+				saidUnmatched[u] = true
+				logger.Warn("a [models] table matches no served model and has no effect", "model", u.ID, "closest", u.Closest, "fix", u.Problem())
+			}
+		}
+		return cat, nil
 	}
-	if strict {
-		return cat.Models, cat.Unmatched, nil
-	}
-	for _, s := range cat.Skipped {
-		logger.Warn("a model is left out of capability binding", "model", s.ID, "reason", s.Reason)
-	}
-	for _, u := range cat.Unmatched {
-		logger.Warn("a [models] table matches no served model and has no effect", "model", u.ID, "closest", u.Closest, "fix", u.Problem())
-	}
-	logger.Info("the gateway serves models for binding", "models", len(cat.Models))
-	return cat.Models, cat.Unmatched, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 	"github.com/promptforge-go/promptforge/internal/secret"
+	"github.com/promptforge-go/promptforge/internal/server"
 	"github.com/promptforge-go/promptforge/internal/server/servertest"
 )
 
@@ -30,16 +31,22 @@ func TestFetchModelsEmptyListAndUnmatchedOverride(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	overrides := map[string]gateway.ModelOverride{"llama3.1:8b": {Description: "chat", Thinking: gateway.ThinkingNever}}
 
+	plan := envPlan{overrides: overrides}
+
 	g.SetModelsReply(gatewaytest.Malformed(`{"object":"list","data":null}`))
-	if models, _, err := fetchModels(context.Background(), c, overrides, false, log); err != nil || len(models) != 0 {
-		t.Fatalf("data null: %v %v", models, err)
+	set, err := plan.fetchModels(context.Background(), c, server.NewMetrics(), log)
+	if err != nil || len(set.Snapshot().Models) != 0 {
+		t.Fatalf("data null: %v", err)
 	}
 
 	buf.Reset()
 	g.SetModels(map[string]any{"id": "llama3.1:latest", "object": "model", "owned_by": "library"})
-	_, unmatched, err := fetchModels(context.Background(), c, overrides, false, log)
-	if err != nil || len(unmatched) != 1 || unmatched[0].Closest != "llama3.1:latest" {
-		t.Fatalf("unmatched %+v, %v", unmatched, err)
+	set, err = plan.fetchModels(context.Background(), c, server.NewMetrics(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unmatched := set.Snapshot().Unmatched; len(unmatched) != 1 || unmatched[0].Closest != "llama3.1:latest" {
+		t.Fatalf("unmatched %+v", unmatched)
 	}
 	var warn []string
 	for _, l := range strings.Split(buf.String(), "\n") {
@@ -110,7 +117,7 @@ func TestRunNamesTheUnmatchedModelTable(t *testing.T) {
 	}
 	_, err := RunOnce(context.Background(), RunOptions{Target: "writer", ConfigPath: path})
 	want := `no served model is "llama3.1:8b"; the server lists "llama3.1:latest": rename the table to [models."llama3.1:latest"]`
-	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "no model matches capability") {
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `lists 1 model(s) but none can be bound: llama3.1:latest: no description`) {
 		t.Fatalf("run error %v\nwant it to contain %s", err, want)
 	}
 }

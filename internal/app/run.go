@@ -98,11 +98,10 @@ func RunOnce(ctx context.Context, o RunOptions) (string, error) {
 		}
 	}
 	res, err := engine.Run(ctx, p, o.Args, st, engine.Options{
-		Client:    env.client,
-		Models:    env.models,
-		Unmatched: env.unmatched,
-		Tools:     env.tools,
-		Observer:  engine.LogObserver(logger, runNarration()),
+		Client:   env.client,
+		ModelSet: env.models,
+		Tools:    env.tools,
+		Observer: engine.LogObserver(logger, runNarration()),
 	})
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", locate(o.Target, err), err)

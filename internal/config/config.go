@@ -26,6 +26,10 @@ const (
 	// client's zero-value default (gateway.DefaultModelsTimeout, for hosts
 	// without a prompts.toml) is the same value.
 	DefaultGatewayTimeout = 10 * time.Second
+	// DefaultGatewayRefresh is [gateway].refresh's default: often enough
+	// that a model pulled while nobody ran a prompt shows up within
+	// minutes, rarely enough to cost the model server nothing.
+	DefaultGatewayRefresh = 5 * time.Minute
 	// DefaultRequestTimeout is [gateway].request_timeout's default: the
 	// 120s every chat request had before the key existed (the gateway
 	// client's own zero-value default, gateway.DefaultTimeout).
@@ -134,13 +138,17 @@ type Gateway struct {
 	// untrimmed; it was checked to be an http(s) URL with a host.
 	URL    string
 	APIKey secret.Secret
-	// Timeout bounds the boot-time GET /models (design §3.2).
+	// Timeout bounds each GET /models (design §3.2).
 	Timeout time.Duration
 	// RequestTimeout bounds one chat request, connect to last byte.
 	RequestTimeout time.Duration
 	// ThinkingSwitch is how a thinking switch is sent to models whose
 	// [models."<id>"] table names none: one of the ThinkingSwitch* values.
 	ThinkingSwitch string
+	// Refresh is how often the model list is fetched again while
+	// serving; 0 turns the periodic fetch off (binding misses and
+	// reloads still fetch).
+	Refresh time.Duration
 }
 
 // Catalog is the [catalog] table: glob patterns relative to the prompts
@@ -179,7 +187,7 @@ func defaults() *Config {
 			WatchDebounce:     DefaultWatchDebounce,
 		},
 		Paths:   Paths{Prompts: []string{DefaultPromptsDir}},
-		Gateway: Gateway{Timeout: DefaultGatewayTimeout, RequestTimeout: DefaultRequestTimeout, ThinkingSwitch: DefaultThinkingSwitch},
+		Gateway: Gateway{Timeout: DefaultGatewayTimeout, RequestTimeout: DefaultRequestTimeout, ThinkingSwitch: DefaultThinkingSwitch, Refresh: DefaultGatewayRefresh},
 		Prompts: map[string]PromptBlock{},
 		Models:  ModelTable{},
 	}
@@ -246,7 +254,8 @@ func (c *Config) FileRoots() ([]string, error) {
 //     registry's slots and timers, and the watcher itself;
 //   - [paths].prompts — the watched roots, compared as written (the reload
 //     keeps the boot directories);
-//   - [gateway].url, api_key, timeout — the model catalog fetched at boot;
+//   - [gateway].url, api_key, timeout, refresh — the client and the model
+//     list's refresh goroutine, built at boot;
 //   - [gateway].request_timeout, thinking_switch — the gateway client,
 //     built once at boot;
 //   - [paths].files — the file roots the server checks paths against;
@@ -280,6 +289,7 @@ func (c *Config) DiffUnreloadable(next *Config) []string {
 	add(c.Gateway.Timeout != next.Gateway.Timeout, "[gateway].timeout")
 	add(c.Gateway.RequestTimeout != next.Gateway.RequestTimeout, "[gateway].request_timeout")
 	add(c.Gateway.ThinkingSwitch != next.Gateway.ThinkingSwitch, "[gateway].thinking_switch")
+	add(c.Gateway.Refresh != next.Gateway.Refresh, "[gateway].refresh")
 	add((c.Paths.Files == nil) != (next.Paths.Files == nil) || !slices.Equal(c.Paths.Files, next.Paths.Files), "[paths].files")
 	add(c.Tools.WebFetch != next.Tools.WebFetch, "[tools].web_fetch")
 	add(c.Tools.WebSearch != next.Tools.WebSearch, "[tools].web_search")

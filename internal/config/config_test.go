@@ -177,7 +177,7 @@ func TestParseMinimalConfigFillsDefaults(t *testing.T) {
 		},
 		Paths: Paths{Prompts: []string{"prompts"}},
 		Gateway: Gateway{URL: "http://127.0.0.1:8081/v1", APIKey: mustSecret(t, "gateway-key"), Timeout: 10 * time.Second,
-			RequestTimeout: 120 * time.Second, ThinkingSwitch: "chat_template_kwargs"},
+			RequestTimeout: 120 * time.Second, ThinkingSwitch: "chat_template_kwargs", Refresh: 5 * time.Minute},
 		Prompts: map[string]PromptBlock{},
 		Models:  ModelTable{},
 	}
@@ -439,6 +439,8 @@ func TestValidationErrors(t *testing.T) {
 		{"gateway url without host", strings.Replace(minimal, `"http://127.0.0.1:8081/v1"`, `"http:///v1"`, 1), "must have a host", 5},
 		{"gateway timeout zero", strings.Replace(minimal, "[gateway]", "[gateway]\ntimeout = \"0s\"", 1), "[gateway].timeout", 5},
 		{"gateway timeout bad", strings.Replace(minimal, "[gateway]", "[gateway]\ntimeout = \"soon\"", 1), "[gateway].timeout", 5},
+		{"gateway refresh bad", strings.Replace(minimal, "[gateway]", "[gateway]\nrefresh = \"often\"", 1), `use "0" to turn the periodic refresh off`, 5},
+		{"gateway refresh too short", strings.Replace(minimal, "[gateway]", "[gateway]\nrefresh = \"500ms\"", 1), `[gateway].refresh = "500ms" is too short`, 5},
 		{"upper-case block name", minimal + "[prompts.Research-Person]\n", "^[a-z][a-z0-9_]{0,47}$", 7},
 		{"block name too long", minimal + "[prompts." + strings.Repeat("a", 49) + "]\n", "is not ^[a-z]", 7},
 		{"reserved block name", minimal + "[prompts.run_prompt]\n", "[prompts.run_prompt] key is reserved", 7},
@@ -590,6 +592,18 @@ func TestGatewayURLsAccepted(t *testing.T) {
 		cfg := mustParse(t, strings.Replace(minimal, "http://127.0.0.1:8081/v1", u, 1), nil)
 		if cfg.Gateway.URL != u {
 			t.Errorf("url = %q, want %q", cfg.Gateway.URL, u)
+		}
+	}
+}
+
+func TestGatewayRefresh(t *testing.T) {
+	for text, want := range map[string]time.Duration{"": DefaultGatewayRefresh, `"0"`: 0, `" 0 "`: 0, `"0s"`: 0, `"1s"`: time.Second, `"1h 30m"`: 90 * time.Minute} {
+		src := minimal
+		if text != "" {
+			src = strings.Replace(minimal, "[gateway]", "[gateway]\nrefresh = "+text, 1)
+		}
+		if got := mustParse(t, src, nil).Gateway.Refresh; got != want {
+			t.Errorf("refresh = %s: got %v, want %v", text, got, want)
 		}
 	}
 }
@@ -774,6 +788,7 @@ allowed_hosts = ["h"]`), []string{"[server].bind", "[server].api_key", "[server]
 timeout = "1s"
 request_timeout = "1s"
 thinking_switch = "none"
+refresh = "1s"
 [paths]
 files = ["x"]
 [tools]
@@ -782,7 +797,7 @@ web_search = true
 [models.b]
 context = 1
 [models.a]
-context = 2`), []string{"[gateway].api_key", "[gateway].timeout", "[gateway].request_timeout", "[gateway].thinking_switch", "[paths].files", "[tools].web_fetch",
+context = 2`), []string{"[gateway].api_key", "[gateway].timeout", "[gateway].request_timeout", "[gateway].thinking_switch", "[gateway].refresh", "[paths].files", "[tools].web_fetch",
 			"[tools].web_search", "[models.a]", "[models.b]"}},
 		{"catalog and prompts reload", edit("[server]", "[catalog]\ninclude = [\"*.md\"]\n[prompts.x]\nenabled = false\n[server]"), nil},
 		{"files absent vs empty", edit("[server]", "[paths]\nfiles = []\n[server]"), []string{"[paths].files"}},

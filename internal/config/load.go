@@ -519,7 +519,35 @@ func (p *parser) buildGateway(r *rawGateway, g *Gateway) error {
 		}
 		g.ThinkingSwitch = *r.ThinkingSwitch
 	}
+	if r.Refresh != nil {
+		d, err := parseRefresh(*r.Refresh)
+		if err != nil {
+			return p.fail(at("refresh"), err.Error())
+		}
+		g.Refresh = d
+	}
 	return nil
+}
+
+// minRefresh is the shortest [gateway].refresh period: anything shorter
+// would poll the model server for no one's benefit (a binding that finds
+// no model fetches at once anyway).
+const minRefresh = time.Second
+
+// parseRefresh reads [gateway].refresh: a duration of at least
+// minRefresh, or "0" (or any zero duration) for no periodic fetch.
+func parseRefresh(s string) (time.Duration, error) {
+	if strings.TrimSpace(s) == "0" {
+		return 0, nil
+	}
+	d, err := humantime.Parse(s)
+	if err != nil {
+		return 0, errors.New("[gateway].refresh is not a duration: " + err.Error() + `; use "0" to turn the periodic refresh off`)
+	}
+	if d != 0 && d < minRefresh {
+		return 0, fmt.Errorf(`[gateway].refresh = %q is too short: use at least "1s", or "0" to turn the periodic refresh off`, s)
+	}
+	return d, nil
 }
 
 func (p *parser) patterns(list []string, key string) ([]string, error) {

@@ -47,6 +47,7 @@ type rawGateway struct {
 	Timeout        *string `toml:"timeout"`
 	RequestTimeout *string `toml:"request_timeout"`
 	ThinkingSwitch *string `toml:"thinking_switch"`
+	Refresh        *string `toml:"refresh"`
 }
 
 type rawCatalog struct {
@@ -87,7 +88,7 @@ func tableKeys(table tomlPath) (keys []string, ok bool) {
 		case "paths":
 			return []string{"prompts", "files"}, true
 		case "gateway":
-			return []string{"url", "api_key", "timeout", "request_timeout", "thinking_switch"}, true
+			return []string{"url", "api_key", "timeout", "request_timeout", "thinking_switch", "refresh"}, true
 		case "catalog":
 			return []string{"include", "exclude"}, true
 		case "tools":
@@ -134,7 +135,7 @@ func expectedType(p tomlPath) string {
 	case "server.max_concurrent_runs":
 		return "a positive integer"
 	case "server.admission_timeout", "server.reply_deadline", "server.retain_completed",
-		"server.watch_debounce", "gateway.timeout", "gateway.request_timeout":
+		"server.watch_debounce", "gateway.timeout", "gateway.request_timeout", "gateway.refresh":
 		return duration
 	case "server.watch", "tools.web_fetch", "tools.web_search":
 		return boolean

@@ -8,6 +8,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/luavm"
 	"github.com/promptforge-go/promptforge/internal/match"
+	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/prompt"
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
@@ -22,12 +23,15 @@ type Options struct {
 	// none: a Lua-only prompt still runs, and a model call fails saying
 	// what to set (as with a gateway.NewDisabled client).
 	Client *gateway.Client
-	// Models is the catalog models.need binds against.
+	// Models is the catalog models.need binds against, when ModelSet is
+	// nil.
 	Models []gateway.Model
-	// Unmatched are the [models] tables whose id the gateway does not
-	// serve: a need that binds nothing names them, since a mistyped id
-	// (a wrong tag) is the likeliest reason.
-	Unmatched []gateway.UnmatchedOverride
+	// ModelSet, when set, is the host's live model list: the run binds
+	// against the snapshot it takes at its start, and a models.need that
+	// finds no model asks it once for a newer one (the list may have been
+	// fetched before the model server was up, or before a model was
+	// pulled). Models is ignored then.
+	ModelSet *modelset.Set
 	// Tools are the live tools tools.need binds against. Fanout arms may
 	// call them concurrently.
 	Tools []tools.Tool

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -210,8 +211,30 @@ func (b *bindings) needModel(ctx context.Context, alias, description string, opt
 	if opts != nil {
 		o = *opts
 	}
+	m, err := b.pickModel(ctx, description, o)
+	if errors.Is(err, errNoModel) && b.refreshModels(ctx) {
+		m, err = b.pickModel(ctx, description, o)
+	}
+	if errors.Is(err, errNoModel) {
+		err = b.noModel(description)
+	}
+	if err != nil {
+		return nil, b.record(err)
+	}
+	mb := &modelBinding{alias: alias, description: description, model: m, opts: o}
+	b.models[alias] = mb
+	b.modelOrder = append(b.modelOrder, alias)
+	return mb, nil
+}
+
+// errNoModel is pickModel's "nothing matches": the caller may refresh the
+// list and pick again before it words the failure (noModel).
+var errNoModel = errors.New("no model matches")
+
+// pickModel binds description against the run's model list.
+func (b *bindings) pickModel(ctx context.Context, description string, o luavm.ModelOpts) (gateway.Model, error) {
 	var cands []gateway.Model
-	for _, m := range b.r.cfg.Models {
+	for _, m := range b.r.models.Models {
 		if o.Context != nil && m.Context < *o.Context {
 			continue
 		}
@@ -232,15 +255,8 @@ func (b *bindings) needModel(ctx context.Context, alias, description string, opt
 		}
 		cands = append(cands, m)
 	}
-	absent := func() error {
-		msg := fmt.Sprintf("no model matches capability %q; check the gateway's catalog and the need's context/thinking options", description)
-		for _, u := range b.r.cfg.Unmatched {
-			msg += "; " + u.Problem()
-		}
-		return b.record(bindingErr("%s", msg))
-	}
 	if len(cands) == 0 {
-		return nil, absent()
+		return gateway.Model{}, errNoModel
 	}
 	docs := make([]match.Doc, len(cands))
 	for i, m := range cands {
@@ -248,11 +264,11 @@ func (b *bindings) needModel(ctx context.Context, alias, description string, opt
 	}
 	idx, err := b.ranker().Index(ctx, docs)
 	if err != nil {
-		return nil, b.record(bindingErr("model picker failed to index the catalog for capability %q: %w", description, err))
+		return gateway.Model{}, bindingErr("model picker failed to index the catalog for capability %q: %w", description, err)
 	}
 	dec, err := match.Resolve(ctx, idx, b.modelPolicy(), description)
 	if err != nil {
-		return nil, b.record(bindingErr("model picker query failed for capability %q: %w", description, err))
+		return gateway.Model{}, bindingErr("model picker query failed for capability %q: %w", description, err)
 	}
 	ids := make([]string, len(dec.Members))
 	for i, m := range dec.Members {
@@ -260,17 +276,47 @@ func (b *bindings) needModel(ctx context.Context, alias, description string, opt
 	}
 	switch dec.Outcome {
 	case match.Bind:
+		return cands[dec.Members[0]], nil
 	case match.Ambiguous:
-		return nil, b.record(bindingErr("ambiguous models match capability %q: %s; describe the model more precisely", description, quoteIDs(ids)))
+		return gateway.Model{}, bindingErr("ambiguous models match capability %q: %s; describe the model more precisely", description, quoteIDs(ids))
 	case match.Duplicate:
-		return nil, b.record(bindingErr("duplicate models match capability %q: %s", description, quoteIDs(ids)))
+		return gateway.Model{}, bindingErr("duplicate models match capability %q: %s", description, quoteIDs(ids))
 	default:
-		return nil, absent()
+		return gateway.Model{}, errNoModel
 	}
-	mb := &modelBinding{alias: alias, description: description, model: cands[dec.Members[0]], opts: o}
-	b.models[alias] = mb
-	b.modelOrder = append(b.modelOrder, alias)
-	return mb, nil
+}
+
+// refreshModels swaps the run's model list for a newer one after a
+// binding miss, at most once per run: the list may have been fetched
+// before the model server was up or before a model was pulled. It reports
+// whether the list changed, so binding again may find something.
+func (b *bindings) refreshModels(ctx context.Context) bool {
+	r := b.r
+	if r.cfg.ModelSet == nil || r.modelsRetried {
+		return false
+	}
+	r.modelsRetried = true
+	var changed bool
+	r.models, changed = r.cfg.ModelSet.AfterMiss(ctx, r.models)
+	return changed
+}
+
+// noModel words a need that nothing in the run's list matches. When the
+// list is empty because the model server could not be reached or lists
+// nothing, that is the cause, not a capability mismatch.
+func (b *bindings) noModel(description string) error {
+	problem := b.r.models.Problem()
+	switch {
+	case problem != nil && len(b.r.models.Models) == 0:
+		return bindingErr("cannot bind a model for capability %q: %w", description, problem)
+	case problem != nil:
+		return bindingErr("no model matches capability %q among the %d models last listed; check the need's context/thinking options (the list may be out of date: %w)", description, len(b.r.models.Models), problem)
+	}
+	msg := fmt.Sprintf("no model matches capability %q; check the gateway's catalog and the need's context/thinking options", description)
+	for _, u := range b.r.models.Unmatched {
+		msg += "; " + u.Problem()
+	}
+	return bindingErr("%s", msg)
 }
 
 func (b *bindings) defaultModel(ctx context.Context, alias string, description *string, opts *luavm.ModelOpts) (*modelBinding, error) {

@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/modelset"
 )
 
 // prompt-language §8.5 Models API and inference.
@@ -208,9 +210,26 @@ models.default("w", "A general assistant model")`)+"\nFirst.\n\n"+lua(`store.wri
 }
 
 // A need that binds nothing names the [models] tables no served id
-// matches, since a wrong tag is the likeliest cause (issue 10 item 3).
+// matches, since a wrong tag is the likeliest cause (issue 10 item 3): the
+// server lists llama3.1:latest with no description, and the table that
+// would describe it says llama3.1:8b.
 func TestModelNeedNamesUnmatchedTables(t *testing.T) {
+	set, err := modelset.New(modelset.Options{
+		URL: "http://127.0.0.1:11434/v1",
+		Fetch: func(context.Context) (gateway.Catalog, error) {
+			return gateway.Catalog{
+				Skipped:   []gateway.SkippedModel{{ID: "llama3.1:latest", Reason: "no description"}},
+				Unmatched: []gateway.UnmatchedOverride{{ID: "llama3.1:8b", Closest: "llama3.1:latest"}},
+			}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	p := parse(t, "# T\n\n"+lua(`models.need("m", "General assistant model")`))
-	r := runP(t, p, "", Options{Unmatched: []gateway.UnmatchedOverride{{ID: "llama3.1:8b", Closest: "llama3.1:latest"}}})
-	r.fails(t, KindBinding, `no model matches capability "General assistant model"; check the gateway's catalog and the need's context/thinking options; no served model is "llama3.1:8b"; the server lists "llama3.1:latest": rename the table to [models."llama3.1:latest"]`)
+	r := runP(t, p, "", Options{ModelSet: set})
+	r.fails(t, KindBinding, `lists 1 model(s) but none can be bound: llama3.1:latest: no description; no served model is "llama3.1:8b"; the server lists "llama3.1:latest": rename the table to [models."llama3.1:latest"]`)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/luavm"
+	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/prompt"
 	"github.com/promptforge-go/promptforge/internal/store"
 	"github.com/promptforge-go/promptforge/internal/tools"
@@ -39,6 +40,12 @@ type run struct {
 	debugMu sync.Mutex
 
 	bind bindings
+
+	// models is the model list the run binds against: the snapshot taken
+	// at its start, swapped at most once by a binding miss (see
+	// bindings.refreshModels). Only the H1 pass reads or writes it.
+	models        modelset.Snapshot
+	modelsRetried bool
 }
 
 // Run executes a parsed prompt with args over st (nil: a fresh store). It
@@ -103,6 +110,10 @@ func newRun(p *prompt.Prompt, args string, st *store.Store, cfg Options) (*run, 
 		return nil, err
 	}
 	r.bind.init(r)
+	r.models = modelset.Fixed(cfg.Models)
+	if cfg.ModelSet != nil {
+		r.models = cfg.ModelSet.Snapshot()
+	}
 
 	return r, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -56,9 +57,31 @@ type Request struct {
 // New starts a server that is closed when the test ends.
 func New(t testing.TB) *Server {
 	t.Helper()
+	return start(t, nil, "")
+}
+
+// NewAt is New listening on addr (host:port) with apiKey as its token
+// ("" makes a random one): for a test that points a server at an address
+// before anything listens there, then starts the gateway.
+func NewAt(t testing.TB, addr, apiKey string) *Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("gatewaytest.NewAt: %v", err)
+	}
+	return start(t, ln, apiKey)
+}
+
+// start serves on ln, or on a free 127.0.0.1 port when ln is nil, with
+// key as the token ("" a random one).
+func start(t testing.TB, ln net.Listener, key string) *Server {
+	t.Helper()
+	if key == "" {
+		key = "gatewaytest-" + rand.Text()
+	}
 	s := &Server{
 		t:    t,
-		key:  "gatewaytest-" + rand.Text(),
+		key:  key,
 		done: make(chan struct{}),
 	}
 	s.SetModels(map[string]any{
@@ -75,7 +98,12 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		writeBody(w, http.StatusOK, []byte(`{"status":"serving"}`))
 	})
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewUnstartedServer(mux)
+	if ln != nil {
+		s.srv.Listener.Close()
+		s.srv.Listener = ln
+	}
+	s.srv.Start()
 	t.Cleanup(s.Close)
 	return s
 }

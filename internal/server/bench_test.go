@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/server/servertest"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
@@ -227,7 +228,7 @@ func BenchmarkRunsInFlight(b *testing.B) {
 			limits:  Limits{MaxConcurrentRuns: runs, AdmissionTimeout: time.Minute, ReplyDeadline: time.Hour, RetainCompleted: time.Minute},
 			opts: func(o *Options) {
 				o.Client = g.client
-				o.Models = []gateway.Model{testModel}
+				o.Models = modelset.Static([]gateway.Model{testModel})
 			},
 		})
 		call := &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "speak"}}

@@ -16,6 +16,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/server/servertest"
 )
 
@@ -213,7 +214,7 @@ var testModel = servertest.TestModel
 func withGateway(c *gateway.Client) func(*Options) {
 	return func(o *Options) {
 		o.Client = c
-		o.Models = []gateway.Model{testModel}
+		o.Models = modelset.Static([]gateway.Model{testModel})
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/runs"
 )
 
@@ -27,6 +28,7 @@ type Metrics struct {
 	runDuration     *prometheus.HistogramVec
 	gatewayDuration *prometheus.HistogramVec
 	progressDropped *prometheus.CounterVec
+	modelFetches    *prometheus.CounterVec
 
 	bindOnce sync.Once
 	bindErr  error
@@ -55,8 +57,12 @@ func NewMetrics() *Metrics {
 			Name: "promptforge_progress_frames_dropped_total",
 			Help: "Progress notifications not delivered: queue full, or the call already answered (disconnected).",
 		}, []string{"reason"}),
+		modelFetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promptforge_model_list_fetches_total",
+			Help: "Fetches of the model server's model list, by outcome: ok, empty (no models served) or failed.",
+		}, []string{"outcome"}),
 	}
-	m.reg.MustRegister(m.runsFinished, m.runDuration, m.gatewayDuration, m.progressDropped,
+	m.reg.MustRegister(m.runsFinished, m.runDuration, m.gatewayDuration, m.progressDropped, m.modelFetches,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Both statuses exist from the start, so a dashboard's rate() has a
 	// series to read before the first failure.
@@ -65,6 +71,9 @@ func NewMetrics() *Metrics {
 	}
 	for _, r := range []string{dropFull, dropDisconnected} {
 		m.progressDropped.WithLabelValues(r)
+	}
+	for _, o := range []string{modelset.OutcomeOK, modelset.OutcomeEmpty, modelset.OutcomeFailed} {
+		m.modelFetches.WithLabelValues(o)
 	}
 	return m
 }
@@ -137,6 +146,13 @@ func (m *Metrics) framesDropped(reason string, n uint64) {
 	if n > 0 {
 		m.progressDropped.WithLabelValues(reason).Add(float64(n))
 	}
+}
+
+// ModelListFetched counts one fetch of the model list by its outcome
+// (modelset.Options.OnFetch), so an operator sees a model server that
+// stopped answering, or serves nothing, without reading the log.
+func (m *Metrics) ModelListFetched(outcome string) {
+	m.modelFetches.WithLabelValues(outcome).Inc()
 }
 
 // GatewayTransport wraps base (nil: a clone of http.DefaultTransport) so

@@ -9,6 +9,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
@@ -54,5 +55,22 @@ func TestMetricsServeOneServer(t *testing.T) {
 	h := newHarness(t, fixture{})
 	if _, err := New(Options{Catalog: h.handle, Limits: defaultLimits(), Metrics: m}); err == nil {
 		t.Fatal("one Metrics was bound to two servers")
+	}
+}
+
+func TestModelListFetchesAreCountedByOutcome(t *testing.T) {
+	m := NewMetrics()
+	m.ModelListFetched(modelset.OutcomeFailed)
+	m.ModelListFetched(modelset.OutcomeFailed)
+	m.ModelListFetched(modelset.OutcomeOK)
+	text := scrape(t, m)
+	for _, want := range []string{
+		`promptforge_model_list_fetches_total{outcome="failed"} 2`,
+		`promptforge_model_list_fetches_total{outcome="ok"} 1`,
+		`promptforge_model_list_fetches_total{outcome="empty"} 0`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %s:\n%s", want, text)
+		}
 	}
 }

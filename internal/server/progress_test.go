@@ -14,6 +14,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/modelset"
 )
 
 const trioPrompt = "---\nname: trio\ndescription: Three sections in a row.\npromptforge: 1\n---\n" +
@@ -243,7 +244,7 @@ func TestARunningReplyIsNotHeldByProgressAndEndsTheFrames(t *testing.T) {
 			limits:  limits,
 			opts: func(o *Options) {
 				o.Client = g.client
-				o.Models = []gateway.Model{testModel}
+				o.Models = modelset.Static([]gateway.Model{testModel})
 			},
 		})
 		var mu sync.Mutex

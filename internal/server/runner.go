@@ -175,8 +175,7 @@ func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progres
 		res, err := engine.Run(ctx, p, r.args, st, engine.Options{
 			Execution: id,
 			Client:    s.client,
-			Models:    s.models,
-			Unmatched: s.unmatched,
+			ModelSet:  s.models,
 			Tools:     s.tools,
 			Observer:  engine.Observers(s.observer, obs),
 		})

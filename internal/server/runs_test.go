@@ -14,6 +14,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/runs"
 )
 
@@ -32,7 +33,7 @@ func speakingHarness(t testing.TB, g *memGateway, limits Limits, more ...func(*O
 		limits:  limits,
 		opts: func(o *Options) {
 			o.Client = g.client
-			o.Models = []gateway.Model{testModel}
+			o.Models = modelset.Static([]gateway.Model{testModel})
 			for _, f := range more {
 				f(o)
 			}
@@ -193,12 +194,26 @@ func TestACallThatCannotGetASlotIsRefusedWithTheWaitItSpent(t *testing.T) {
 }
 
 // A run whose model need binds nothing names the [models] tables that
-// match no served id (Options.Unmatched reaches the engine).
+// match no served id (the model set's snapshot carries them to the engine).
 func TestAModelNeedThatBindsNothingNamesTheUnmatchedTables(t *testing.T) {
 	g := newMemGateway(t)
 	h := speakingHarness(t, g, defaultLimits(), func(o *Options) {
-		o.Models = nil
-		o.Unmatched = []gateway.UnmatchedOverride{{ID: "llama3.1:8b", Closest: "llama3.1:latest"}}
+		set, err := modelset.New(modelset.Options{
+			URL: "http://127.0.0.1:11434/v1",
+			Fetch: func(context.Context) (gateway.Catalog, error) {
+				return gateway.Catalog{
+					Skipped:   []gateway.SkippedModel{{ID: "llama3.1:latest", Reason: "no description"}},
+					Unmatched: []gateway.UnmatchedOverride{{ID: "llama3.1:8b", Closest: "llama3.1:latest"}},
+				}, nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := set.Refresh(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		o.Models = set
 	})
 	res := h.ok(ToolRunPrompt, map[string]any{"prompt": "speak"})
 	want := `no served model is "llama3.1:8b"; the server lists "llama3.1:latest": rename the table to [models."llama3.1:latest"]`

@@ -12,6 +12,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/runs"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 	"github.com/promptforge-go/promptforge/internal/tools"
@@ -39,12 +40,10 @@ type Options struct {
 	// a disabled client, so Lua-only prompts run and model calls fail
 	// saying no gateway is configured.
 	Client *gateway.Client
-	// Models is the gateway's model catalog fetched at boot, with the
-	// [models] overrides applied.
-	Models []gateway.Model
-	// Unmatched are the [models] tables no served id matches; a model
-	// need that binds nothing names them (engine.Options.Unmatched).
-	Unmatched []gateway.UnmatchedOverride
+	// Models is the gateway's model list, with the [models] overrides
+	// applied, which the host keeps fresh; each run binds against a
+	// snapshot of it (engine.Options.ModelSet). nil: runs have no models.
+	Models *modelset.Set
 	// Tools are the live tools runs may bind with tools.need.
 	Tools []tools.Tool
 	// FileRoots are the absolute directories input_file and output_file
@@ -78,16 +77,15 @@ type Options struct {
 // Server is the MCP server over one catalog and one run registry, shared
 // by every session on every transport.
 type Server struct {
-	catalog   *catalog.Handle
-	runs      *runs.Registry
-	client    *gateway.Client
-	models    []gateway.Model
-	unmatched []gateway.UnmatchedOverride
-	tools     []tools.Tool
-	files     fileAccess
-	log       *slog.Logger
-	observer  engine.Observer // the narration, then Options.Observer
-	metrics   *Metrics
+	catalog  *catalog.Handle
+	runs     *runs.Registry
+	client   *gateway.Client
+	models   *modelset.Set
+	tools    []tools.Tool
+	files    fileAccess
+	log      *slog.Logger
+	observer engine.Observer // the narration, then Options.Observer
+	metrics  *Metrics
 	// publishNeedPrompt: the catalog ranks prompts, so need_prompt is
 	// published.
 	publishNeedPrompt bool
@@ -145,7 +143,6 @@ func New(opts Options) (*Server, error) {
 		runs:      reg,
 		client:    client,
 		models:    opts.Models,
-		unmatched: opts.Unmatched,
 		tools:     opts.Tools,
 		files: fileAccess{
 			roots:     fileRoots(opts.FileRoots),

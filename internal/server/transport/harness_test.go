@@ -13,6 +13,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/server"
 	"github.com/promptforge-go/promptforge/internal/server/servertest"
 )
@@ -106,7 +107,7 @@ func tcpGateway(t testing.TB) (*gatewaytest.Server, *gateway.Client) {
 func withGateway(c *gateway.Client) func(*server.Options) {
 	return func(o *server.Options) {
 		o.Client = c
-		o.Models = []gateway.Model{servertest.TestModel}
+		o.Models = modelset.Static([]gateway.Model{servertest.TestModel})
 	}
 }
 
