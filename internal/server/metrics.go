@@ -24,6 +24,7 @@ type Metrics struct {
 	reg *prometheus.Registry
 
 	runsFinished    *prometheus.CounterVec
+	tokens          *prometheus.CounterVec
 	runDuration     *prometheus.HistogramVec
 	gatewayDuration *prometheus.HistogramVec
 	progressDropped *prometheus.CounterVec
@@ -41,6 +42,10 @@ func NewMetrics() *Metrics {
 			Name: "promptforge_runs_finished_total",
 			Help: "Runs that reached a terminal record, by status (completed or failed).",
 		}, []string{"status"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promptforge_tokens_total",
+			Help: "Model tokens the gateway's replies reported, by kind (prompt or completion), counted when a run ends, failed runs included.",
+		}, []string{"kind"}),
 		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "promptforge_run_duration_seconds",
 			Help:    "Time from a run's registration to its terminal record, by status.",
@@ -56,7 +61,7 @@ func NewMetrics() *Metrics {
 			Help: "Progress notifications not delivered: queue full, or the call already answered (disconnected).",
 		}, []string{"reason"}),
 	}
-	m.reg.MustRegister(m.runsFinished, m.runDuration, m.gatewayDuration, m.progressDropped,
+	m.reg.MustRegister(m.runsFinished, m.tokens, m.runDuration, m.gatewayDuration, m.progressDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Both statuses exist from the start, so a dashboard's rate() has a
 	// series to read before the first failure.
@@ -66,8 +71,18 @@ func NewMetrics() *Metrics {
 	for _, r := range []string{dropFull, dropDisconnected} {
 		m.progressDropped.WithLabelValues(r)
 	}
+	for _, k := range []string{tokensPrompt, tokensCompletion} {
+		m.tokens.WithLabelValues(k)
+	}
 	return m
 }
+
+// The kinds of promptforge_tokens_total, named as the gateway's usage
+// names them (prompt_tokens, completion_tokens).
+const (
+	tokensPrompt     = "prompt"
+	tokensCompletion = "completion"
+)
 
 // Reasons a progress frame is dropped.
 const (
@@ -131,6 +146,8 @@ func (m *Metrics) runEnded(res runs.Result) {
 	status := string(res.Status)
 	m.runsFinished.WithLabelValues(status).Inc()
 	m.runDuration.WithLabelValues(status).Observe(float64(res.ElapsedMS) / 1000)
+	m.tokens.WithLabelValues(tokensPrompt).Add(float64(res.Tokens.Prompt))
+	m.tokens.WithLabelValues(tokensCompletion).Add(float64(res.Tokens.Completion))
 }
 
 func (m *Metrics) framesDropped(reason string, n uint64) {
