@@ -86,10 +86,3 @@ func TestRefusedReplyKeepsUsage(t *testing.T) {
 		t.Errorf("an error body without usage gave usage %+v", ge.Usage)
 	}
 }
-
-func TestUsageAdd(t *testing.T) {
-	got := gateway.Usage{PromptTokens: 1, CompletionTokens: 2}.Add(gateway.Usage{PromptTokens: 10, CompletionTokens: 20})
-	if got != (gateway.Usage{PromptTokens: 11, CompletionTokens: 22}) {
-		t.Errorf("Add = %+v", got)
-	}
-}
