@@ -103,10 +103,17 @@ func RunOnce(ctx context.Context, o RunOptions) (string, error) {
 		Tools:    env.tools,
 		Observer: engine.LogObserver(logger, runNarration()),
 	})
+	// The summary says what the run cost, a failed run too: its tokens
+	// were spent all the same.
+	status := "completed"
+	if err != nil {
+		status = "failed"
+	}
+	logger.Info("run finished", "status", status, "turns", res.Turns,
+		"prompt_tokens", res.Tokens.PromptTokens, "completion_tokens", res.Tokens.CompletionTokens)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", locate(o.Target, err), err)
 	}
-	logger.Info("run finished", "turns", res.Turns)
 	return extractOutput(st, p, res.Value, o.Output, warnings)
 }
 

@@ -81,10 +81,13 @@ const DefaultFanoutConcurrency = 8
 const MaxDepth = 8
 
 // Result is what a run produced. Turns is the number of completed model
-// turns, and is set on failure too.
+// turns and Tokens the usage the model replies reported, summed over the
+// whole run (fanout arms included); both are set on failure too. A server
+// that reports no usage adds 0, so Tokens is a lower bound.
 type Result struct {
-	Value string
-	Turns int
+	Value  string
+	Turns  int
+	Tokens gateway.Usage
 }
 
 // DebugTurn is one completed model turn, for opt-in debug capture.

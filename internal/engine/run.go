@@ -35,6 +35,10 @@ type run struct {
 	ids               atomic.Int64 // the last sys.id handed to a section entry
 	walkAt            string       // sys.when of the sections: when the walk started
 
+	// promptTokens and completionTokens sum the usage every model reply
+	// reported, fanout arms' and refused replies' included.
+	promptTokens, completionTokens atomic.Int64
+
 	// debugMu serialises Options.Debug calls: fanout arms complete turns
 	// concurrently, and hosts should not have to care.
 	debugMu sync.Mutex
@@ -49,7 +53,8 @@ type run struct {
 }
 
 // Run executes a parsed prompt with args over st (nil: a fresh store). It
-// returns the run's value, or an [*Error]; [Result.Turns] is set either way.
+// returns the run's value, or an [*Error]; [Result.Turns] and
+// [Result.Tokens] are set either way.
 // No goroutine started by Run outlives it.
 func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cfg Options) (Result, error) {
 	if p == nil {
@@ -72,10 +77,10 @@ func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cf
 	if err != nil {
 		err = finalError(ctx, err)
 		r.observe(p.Title, RunFailed)
-		return Result{Turns: int(r.turns.Load())}, err
+		return Result{Turns: int(r.turns.Load()), Tokens: r.tokens()}, err
 	}
 	r.observe(p.Title, RunSucceeded)
-	return Result{Value: value, Turns: int(r.turns.Load())}, nil
+	return Result{Value: value, Turns: int(r.turns.Load()), Tokens: r.tokens()}, nil
 }
 
 // newRun prepares the state of one run: defaults, limits, the guard nonce
@@ -161,6 +166,18 @@ func (r *run) debug(t DebugTurn) {
 	r.debugMu.Lock()
 	defer r.debugMu.Unlock()
 	r.cfg.Debug(t)
+}
+
+// spend adds one reply's usage to the run's; fanout arms call it
+// concurrently.
+func (r *run) spend(u gateway.Usage) {
+	r.promptTokens.Add(int64(u.PromptTokens))
+	r.completionTokens.Add(int64(u.CompletionTokens))
+}
+
+// tokens is the usage summed so far.
+func (r *run) tokens() gateway.Usage {
+	return gateway.Usage{PromptTokens: int(r.promptTokens.Load()), CompletionTokens: int(r.completionTokens.Load())}
 }
 
 func (r *run) timestamp() string { return r.now().UTC().Format(time.RFC3339) }

@@ -102,13 +102,13 @@ func (u *unit) loop(ctx context.Context, mb *modelBinding, sc *scope, text strin
 			if errors.As(err, &ge) && ge.Kind == gateway.KindEmptyReply && ge.FinishReason == "stop" && dispatched > 0 {
 				// A model that answers a tool result with an empty stop
 				// has nothing to add: a clean end with an empty reply.
-				u.turnCompleted(ge.RequestJSON, ge.ResponseJSON, "stop", "")
+				u.turnCompleted(ge.RequestJSON, ge.ResponseJSON, "stop", "", ge.Usage)
 				empty := ""
 				return roundResult{text: &empty, finish: "stop"}, nil
 			}
 			return roundResult{}, u.turnFailed(ctx, err)
 		}
-		u.turnCompleted(comp.RequestJSON, comp.ResponseJSON, comp.FinishReason, comp.Reasoning)
+		u.turnCompleted(comp.RequestJSON, comp.ResponseJSON, comp.FinishReason, comp.Reasoning, comp.Usage)
 		if len(comp.ToolCalls) == 0 {
 			if comp.FinishReason == "length" {
 				u.observe(ModelTurnTruncated)
@@ -206,8 +206,9 @@ func (u *unit) complete(ctx context.Context, mb *modelBinding, msgs []gateway.Me
 	return c.Complete(ctx, req)
 }
 
-func (u *unit) turnCompleted(req, resp []byte, finish, reasoning string) {
+func (u *unit) turnCompleted(req, resp []byte, finish, reasoning string, usage gateway.Usage) {
 	n := u.r.turns.Add(1)
+	u.r.spend(usage)
 	if u.r.cfg.Debug != nil {
 		u.r.debug(DebugTurn{Execution: u.r.execution, Section: u.name, Turn: int(n),
 			Request: req, Response: resp, FinishReason: finish, Reasoning: reasoning})
@@ -216,8 +217,13 @@ func (u *unit) turnCompleted(req, resp []byte, finish, reasoning string) {
 }
 
 // turnFailed reports a failed model round made under ctx; a cancelled one
-// is not a model failure and is not reported as one.
+// is not a model failure and is not reported as one. A reply the gateway
+// refused still cost what it reports, so its usage is counted.
 func (u *unit) turnFailed(ctx context.Context, err error) error {
+	var ge *gateway.Error
+	if errors.As(err, &ge) {
+		u.r.spend(ge.Usage)
+	}
 	if ctx.Err() != nil {
 		return cancelledBy(ctx)
 	}
@@ -236,7 +242,7 @@ func (u *unit) infer(ctx context.Context, mb *modelBinding, p string) (string, e
 	if err != nil {
 		return "", u.turnFailed(ctx, err)
 	}
-	u.turnCompleted(comp.RequestJSON, comp.ResponseJSON, comp.FinishReason, comp.Reasoning)
+	u.turnCompleted(comp.RequestJSON, comp.ResponseJSON, comp.FinishReason, comp.Reasoning, comp.Usage)
 	if len(comp.ToolCalls) > 0 {
 		return "", &Error{Kind: KindCompletion, Err: errors.New("model inference received tool calls but no tools were advertised")}
 	}

@@ -194,6 +194,8 @@ type Completion struct {
 	ToolCalls    []ToolCall
 	FinishReason string // "" when the backend sent none
 	Reasoning    string // side channel; never the answer
+	// Usage is the reply's token count; zero when the server sent none.
+	Usage Usage
 	// RequestJSON and ResponseJSON are the raw bodies, for debug capture.
 	RequestJSON, ResponseJSON []byte
 }

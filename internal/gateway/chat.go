@@ -41,6 +41,7 @@ func (c *Client) Complete(ctx context.Context, req ChatRequest) (*Completion, er
 	}
 	if herr != nil {
 		herr.RequestJSON, herr.ResponseJSON = body, resp
+		herr.Usage = replyUsage(resp)
 		return nil, herr
 	}
 	comp.RequestJSON, comp.ResponseJSON = body, resp
@@ -328,6 +329,7 @@ func parseChat(body []byte, req ChatRequest) (*Completion, *Error) {
 	}
 
 	comp := &Completion{FinishReason: finish, Reasoning: reasoning}
+	comp.Usage = parseUsage(top["usage"])
 	if len(rawCalls) > 0 {
 		seen := make(map[string]bool, len(rawCalls))
 		comp.ToolCalls = make([]ToolCall, len(rawCalls))

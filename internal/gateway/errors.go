@@ -89,6 +89,10 @@ type Error struct {
 	// ReasoningIgnored reports, for KindEmptyReply, that the reply held
 	// reasoning text but no answer.
 	ReasoningIgnored bool
+	// Usage is what the body of a refused reply (an empty reply, a
+	// malformed tool call) reported spending: the server did the work, so
+	// the run's token count includes it. Zero when no body carried one.
+	Usage Usage
 	// RequestJSON and ResponseJSON are the raw bodies when they exist,
 	// for debug capture; they are never part of Error().
 	RequestJSON, ResponseJSON []byte

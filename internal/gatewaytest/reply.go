@@ -46,6 +46,14 @@ type chatReply struct {
 	calls     []wireCall
 	finish    string
 	reasoning string
+	usage     usage
+}
+
+// usage is the reply's "usage" object, in the key order OpenAI writes it.
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
 }
 
 type wireCall struct {
@@ -96,6 +104,19 @@ func (r Reply) WithReasoning(reasoning string) Reply {
 	}
 	c := *r.chat
 	c.reasoning = reasoning
+	return buildChat(&c)
+}
+
+// WithUsage returns r with its "usage" object reporting prompt and
+// completion tokens (total_tokens is their sum); replies are built with
+// zeros otherwise. It only applies to chat replies; other replies are
+// returned unchanged.
+func (r Reply) WithUsage(prompt, completion int) Reply {
+	if r.chat == nil {
+		return r
+	}
+	c := *r.chat
+	c.usage = usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 	return buildChat(&c)
 }
 
@@ -179,8 +200,12 @@ func buildChat(c *chatReply) Reply {
 	if err != nil {
 		panic(fmt.Sprintf("gatewaytest: cannot marshal a chat reply: %v", err))
 	}
+	u, err := json.Marshal(c.usage)
+	if err != nil {
+		panic(fmt.Sprintf("gatewaytest: cannot marshal a reply's usage: %v", err))
+	}
 	head := []byte(`{"id":"chatcmpl-gatewaytest","object":"chat.completion","created":0,"model":`)
 	body := append(append(head, `,"choices":`...), choices...)
-	body = append(body, `,"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`...)
+	body = append(append(append(body, `,"usage":`...), u...), '}')
 	return Reply{status: 200, body: body, echoAt: len(head), chat: c}
 }

@@ -74,11 +74,13 @@ const (
 
 // Outcome is what a run closure returns. A nil Err means the run completed
 // with Value; otherwise it failed and Err's text is the record's error.
-// Turns counts completed model turns either way.
+// Turns counts completed model turns and Tokens the tokens they spent,
+// either way.
 type Outcome struct {
-	Value string
-	Err   error
-	Turns uint32
+	Value  string
+	Err    error
+	Turns  uint32
+	Tokens Tokens
 }
 
 // Stats are the registry's counters, read by the server's metrics.
@@ -312,7 +314,8 @@ func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run f
 		}
 		r.log.Info(msgTerminal,
 			"run_id", final.RunID, "prompt", final.Prompt, "status", string(final.Status),
-			"turns", final.Turns, "elapsed_ms", final.ElapsedMS)
+			"turns", final.Turns, "prompt_tokens", final.Tokens.Prompt,
+			"completion_tokens", final.Tokens.Completion, "elapsed_ms", final.ElapsedMS)
 		if r.onTerminal != nil {
 			r.onTerminal(final)
 		}
@@ -331,14 +334,18 @@ func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run f
 // who stopped the run.
 func (r *Registry) outcomeResult(ctx context.Context, rec *record, out Outcome) Result {
 	elapsed := time.Since(rec.started)
+	var res Result
 	if out.Err == nil {
-		return Completed(rec.id, rec.prompt, out.Value, out.Turns, elapsed)
+		res = Completed(rec.id, rec.prompt, out.Value, out.Turns, elapsed)
+	} else {
+		msg := out.Err.Error()
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(out.Err, cause) {
+			msg = cause.Error() + ": " + msg
+		}
+		res = Failed(rec.id, rec.prompt, msg, out.Turns, elapsed)
 	}
-	msg := out.Err.Error()
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(out.Err, cause) {
-		msg = cause.Error() + ": " + msg
-	}
-	return Failed(rec.id, rec.prompt, msg, out.Turns, elapsed)
+	res.Tokens = out.Tokens
+	return res
 }
 
 // abnormalEnd is the record of a run that never returned: it panicked with p,

@@ -43,6 +43,16 @@ type Result struct {
 	Error     string
 	Turns     uint32 // completed model turns; always 0 while running
 	ElapsedMS uint64
+	// Tokens are what the run's model replies reported spending, failed
+	// runs included; always zero while running, like Turns.
+	Tokens Tokens
+}
+
+// Tokens are model tokens as the gateway's replies report them (their
+// usage). A server that reports none adds 0, so they are a lower bound.
+type Tokens struct {
+	Prompt     uint64
+	Completion uint64
 }
 
 // Completed is the result of a run that produced value.

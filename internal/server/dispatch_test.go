@@ -38,8 +38,9 @@ func TestRunPromptEchoReturnsItsValue(t *testing.T) {
 	if id, _ := s["run_id"].(string); !runIDPattern.MatchString(id) {
 		t.Fatalf("run_id %q is not 32 hex digits", s["run_id"])
 	}
-	if len(s) != 7 || s["error"] != nil || s["turns"] != float64(0) {
-		t.Fatalf("wire object = %v, want the seven keys with error null and 0 turns", s)
+	tokens, _ := s["tokens"].(map[string]any)
+	if len(s) != 8 || s["error"] != nil || s["turns"] != float64(0) || !mapsEqual(tokens, map[string]any{"completion": 0, "prompt": 0}) {
+		t.Fatalf("wire object = %v, want the eight keys with error null, 0 turns and 0 tokens", s)
 	}
 }
 

@@ -56,7 +56,7 @@ func structured(body json.RawMessage, text string, isError bool) *mcp.CallToolRe
 // would only make them harder to read.
 func marshal(v any) ([]byte, error) { return jsonwire.Marshal(v) }
 
-// runResult renders a run record: structuredContent is the seven-key wire
+// runResult renders a run record: structuredContent is the eight-key wire
 // object (record), the text is recordText, and only a failed run is an
 // error.
 func runResult(res runs.Result) (*mcp.CallToolResult, error) {

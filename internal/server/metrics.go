@@ -25,6 +25,7 @@ type Metrics struct {
 	reg *prometheus.Registry
 
 	runsFinished    *prometheus.CounterVec
+	tokens          *prometheus.CounterVec
 	runDuration     *prometheus.HistogramVec
 	gatewayDuration *prometheus.HistogramVec
 	progressDropped *prometheus.CounterVec
@@ -43,6 +44,10 @@ func NewMetrics() *Metrics {
 			Name: "promptforge_runs_finished_total",
 			Help: "Runs that reached a terminal record, by status (completed or failed).",
 		}, []string{"status"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promptforge_tokens_total",
+			Help: "Model tokens the gateway's replies reported, by kind (prompt or completion), counted when a run ends, failed runs included.",
+		}, []string{"kind"}),
 		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "promptforge_run_duration_seconds",
 			Help:    "Time from a run's registration to its terminal record, by status.",
@@ -62,7 +67,7 @@ func NewMetrics() *Metrics {
 			Help: "Fetches of the model server's model list, by outcome: ok, empty (no models served) or failed.",
 		}, []string{"outcome"}),
 	}
-	m.reg.MustRegister(m.runsFinished, m.runDuration, m.gatewayDuration, m.progressDropped, m.modelFetches,
+	m.reg.MustRegister(m.runsFinished, m.tokens, m.runDuration, m.gatewayDuration, m.progressDropped, m.modelFetches,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Both statuses exist from the start, so a dashboard's rate() has a
 	// series to read before the first failure.
@@ -75,8 +80,18 @@ func NewMetrics() *Metrics {
 	for _, o := range []string{modelset.OutcomeOK, modelset.OutcomeEmpty, modelset.OutcomeFailed} {
 		m.modelFetches.WithLabelValues(o)
 	}
+	for _, k := range []string{tokensPrompt, tokensCompletion} {
+		m.tokens.WithLabelValues(k)
+	}
 	return m
 }
+
+// The kinds of promptforge_tokens_total, named as the gateway's usage
+// names them (prompt_tokens, completion_tokens).
+const (
+	tokensPrompt     = "prompt"
+	tokensCompletion = "completion"
+)
 
 // Reasons a progress frame is dropped.
 const (
@@ -140,6 +155,8 @@ func (m *Metrics) runEnded(res runs.Result) {
 	status := string(res.Status)
 	m.runsFinished.WithLabelValues(status).Inc()
 	m.runDuration.WithLabelValues(status).Observe(float64(res.ElapsedMS) / 1000)
+	m.tokens.WithLabelValues(tokensPrompt).Add(float64(res.Tokens.Prompt))
+	m.tokens.WithLabelValues(tokensCompletion).Add(float64(res.Tokens.Completion))
 }
 
 func (m *Metrics) framesDropped(reason string, n uint64) {

@@ -39,37 +39,48 @@ func validStatus(s runs.Status) bool {
 }
 
 // record is a run record as run_prompt and check_run carry it in
-// structuredContent: the seven-key object runRecordOutput describes.
+// structuredContent: the eight-key object runRecordOutput describes.
 type record runs.Result
 
-// wire is the seven-key object. Keys are declared in alphabetical order,
-// which is the order the reference writes them, so our bytes match its bytes
-// and also match what a map[string]any of the same object would marshal to.
+// wire is the eight-key object: the reference's seven plus tokens (a
+// deviation, mcp-server §4.6). Keys are declared in alphabetical order,
+// which is the order the reference writes them, so the seven keys it has
+// are byte for byte its own, and the object matches what a map[string]any
+// of it would marshal to.
 type wire struct {
 	ElapsedMS uint64      `json:"elapsed_ms"`
 	Error     *string     `json:"error"`
 	Prompt    string      `json:"prompt"`
 	RunID     string      `json:"run_id"`
 	Status    runs.Status `json:"status"`
+	Tokens    wireTokens  `json:"tokens"`
 	Turns     uint32      `json:"turns"`
 	Value     *string     `json:"value"`
 }
 
-// MarshalJSON writes the wire object: always all seven keys, null where a
+// wireTokens is the tokens object, its keys in alphabetical order too.
+type wireTokens struct {
+	Completion uint64 `json:"completion"`
+	Prompt     uint64 `json:"prompt"`
+}
+
+// MarshalJSON writes the wire object: always all eight keys, null where a
 // field does not apply (value unless completed, error unless failed). A
-// running result is written with turns 0 whatever the struct holds.
+// running result is written with turns and tokens 0 whatever the struct
+// holds.
 func (r record) MarshalJSON() ([]byte, error) {
 	if !validStatus(r.Status) {
 		return nil, fmt.Errorf("render run %s: status %q is not running, completed or failed", r.RunID, r.Status)
 	}
-	w := wire{ElapsedMS: r.ElapsedMS, Prompt: r.Prompt, RunID: r.RunID, Status: r.Status, Turns: r.Turns}
+	w := wire{ElapsedMS: r.ElapsedMS, Prompt: r.Prompt, RunID: r.RunID, Status: r.Status, Turns: r.Turns,
+		Tokens: wireTokens{Completion: r.Tokens.Completion, Prompt: r.Tokens.Prompt}}
 	switch r.Status {
 	case runs.StatusCompleted:
 		w.Value = &r.Value
 	case runs.StatusFailed:
 		w.Error = &r.Error
 	case runs.StatusRunning:
-		w.Turns = 0
+		w.Turns, w.Tokens = 0, wireTokens{}
 	}
 	// Run values are prose and code; escaping <, > and & would make the wire
 	// differ from the reference for no client's benefit (see marshal).
@@ -103,14 +114,15 @@ func (r *record) UnmarshalJSON(data []byte) error {
 		}
 		out = record{Error: *w.Error}
 	case runs.StatusRunning:
-		if w.Value != nil || w.Error != nil || w.Turns != 0 {
-			return errors.New("read a run result: a running run carries no value, no error and 0 turns")
+		if w.Value != nil || w.Error != nil || w.Turns != 0 || w.Tokens != (wireTokens{}) {
+			return errors.New("read a run result: a running run carries no value, no error, 0 turns and 0 tokens")
 		}
 	default:
 		return fmt.Errorf("read a run result: status %q is not running, completed or failed", w.Status)
 	}
 	out.RunID, out.Prompt, out.Status = w.RunID, w.Prompt, w.Status
 	out.Turns, out.ElapsedMS = w.Turns, w.ElapsedMS
+	out.Tokens = runs.Tokens{Prompt: w.Tokens.Prompt, Completion: w.Tokens.Completion}
 	*r = out
 	return nil
 }

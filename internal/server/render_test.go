@@ -13,6 +13,12 @@ import (
 // id32 is a run id of the shape runs.NewRunID mints.
 const id32 = "0123456789abcdef0123456789abcdef"
 
+// spent is r with the tokens a run reported.
+func spent(r runs.Result, prompt, completion uint64) runs.Result {
+	r.Tokens = runs.Tokens{Prompt: prompt, Completion: completion}
+	return r
+}
+
 func TestResultWireObjects(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -21,28 +27,28 @@ func TestResultWireObjects(t *testing.T) {
 	}{
 		{
 			name:   "completed carries the value and a null error",
-			result: runs.Completed(id32, "speak", "hello <world> & more", 2, 40*time.Millisecond),
-			want:   `{"elapsed_ms":40,"error":null,"prompt":"speak","run_id":"0123456789abcdef0123456789abcdef","status":"completed","turns":2,"value":"hello <world> & more"}`,
+			result: spent(runs.Completed(id32, "speak", "hello <world> & more", 2, 40*time.Millisecond), 40, 12),
+			want:   `{"elapsed_ms":40,"error":null,"prompt":"speak","run_id":"0123456789abcdef0123456789abcdef","status":"completed","tokens":{"completion":12,"prompt":40},"turns":2,"value":"hello <world> & more"}`,
 		},
 		{
 			name:   "completed with an empty value is still a string",
 			result: runs.Completed(id32, "speak", "", 0, 0),
-			want:   `{"elapsed_ms":0,"error":null,"prompt":"speak","run_id":"0123456789abcdef0123456789abcdef","status":"completed","turns":0,"value":""}`,
+			want:   `{"elapsed_ms":0,"error":null,"prompt":"speak","run_id":"0123456789abcdef0123456789abcdef","status":"completed","tokens":{"completion":0,"prompt":0},"turns":0,"value":""}`,
 		},
 		{
-			name:   "failed carries the error and a null value",
-			result: runs.Failed(id32, "speak", "model turn failed", 1, 1500*time.Millisecond),
-			want:   `{"elapsed_ms":1500,"error":"model turn failed","prompt":"speak","run_id":"0123456789abcdef0123456789abcdef","status":"failed","turns":1,"value":null}`,
+			name:   "failed carries the error, a null value and the tokens it spent",
+			result: spent(runs.Failed(id32, "speak", "model turn failed", 1, 1500*time.Millisecond), 9412, 0),
+			want:   `{"elapsed_ms":1500,"error":"model turn failed","prompt":"speak","run_id":"0123456789abcdef0123456789abcdef","status":"failed","tokens":{"completion":0,"prompt":9412},"turns":1,"value":null}`,
 		},
 		{
-			name:   "running carries neither, and 0 turns",
+			name:   "running carries neither, and 0 turns and tokens",
 			result: runs.Running(id32, "speak", 50*time.Millisecond),
-			want:   `{"elapsed_ms":50,"error":null,"prompt":"speak","run_id":"0123456789abcdef0123456789abcdef","status":"running","turns":0,"value":null}`,
+			want:   `{"elapsed_ms":50,"error":null,"prompt":"speak","run_id":"0123456789abcdef0123456789abcdef","status":"running","tokens":{"completion":0,"prompt":0},"turns":0,"value":null}`,
 		},
 		{
 			name:   "running hides stray fields set by hand",
-			result: runs.Result{RunID: id32, Prompt: "speak", Status: runs.StatusRunning, Value: "x", Error: "y", Turns: 3, ElapsedMS: 7},
-			want:   `{"elapsed_ms":7,"error":null,"prompt":"speak","run_id":"0123456789abcdef0123456789abcdef","status":"running","turns":0,"value":null}`,
+			result: runs.Result{RunID: id32, Prompt: "speak", Status: runs.StatusRunning, Value: "x", Error: "y", Turns: 3, ElapsedMS: 7, Tokens: runs.Tokens{Prompt: 1, Completion: 2}},
+			want:   `{"elapsed_ms":7,"error":null,"prompt":"speak","run_id":"0123456789abcdef0123456789abcdef","status":"running","tokens":{"completion":0,"prompt":0},"turns":0,"value":null}`,
 		},
 	}
 	for _, tt := range tests {
@@ -70,8 +76,8 @@ func TestResultWireObjects(t *testing.T) {
 			if !reflect.DeepEqual(fromMarshal, fromWant) {
 				t.Errorf("json.Marshal = %s, want the same object as %s", got, tt.want)
 			}
-			if len(fromMarshal) != 7 {
-				t.Errorf("wire object has %d keys, want 7: %s", len(fromMarshal), got)
+			if len(fromMarshal) != 8 {
+				t.Errorf("wire object has %d keys, want 8: %s", len(fromMarshal), got)
 			}
 		})
 	}
@@ -88,8 +94,8 @@ func TestResultMarshalRefusesUnknownStatus(t *testing.T) {
 
 func TestResultRoundTrip(t *testing.T) {
 	for _, r := range []runs.Result{
-		runs.Completed(id32, "p", "v", 2, 40*time.Millisecond),
-		runs.Failed(id32, "p", "boom", 1, time.Second),
+		spent(runs.Completed(id32, "p", "v", 2, 40*time.Millisecond), 40, 12),
+		spent(runs.Failed(id32, "p", "boom", 1, time.Second), 5, 0),
 		runs.Running(id32, "p", 7200*time.Second),
 	} {
 		data, err := record(r).MarshalJSON()
@@ -115,6 +121,8 @@ func TestResultUnmarshalRefusesImpossibleObjects(t *testing.T) {
 		`{"elapsed_ms":0,"error":null,"prompt":"p","run_id":"x","status":"running","turns":2,"value":null}`,
 		`{"elapsed_ms":0,"error":null,"prompt":"p","run_id":"x","status":"paused","turns":0,"value":null}`,
 		`{"elapsed_ms":0,"error":null,"prompt":"p","run_id":"x","status":"running","turns":0,"value":null,"extra":1}`,
+		`{"elapsed_ms":0,"error":null,"prompt":"p","run_id":"x","status":"running","tokens":{"completion":0,"prompt":3},"turns":0,"value":null}`,
+		`{"elapsed_ms":0,"error":null,"prompt":"p","run_id":"x","status":"completed","tokens":{"completion":0,"prompt":3,"total":3},"turns":0,"value":"v"}`,
 	} {
 		var r record
 		if err := json.Unmarshal([]byte(bad), &r); err == nil {

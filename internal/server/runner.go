@@ -10,6 +10,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/engine"
+	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/humantime"
 	"github.com/promptforge-go/promptforge/internal/prompt"
 	"github.com/promptforge-go/promptforge/internal/runs"
@@ -179,14 +180,20 @@ func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progres
 			Tools:     s.tools,
 			Observer:  engine.Observers(s.observer, obs),
 		})
-		// The engine counts the turns, failed runs included; nothing here
-		// counts them again.
-		turns := uint32(res.Turns)
+		// The engine counts the turns and sums the tokens, failed runs
+		// included; nothing here counts them again.
+		turns, tokens := uint32(res.Turns), runTokens(res.Tokens)
 		if err != nil {
-			return runs.Outcome{Err: err, Turns: turns}
+			return runs.Outcome{Err: err, Turns: turns, Tokens: tokens}
 		}
-		return runs.Outcome{Value: extractOutput(st, p, res.Value, r), Turns: turns}
+		return runs.Outcome{Value: extractOutput(st, p, res.Value, r), Turns: turns, Tokens: tokens}
 	}
+}
+
+// runTokens is the engine's token usage as the registry records it. The
+// gateway reads no negative count; the clamp keeps that true here too.
+func runTokens(u gateway.Usage) runs.Tokens {
+	return runs.Tokens{Prompt: uint64(max(u.PromptTokens, 0)), Completion: uint64(max(u.CompletionTokens, 0))}
 }
 
 // seedStore places the caller's input at the prompt's declared input

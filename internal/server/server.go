@@ -139,11 +139,11 @@ func New(opts Options) (*Server, error) {
 		version = "0.0.0"
 	}
 	s := &Server{
-		catalog:   opts.Catalog,
-		runs:      reg,
-		client:    client,
-		models:    opts.Models,
-		tools:     opts.Tools,
+		catalog: opts.Catalog,
+		runs:    reg,
+		client:  client,
+		models:  opts.Models,
+		tools:   opts.Tools,
 		files: fileAccess{
 			roots:     fileRoots(opts.FileRoots),
 			secret:    opts.ConfigFiles,

@@ -136,9 +136,13 @@ const (
 		`"status":{"type":"string","enum":["running","completed","failed"]},` +
 		`"value":{"type":["string","null"]},` +
 		`"turns":{"type":"integer","minimum":0},` +
+		`"tokens":{"type":"object","description":"Tokens the run's model replies reported spending, summed over every turn (0 when the model server reports none; 0 while running).","properties":{` +
+		`"prompt":{"type":"integer","minimum":0},` +
+		`"completion":{"type":"integer","minimum":0}` +
+		`},"required":["prompt","completion"],"additionalProperties":false},` +
 		`"elapsed_ms":{"type":"integer","minimum":0},` +
 		`"error":{"type":["string","null"]}` +
-		`},"required":["run_id","prompt","status","value","turns","elapsed_ms","error"],"additionalProperties":false}`
+		`},"required":["run_id","prompt","status","value","turns","tokens","elapsed_ms","error"],"additionalProperties":false}`
 
 	needPromptOutput = `{"type":"object","properties":{` +
 		`"prompts":{"type":"array","maxItems":3,"items":{"type":"object","properties":{` +
