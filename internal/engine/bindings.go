@@ -160,7 +160,7 @@ func (b *bindings) needTool(ctx context.Context, alias, description string, over
 	case match.Ambiguous:
 		return luavm.ToolHandle{}, b.record(bindingErr("ambiguous tools match capability %q: %s; describe the capability more precisely", description, quoteIDs(ids())))
 	default:
-		return luavm.ToolHandle{}, b.record(bindingErr("no tool matches capability %q; enable a tool that provides it or describe it the way the tool does", description))
+		return luavm.ToolHandle{}, b.record(&Error{Kind: KindBinding, Err: noMatch(fmt.Sprintf("no tool matches capability %q; enable a tool that provides it or describe it the way the tool does", description))})
 	}
 	index := dec.Members[0]
 	if other, taken := b.byIndex[index]; taken {
@@ -233,7 +233,7 @@ func (b *bindings) needModel(ctx context.Context, alias, description string, opt
 		cands = append(cands, m)
 	}
 	absent := func() error {
-		return b.record(bindingErr("no model matches capability %q; check the gateway's catalog and the need's context/thinking options", description))
+		return b.record(&Error{Kind: KindBinding, Err: noMatch(fmt.Sprintf("no model matches capability %q; check the gateway's catalog and the need's context/thinking options", description))})
 	}
 	if len(cands) == 0 {
 		return nil, absent()

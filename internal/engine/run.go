@@ -39,6 +39,9 @@ type run struct {
 	debugMu sync.Mutex
 
 	bind bindings
+
+	// probed, set only by Probe, collects every need the H1 declares.
+	probed *[]ProbedNeed
 }
 
 // Run executes a parsed prompt with args over st (nil: a fresh store). It
