@@ -194,17 +194,18 @@ func TestASignalDuringBootExitsZero(t *testing.T) {
 	}
 }
 
-// The shipped example catalog resolves as its comments promise: run from
-// the repository root, where [paths].prompts = "examples/prompts" points.
+// The shipped example catalog resolves as its comments promise. It is run
+// from the config's directory, where [paths].prompts = "prompts" is found
+// whether relative paths are read from there or from the working directory.
 func TestCheckTheShippedExample(t *testing.T) {
-	t.Chdir("../..")
-	code, out, errOut := call(t, nil, "check", "--offline", "examples/prompts.toml")
+	t.Chdir("../../examples")
+	code, out, errOut := call(t, nil, "check", "--offline", "prompts.toml")
 	if code != exitOK {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errOut)
 	}
 	// research_person is disabled in the example until a PromptForge
 	// gateway serves web_search.
-	want := "examples/prompts.toml: 5 prompt(s) resolve: digest, release_notes, summarize, text_stats, unit_convert\n"
+	want := "prompts.toml: 5 prompt(s) resolve: digest, release_notes, summarize, text_stats, unit_convert\n"
 	if !strings.HasPrefix(out, want) {
 		t.Fatalf("stdout = %q, want it to start with %q", out, want)
 	}

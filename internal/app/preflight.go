@@ -38,8 +38,19 @@ func preflight(ctx context.Context, plan envPlan, cat *catalog.Catalog, w io.Wri
 	for _, m := range served.Models {
 		fmt.Fprintf(w, "  %s: %s\n", m.ID, m.Description)
 	}
+	// An id [models] describes that the server does not list is usual
+	// (the example describes the common Ollama models, of which a user
+	// pulls one or two): one line names them all.
+	var unserved []string
 	for _, s := range served.Skipped {
+		if o, ok := plan.overrides[s.ID]; ok && o.Description != "" && o.Context != 0 && o.Thinking != "" {
+			unserved = append(unserved, s.ID)
+			continue
+		}
 		fmt.Fprintf(w, "  left out: %s: %s\n", s.ID, s.Reason)
+	}
+	if len(unserved) > 0 {
+		fmt.Fprintf(w, "  described in [models] but not served: %s\n", strings.Join(unserved, ", "))
 	}
 
 	// The live tools as serve builds them (web_fetch, web_search), so

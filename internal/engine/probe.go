@@ -123,7 +123,11 @@ func Probe(ctx context.Context, p *prompt.Prompt, cfg Options) ProbeResult {
 		if errors.As(err, &e) && e.Kind == KindBinding && res.Failed() != nil {
 			return res
 		}
-		res.Unchecked = classify(err)
+		var ge *gateway.Error
+		if errors.As(err, &ge) && ge.Kind == gateway.KindDisabled {
+			err = errors.New("the H1 makes a model call, which a probe does not make; needs declared after it are not checked")
+		}
+		res.Unchecked = err
 	}
 	return res
 }
