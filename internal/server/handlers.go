@@ -108,7 +108,8 @@ func (s *Server) listPrompts(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	if err != nil {
 		return nil, err
 	}
-	cat := s.catalog.Current().Catalog()
+	gen := s.catalog.Current()
+	cat := gen.Catalog()
 	out := listing{Prompts: make([]listingEntry, 0, min(listPageSize, max(0, cat.Len()-offset)))}
 	for _, e := range cat.Page(offset, listPageSize) {
 		le := listingEntry{Name: e.Name(), Description: e.Description()}
@@ -117,6 +118,9 @@ func (s *Server) listPrompts(ctx context.Context, req *mcp.CallToolRequest) (*mc
 			le.Problem = &problem
 		} else if p := e.Prompt(); p != nil {
 			le.Input, le.Output = declOf(p.Frontmatter.Input), declOf(p.Frontmatter.Output)
+			if problem := s.problems.problem(ctx, gen, s.models, s.tools, e); problem != "" {
+				le.Problem = &problem
+			}
 		}
 		out.Prompts = append(out.Prompts, le)
 	}
