@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -55,12 +56,16 @@ func TestCheckPreflight(t *testing.T) {
 		"greet.md": fmt.Sprintf(prose, "greet", "greet", `models.default("writer", "A general assistant model")`, ""),
 		"chat.md":  fmt.Sprintf(prose, "chat", "chat", `models.default("writer", "A general assistant model")`, "Say hello first.\n"),
 	}
+	files["fetch.md"] = fmt.Sprintf(prose, "fetch", "fetch", `tools.need("page", "Fetch a web page and return its main content as markdown.")`, "")
 	path := writeConfig(t, `api_key = "k"`, g.URL(), g.APIKey(), files)
+	// Tool needs bind against the live tools [tools] enables, as in serve.
+	appendFile(t, path, "[tools]\nweb_fetch = true\n")
 
 	code, out, errOut := call(t, nil, "check", path)
 	for _, want := range []string{
 		"1 model(s) for binding", "test-model: A general assistant model for tests",
 		`greet model "writer" test-model`,
+		`fetch tool "page" promptforge/web_fetch`,
 		"echo - no model or tool needs",
 		"cannot check statically: the H1 makes a model call",
 	} {
@@ -123,4 +128,18 @@ func squash(s string) string {
 		lines[i] = strings.Join(strings.Fields(l), " ")
 	}
 	return strings.Join(lines, "\n")
+}
+
+func appendFile(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
