@@ -85,7 +85,7 @@ func (p ProbeResult) Problem() string {
 	case n.Kind == NeedTool:
 		return head + "no live tool matches; enable one that provides it under [tools] in prompts.toml"
 	case p.models == 0:
-		return head + `no model is available to bind: the model server lists none, or none is described; pull or load one (Ollama: ollama pull llama3.2) and describe it in [models."<id>"] of prompts.toml`
+		return head + `no model is available to bind: the model server could not be reached, lists none, or lists none described; start it, pull or load a model (Ollama: ollama pull llama3.2) and describe it in [models."<id>"] of prompts.toml`
 	}
 	return head + `no served model matches; describe one in [models."<id>"] of prompts.toml (or relax the need's context/thinking options)`
 }

@@ -119,7 +119,9 @@ func (s *Server) listPrompts(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		} else if p := e.Prompt(); p != nil {
 			le.Input, le.Output = declOf(p.Frontmatter.Input), declOf(p.Frontmatter.Output)
 			if problem := s.problems.problem(ctx, gen, s.models, s.tools, e); problem != "" {
-				le.Problem = &problem
+				// A copy, so that only a listed problem is allocated.
+				listed := problem
+				le.Problem = &listed
 			}
 		}
 		out.Prompts = append(out.Prompts, le)

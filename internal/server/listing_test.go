@@ -308,3 +308,21 @@ func TestListPromptsShowsABindingProblem(t *testing.T) {
 		t.Fatalf("problems %q", got)
 	}
 }
+
+// Binding problems are probed for the page listed, not for the catalog.
+func TestListPromptsProbesOnlyThePageListed(t *testing.T) {
+	files := map[string]string{}
+	for i := range listPageSize + 20 {
+		name := fmt.Sprintf("p%03d", i)
+		files[name+".md"] = luaPrompt(name, "Return one.", "return 1")
+	}
+	h := newHarness(t, fixture{prompts: files})
+	l := h.list("")
+	if n := len(h.srv.problems.found); n != listPageSize || l.NextCursor == nil {
+		t.Fatalf("%d prompts probed for the first page of %d", n, listPageSize)
+	}
+	h.list(*l.NextCursor)
+	if n := len(h.srv.problems.found); n != listPageSize+20 {
+		t.Fatalf("%d prompts probed after both pages", n)
+	}
+}
