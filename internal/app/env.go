@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/promptforge-go/promptforge/internal/config"
 	"github.com/promptforge-go/promptforge/internal/gateway"
@@ -184,9 +185,28 @@ func fetchModels(ctx context.Context, client *gateway.Client, overrides map[stri
 	if strict {
 		return cat.Models, nil
 	}
-	for _, s := range cat.Skipped {
+	unserved, skipped := splitSkipped(cat.Skipped, overrides)
+	for _, s := range skipped {
 		logger.Warn("a model is left out of capability binding", "model", s.ID, "reason", s.Reason)
+	}
+	if len(unserved) > 0 {
+		logger.Info("[models] describes models the gateway does not serve; they are not bound until it does", "models", strings.Join(unserved, ", "))
 	}
 	logger.Info("the gateway serves models for binding", "models", len(cat.Models))
 	return cat.Models, nil
+}
+
+// splitSkipped separates, among the models the catalog left out, the ids a
+// complete [models."<id>"] table describes but the gateway does not serve
+// (usual: the example describes the common Ollama models, of which a user
+// pulls one or two) from the rest, each of which needs the operator.
+func splitSkipped(skipped []gateway.SkippedModel, overrides map[string]gateway.ModelOverride) (unserved []string, rest []gateway.SkippedModel) {
+	for _, s := range skipped {
+		if o, ok := overrides[s.ID]; ok && o.Description != "" && o.Context != 0 && o.Thinking != "" {
+			unserved = append(unserved, s.ID)
+			continue
+		}
+		rest = append(rest, s)
+	}
+	return unserved, rest
 }

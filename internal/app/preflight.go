@@ -41,12 +41,8 @@ func preflight(ctx context.Context, plan envPlan, cat *catalog.Catalog, w io.Wri
 	// An id [models] describes that the server does not list is usual
 	// (the example describes the common Ollama models, of which a user
 	// pulls one or two): one line names them all.
-	var unserved []string
-	for _, s := range served.Skipped {
-		if o, ok := plan.overrides[s.ID]; ok && o.Description != "" && o.Context != 0 && o.Thinking != "" {
-			unserved = append(unserved, s.ID)
-			continue
-		}
+	unserved, skipped := splitSkipped(served.Skipped, plan.overrides)
+	for _, s := range skipped {
 		fmt.Fprintf(w, "  left out: %s: %s\n", s.ID, s.Reason)
 	}
 	if len(unserved) > 0 {
