@@ -8,8 +8,9 @@ import (
 )
 
 // cmdCheck loads prompts.toml and resolves its catalog the way serve
-// would at boot, without contacting the gateway or binding anything, and
-// prints every fault at once so an operator fixes them in one round.
+// would at boot, printing every fault at once so an operator fixes them in
+// one round; then, unless --offline, it contacts the model server and
+// binds every prompt's needs against what it serves (app.Check).
 func cmdCheck(ctx context.Context, argv []string, stdout, stderr io.Writer, lookup env) int {
 	f, err := parseConfigFlags("check", argv, false)
 	// Unlike serve, check defaults to warn: its stdout is the verdict, and
@@ -19,7 +20,7 @@ func cmdCheck(ctx context.Context, argv []string, stdout, stderr io.Writer, look
 	if logger == nil {
 		return code
 	}
-	err = app.Check(ctx, app.CheckOptions{ConfigPath: f.configPath, Logger: logger, LookupEnv: lookup, Stdout: stdout})
+	err = app.Check(ctx, app.CheckOptions{ConfigPath: f.configPath, Logger: logger, LookupEnv: lookup, Stdout: stdout, Offline: f.offline})
 	if err != nil {
 		app.WriteReport(stderr, err)
 		return exitFailure

@@ -28,13 +28,18 @@ var version = "0.1.0-dev"
 const usageText = `usage:
   promptforge-mcp-server serve [--stdio] [--log-level L] <prompts.toml>
   promptforge-mcp-server run [--config prompts.toml] [--input F] [--output F] <prompt.md | name> [args]
-  promptforge-mcp-server check [--log-level L] <prompts.toml>
+  promptforge-mcp-server check [--offline] [--log-level L] <prompts.toml>
   promptforge-mcp-server version | --help
 
 run executes one prompt once: a file path (ending in .md) or, with --config,
 a catalog name. The value goes to stdout; progress and logs go to stderr.
 Without --config the gateway comes from PROMPTFORGE_GATEWAY_URL and
 PROMPTFORGE_GATEWAY_API_KEY; a prompt that never calls a model needs neither.
+
+check resolves the config and the catalog, then contacts the model server
+and shows which served model each prompt's needs bind to; it fails on a
+URL that answers 404 (missing /v1), a refused key, or a need that binds to
+nothing. --offline skips the model server.
 `
 
 func main() {

@@ -13,6 +13,7 @@ import (
 // serveFlags is the parsed command line of "serve".
 type serveFlags struct {
 	stdio      bool
+	offline    bool // check only
 	logLevel   string
 	configPath string
 }
@@ -46,6 +47,11 @@ func parseConfigFlags(cmd string, args []string, withStdio bool) (serveFlags, er
 				return f, usageError{"--stdio takes no value"}
 			}
 			f.stdio = true
+		case name == "--offline" && cmd == "check":
+			if hasVal {
+				return f, usageError{"--offline takes no value"}
+			}
+			f.offline = true
 		case name == "--log-level":
 			if !hasVal {
 				if i+1 >= len(args) {

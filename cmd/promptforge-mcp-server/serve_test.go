@@ -131,7 +131,7 @@ func TestServeStdioThroughMain(t *testing.T) {
 
 func TestCheck(t *testing.T) {
 	good := writeConfig(t, "", "", "", map[string]string{"echo.md": promptText("echo", "return args"), "greet.md": promptText("greet", "return 1")})
-	code, out, errOut := call(t, nil, "check", good)
+	code, out, errOut := call(t, nil, "check", "--offline", good)
 	if code != exitOK || !strings.Contains(out, "2 prompt(s) resolve: echo, greet") || !strings.Contains(out, "[server].api_key is required") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
@@ -197,14 +197,14 @@ func TestASignalDuringBootExitsZero(t *testing.T) {
 // The shipped example catalog resolves as its comments promise: its
 // [paths].prompts = "prompts" is read from examples/, beside the file.
 func TestCheckTheShippedExample(t *testing.T) {
-	t.Chdir("../..")
-	code, out, errOut := call(t, nil, "check", "examples/prompts.toml")
+	t.Chdir("../../examples")
+	code, out, errOut := call(t, nil, "check", "--offline", "prompts.toml")
 	if code != exitOK {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errOut)
 	}
 	// research_person is disabled in the example until a PromptForge
 	// gateway serves web_search.
-	want := "examples/prompts.toml: 5 prompt(s) resolve: digest, release_notes, summarize, text_stats, unit_convert\n"
+	want := "prompts.toml: 5 prompt(s) resolve: digest, release_notes, summarize, text_stats, unit_convert\n"
 	if !strings.HasPrefix(out, want) {
 		t.Fatalf("stdout = %q, want it to start with %q", out, want)
 	}
@@ -241,16 +241,16 @@ func TestCheckFlags(t *testing.T) {
 		code    int
 		stderr  string // substring; "" means stderr must be empty
 	}{
-		{"default level is quiet", []string{"check", path}, nil, exitOK, ""},
-		{"default level shows warnings", []string{"check", noisy}, nil, exitOK, "level=WARN msg=\"ignoring env file that did not parse\""},
-		{"--log-level error hides warnings", []string{"check", "--log-level", "error", noisy}, nil, exitOK, ""},
-		{"PROMPTFORGE_LOG=error hides warnings", []string{"check", noisy}, map[string]string{"PROMPTFORGE_LOG": "error"}, exitOK, ""},
-		{"--log-level debug is honoured", []string{"check", "--log-level", "debug", path}, nil, exitOK, "level=DEBUG"},
-		{"--log-level= form", []string{"check", "--log-level=debug", path}, nil, exitOK, "level=DEBUG"},
-		{"PROMPTFORGE_LOG is honoured", []string{"check", path}, map[string]string{"PROMPTFORGE_LOG": "debug"}, exitOK, "level=DEBUG"},
-		{"the flag wins over the environment", []string{"check", "--log-level", "error", path}, map[string]string{"PROMPTFORGE_LOG": "debug"}, exitOK, ""},
-		{"-- before a dash-led path", []string{"check", "--", "./-odd.toml"}, nil, exitOK, ""},
-		{"-- then a bare dash-led name", []string{"check", "--", "-odd.toml"}, nil, exitOK, ""},
+		{"default level is quiet", []string{"check", "--offline", path}, nil, exitOK, ""},
+		{"default level shows warnings", []string{"check", "--offline", noisy}, nil, exitOK, "level=WARN msg=\"ignoring env file that did not parse\""},
+		{"--log-level error hides warnings", []string{"check", "--offline", "--log-level", "error", noisy}, nil, exitOK, ""},
+		{"PROMPTFORGE_LOG=error hides warnings", []string{"check", "--offline", noisy}, map[string]string{"PROMPTFORGE_LOG": "error"}, exitOK, ""},
+		{"--log-level debug is honoured", []string{"check", "--offline", "--log-level", "debug", path}, nil, exitOK, "level=DEBUG"},
+		{"--log-level= form", []string{"check", "--offline", "--log-level=debug", path}, nil, exitOK, "level=DEBUG"},
+		{"PROMPTFORGE_LOG is honoured", []string{"check", "--offline", path}, map[string]string{"PROMPTFORGE_LOG": "debug"}, exitOK, "level=DEBUG"},
+		{"the flag wins over the environment", []string{"check", "--offline", "--log-level", "error", path}, map[string]string{"PROMPTFORGE_LOG": "debug"}, exitOK, ""},
+		{"-- before a dash-led path", []string{"check", "--offline", "--", "./-odd.toml"}, nil, exitOK, ""},
+		{"-- then a bare dash-led name", []string{"check", "--offline", "--", "-odd.toml"}, nil, exitOK, ""},
 		{"a dash-led path without --", []string{"check", "-odd.toml"}, nil, exitUsage, "unknown flag \"-odd.toml\" for check"},
 		{"--stdio is serve's", []string{"check", "--stdio", path}, nil, exitUsage, "unknown flag \"--stdio\" for check"},
 		{"a bad level", []string{"check", "--log-level", "loud", path}, nil, exitUsage, "log level \"loud\""},

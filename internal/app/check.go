@@ -21,15 +21,26 @@ type CheckOptions struct {
 	LookupEnv func(string) (string, bool)
 	// Stdout receives the verdict.
 	Stdout io.Writer
+	// Offline skips the preflight: the gateway is not contacted and no
+	// prompt's needs are bound.
+	Offline bool
 }
 
+// StepPreflight is the step of a check that contacts the model server and
+// binds every prompt's needs against what it serves.
+const StepPreflight = "check the model server and the prompts' needs"
+
 // Check loads prompts.toml, resolves its catalog the way Boot would and
-// plans the environment, without contacting the gateway or binding
-// anything. It writes the verdict to Stdout: the prompts that resolve,
-// then a note for each HTTP-only setting serving over HTTP would refuse.
-// A failure is a *StepError naming the step Boot would fail in; its
-// catalog fault lists every fault at once, so an operator fixes them in
-// one round.
+// plans the environment. It writes the verdict to Stdout: the prompts that
+// resolve, then a note for each HTTP-only setting serving over HTTP would
+// refuse. A failure is a *StepError naming the step Boot would fail in;
+// its catalog fault lists every fault at once, so an operator fixes them
+// in one round.
+//
+// Unless Offline, it then runs the preflight (see preflight): the things
+// serve only discovers once a caller is waiting (a URL without /v1, a key
+// the server refuses, a prompt whose model need binds to nothing) fail the
+// check here instead.
 func Check(ctx context.Context, o CheckOptions) error {
 	logger := o.Logger
 	if logger == nil {
@@ -47,7 +58,8 @@ func Check(ctx context.Context, o CheckOptions) error {
 	if err != nil {
 		return step(StepResolve, err)
 	}
-	if _, err := planConfig(cfg); err != nil {
+	plan, err := planConfig(cfg)
+	if err != nil {
 		return step(StepPrepareTools, err)
 	}
 	var problems []error
@@ -66,6 +78,12 @@ func Check(ctx context.Context, o CheckOptions) error {
 	for _, p := range problems {
 		// Not faults of the catalog: stdio serves without them.
 		fmt.Fprintf(o.Stdout, "note: serving over http would fail: %v\n", p)
+	}
+	if o.Offline {
+		return nil
+	}
+	if err := preflight(ctx, plan, cat, o.Stdout); err != nil {
+		return step(StepPreflight, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/promptforge-go/promptforge/internal/config"
 	"github.com/promptforge-go/promptforge/internal/gateway"
@@ -213,6 +214,7 @@ func (p envPlan) fetchModels(ctx context.Context, client *gateway.Client, m *ser
 func modelFetch(client *gateway.Client, overrides map[string]gateway.ModelOverride, logger *slog.Logger) func(context.Context) (gateway.Catalog, error) {
 	said := map[gateway.SkippedModel]bool{}
 	saidUnmatched := map[gateway.UnmatchedOverride]bool{}
+	saidUnserved := ""
 	return func(ctx context.Context) (gateway.Catalog, error) {
 		cat, err := client.Models(ctx, overrides)
 		if err != nil {
@@ -224,12 +226,31 @@ func modelFetch(client *gateway.Client, overrides map[string]gateway.ModelOverri
 				logger.Warn("a model is left out of capability binding", "model", s.ID, "reason", s.Reason)
 			}
 		}
-		for _, u := range cat.Unmatched {
+		misnamed := gateway.Misnamed(cat.Unmatched)
+		for _, u := range misnamed {
 			if !saidUnmatched[u] {
 				saidUnmatched[u] = true
 				logger.Warn("a [models] table matches no served model and has no effect", "model", u.ID, "closest", u.Closest, "fix", u.Problem())
 			}
 		}
+		// Tables for models nobody pulled are usual (the example describes
+		// several common ones): one info line names them, once.
+		if unserved := unservedIDs(cat.Unmatched); unserved != "" && unserved != saidUnserved {
+			saidUnserved = unserved
+			logger.Info("[models] describes models the gateway does not serve; they are not bound until it does", "models", unserved)
+		}
 		return cat, nil
 	}
+}
+
+// unservedIDs lists, comma-separated, the [models] ids the server does not
+// serve and that resemble none it does ("" when there are none).
+func unservedIDs(us []gateway.UnmatchedOverride) string {
+	var ids []string
+	for _, u := range us {
+		if u.Closest == "" {
+			ids = append(ids, u.ID)
+		}
+	}
+	return strings.Join(ids, ", ")
 }

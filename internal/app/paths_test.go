@@ -45,7 +45,7 @@ func TestRelativePathsFollowTheConfigFile(t *testing.T) {
 
 	t.Run("check", func(t *testing.T) {
 		var out bytes.Buffer
-		if err := Check(context.Background(), CheckOptions{ConfigPath: relPath, Stdout: &out}); err != nil {
+		if err := Check(context.Background(), CheckOptions{ConfigPath: relPath, Stdout: &out, Offline: true}); err != nil {
 			t.Fatalf("Check: %v", err)
 		}
 		if !strings.Contains(out.String(), "2 prompt(s) resolve: echo, greet") {

@@ -1023,7 +1023,7 @@ func decodeLog(t *testing.T, b []byte) map[string]any {
 
 func TestFullReferenceConfig(t *testing.T) {
 	path := filepath.Join("testdata", "full.toml")
-	env := map[string]string{"PROMPTFORGE_MCP_SERVER_API_KEY": "server-token", "PROMPTFORGE_GATEWAY_API_KEY": "gateway-token"}
+	env := map[string]string{"PROMPTFORGE_MCP_API_KEY": "server-token", "PROMPTFORGE_GATEWAY_API_KEY": "gateway-token"}
 	cfg, err := Loader{LookupEnv: vars(env)}.Load(path)
 	if err != nil {
 		t.Fatal(err)

@@ -161,7 +161,7 @@ func (b *bindings) needTool(ctx context.Context, alias, description string, over
 	case match.Ambiguous:
 		return luavm.ToolHandle{}, b.record(bindingErr("ambiguous tools match capability %q: %s; describe the capability more precisely", description, quoteIDs(ids())))
 	default:
-		return luavm.ToolHandle{}, b.record(bindingErr("no tool matches capability %q; enable a tool that provides it or describe it the way the tool does", description))
+		return luavm.ToolHandle{}, b.record(&Error{Kind: KindBinding, Err: noMatch(fmt.Sprintf("no tool matches capability %q; enable a tool that provides it or describe it the way the tool does", description))})
 	}
 	index := dec.Members[0]
 	if other, taken := b.byIndex[index]; taken {
@@ -313,10 +313,10 @@ func (b *bindings) noModel(description string) error {
 		return bindingErr("no model matches capability %q among the %d models last listed; check the need's context/thinking options (the list may be out of date: %w)", description, len(b.r.models.Models), problem)
 	}
 	msg := fmt.Sprintf("no model matches capability %q; check the gateway's catalog and the need's context/thinking options", description)
-	for _, u := range b.r.models.Unmatched {
+	for _, u := range gateway.Misnamed(b.r.models.Unmatched) {
 		msg += "; " + u.Problem()
 	}
-	return bindingErr("%s", msg)
+	return &Error{Kind: KindBinding, Err: noMatch(msg)}
 }
 
 func (b *bindings) defaultModel(ctx context.Context, alias string, description *string, opts *luavm.ModelOpts) (*modelBinding, error) {

@@ -4,7 +4,9 @@
 // jump and child walks, execute chains, off-walk sections, visible sets,
 // the nesting cap), each section's block lifecycle, prose turned into chat
 // messages, the tool loop, template resolution, observations, turn
-// counting and the error kinds hosts act on.
+// counting and the error kinds hosts act on. [Probe] runs the H1 pass
+// alone, contacting nothing, to learn what each declared need binds to
+// (check's preflight, list_prompts' binding problems).
 //
 // It owns run-wide state (bindings, the untrusted-content nonce, the id
 // counter) and implements luavm.Host so that Lua can reach it; the Lua VM

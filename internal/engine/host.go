@@ -43,7 +43,9 @@ var noteDetails = map[luavm.Note]Detail{
 // methods below are only reached from the phase they belong to.
 
 func (u *unit) NeedTool(ctx context.Context, alias, description string, override *string) (luavm.ToolHandle, error) {
-	return u.r.bind.needTool(ctx, alias, description, override)
+	h, err := u.r.bind.needTool(ctx, alias, description, override)
+	u.r.noteNeed(ProbedNeed{Kind: NeedTool, Alias: alias, Description: description, Bound: u.r.bind.toolID(alias), Err: err})
+	return h, err
 }
 
 func (u *unit) AlwaysTool(alias string, override *string) error {
@@ -52,6 +54,7 @@ func (u *unit) AlwaysTool(alias string, override *string) error {
 
 func (u *unit) NeedModel(ctx context.Context, alias, description string, opts *luavm.ModelOpts) (luavm.ModelHandle, error) {
 	mb, err := u.r.bind.needModel(ctx, alias, description, opts)
+	u.r.noteNeed(ProbedNeed{Kind: NeedModel, Alias: alias, Description: description, Bound: mb.id(), Err: err})
 	if err != nil {
 		return luavm.ModelHandle{}, err
 	}
@@ -60,6 +63,10 @@ func (u *unit) NeedModel(ctx context.Context, alias, description string, opts *l
 
 func (u *unit) DefaultModel(ctx context.Context, alias string, description *string, opts *luavm.ModelOpts) (luavm.ModelHandle, error) {
 	mb, err := u.r.bind.defaultModel(ctx, alias, description, opts)
+	if description != nil {
+		// Naming an alias models.need declared binds nothing new.
+		u.r.noteNeed(ProbedNeed{Kind: NeedModel, Alias: alias, Description: *description, Default: true, Bound: mb.id(), Err: err})
+	}
 	if err != nil {
 		return luavm.ModelHandle{}, err
 	}

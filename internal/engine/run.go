@@ -50,6 +50,8 @@ type run struct {
 	// bindings.refreshModels). Only the H1 pass reads or writes it.
 	models        modelset.Snapshot
 	modelsRetried bool
+	// probed, set only by Probe, collects every need the H1 declares.
+	probed *[]ProbedNeed
 }
 
 // Run executes a parsed prompt with args over st (nil: a fresh store). It

@@ -139,6 +139,21 @@ func (u UnmatchedOverride) Problem() string {
 	return head + "; the server lists " + strconv.Quote(u.Closest) + ": rename the table to [models." + tomlKey(u.Closest) + "]"
 }
 
+// Misnamed keeps the unmatched overrides that look like a misspelt served
+// id (they have a Closest): those are worth a warning and a mention when a
+// need binds nothing. An override with no served id near it is usual, as
+// when a catalog describes several models of which a user pulled one, and
+// is only listed.
+func Misnamed(us []UnmatchedOverride) []UnmatchedOverride {
+	var out []UnmatchedOverride
+	for _, u := range us {
+		if u.Closest != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
 // Catalog is the result of [Client.Models]: what binding may use, and what it
 // may not, and why.
 type Catalog struct {

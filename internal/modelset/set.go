@@ -403,7 +403,7 @@ func (s *Set) emptyProblem(cat gateway.Catalog) error {
 			msg += fmt.Sprintf(" (and %d more like it)", len(cat.Skipped)-1)
 		}
 	}
-	for _, u := range cat.Unmatched {
+	for _, u := range gateway.Misnamed(cat.Unmatched) {
 		msg += "; " + u.Problem()
 	}
 	return errors.New(msg)

@@ -10,7 +10,10 @@ import (
 	"testing"
 
 	"github.com/promptforge-go/promptforge/internal/catalog"
+	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/jsonwire"
+	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/server/servertest"
 )
 
@@ -30,7 +33,9 @@ func (h *harness) list(cursor string) listed {
 		h.t.Fatalf("list_prompts isError: %+v", res)
 	}
 	text := textOf(h.t, res)
-	body, err := json.Marshal(res.StructuredContent)
+	// The server's own encoder: it does not escape <, > and & as
+	// encoding/json does, and a problem text may hold them.
+	body, err := jsonwire.Marshal(res.StructuredContent)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -55,7 +60,8 @@ func promptNames(l listed) []string {
 }
 
 func TestListPromptsNamesTheCatalogInOrder(t *testing.T) {
-	h := newHarness(t, fixture{})
+	// With a model summarize's need binds to, every prompt is problem-free.
+	h := newHarness(t, fixture{opts: func(o *Options) { o.Models = modelset.Static([]gateway.Model{testModel}) }})
 	l := h.list("")
 	if got := strings.Join(promptNames(l), ","); got != "echo,explode,greet,summarize" {
 		t.Fatalf("names %s", got)
@@ -255,5 +261,69 @@ func TestNoFileRootsRefusesEveryPath(t *testing.T) {
 	res := h.ok(ToolRunPrompt, map[string]any{"prompt": "echo", "input_file": "anything.txt"})
 	if !res.IsError || res.StructuredContent != nil || !strings.Contains(textOf(t, res), "[paths].files") {
 		t.Fatalf("got %+v %q", res, textOf(t, res))
+	}
+}
+
+// A healthy prompt whose model need binds to nothing is listed with that
+// problem and what to do; the probe runs once per prompt per catalog
+// generation and model list, only for the page listed.
+func TestListPromptsShowsABindingProblem(t *testing.T) {
+	writer := "---\nname: %s\ndescription: Write.\npromptforge: 1\n---\n# T\n\n```lua\nmodels.default(\"writer\", \"A model for clear technical prose\"%s)\n```\n\n## A\n\nWrite.\n"
+	models := []gateway.Model{testModel}
+	h := newHarness(t, fixture{
+		prompts: map[string]string{
+			"fits.md":   fmt.Sprintf(writer, "fits", ""),
+			"toobig.md": fmt.Sprintf(writer, "toobig", ", {context = 1000000}"),
+			"chatty.md": "---\nname: chatty\ndescription: Talk first.\npromptforge: 1\n---\n# T\n\nSay hello.\n\n## A\n\nAgain.\n",
+			"echo.md":   luaPrompt("echo", "Echo.", "return args"),
+		},
+		opts: func(o *Options) { o.Models = modelset.Static(models) },
+	})
+	problems := func() map[string]string {
+		out := map[string]string{}
+		for _, p := range h.list("").Prompts {
+			var name string
+			var problem *string
+			json.Unmarshal(p["name"], &name)
+			json.Unmarshal(p["problem"], &problem)
+			if problem != nil {
+				out[name] = *problem
+			}
+		}
+		return out
+	}
+	got := problems()
+	want := `needs a model for "writer" (A model for clear technical prose) but no served model matches; describe one in [models."<id>"]`
+	if len(got) != 1 || !strings.HasPrefix(got["toobig"], want) {
+		t.Fatalf("problems %q", got)
+	}
+	// Cached for this generation and model list: the same answer, and no
+	// new entries.
+	if again := problems(); len(again) != 1 || again["toobig"] != got["toobig"] || len(h.srv.problems.found) != 4 {
+		t.Fatalf("problems %q, cache %q", again, h.srv.problems.found)
+	}
+	// A new model list is probed afresh: with none at all, fits has a
+	// problem too, and the advice is to pull one.
+	h.srv.models = nil
+	if got := problems(); len(got) != 2 || !strings.Contains(got["fits"], "ollama pull") {
+		t.Fatalf("problems %q", got)
+	}
+}
+
+// Binding problems are probed for the page listed, not for the catalog.
+func TestListPromptsProbesOnlyThePageListed(t *testing.T) {
+	files := map[string]string{}
+	for i := range listPageSize + 20 {
+		name := fmt.Sprintf("p%03d", i)
+		files[name+".md"] = luaPrompt(name, "Return one.", "return 1")
+	}
+	h := newHarness(t, fixture{prompts: files})
+	l := h.list("")
+	if n := len(h.srv.problems.found); n != listPageSize || l.NextCursor == nil {
+		t.Fatalf("%d prompts probed for the first page of %d", n, listPageSize)
+	}
+	h.list(*l.NextCursor)
+	if n := len(h.srv.problems.found); n != listPageSize+20 {
+		t.Fatalf("%d prompts probed after both pages", n)
 	}
 }

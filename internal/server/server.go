@@ -91,6 +91,8 @@ type Server struct {
 	publishNeedPrompt bool
 	published         []*mcp.Tool
 	mcp               *mcp.Server
+	// problems holds list_prompts' binding problems (see bindingProblems).
+	problems bindingProblems
 
 	// calls tracks the tools/call handlers in flight for the transports:
 	// every handler is registered through it.

@@ -1,0 +1,58 @@
+package server
+
+import (
+	"context"
+	"sync"
+
+	"github.com/promptforge-go/promptforge/internal/catalog"
+	"github.com/promptforge-go/promptforge/internal/engine"
+	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/tools"
+)
+
+// bindingProblems caches, per catalog generation and model list, the
+// binding problem engine.Probe finds in each healthy prompt list_prompts
+// has shown: a prompt whose model need binds to nothing is listed with
+// that problem before a caller runs it. Only the prompts of the pages
+// actually listed are probed, once each; a new generation or a new model
+// list starts an empty cache.
+type bindingProblems struct {
+	mu     sync.Mutex
+	gen    *catalog.Generation
+	models []gateway.Model
+	found  map[string]string // prompt name → problem ("" for none)
+}
+
+// problem is e's binding problem ("" when it has none, or when the probe
+// could not tell) under gen and models, probing it on first use.
+func (b *bindingProblems) problem(ctx context.Context, gen *catalog.Generation, models []gateway.Model, ts []tools.Tool, e catalog.Entry) string {
+	p := e.Prompt()
+	if p == nil {
+		return ""
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.gen != gen || !sameList(b.models, models) || b.found == nil {
+		b.gen, b.models, b.found = gen, models, map[string]string{}
+	}
+	if problem, ok := b.found[e.Name()]; ok {
+		return problem
+	}
+	// An H1 the probe cannot run to the end (it calls a model) has no
+	// problem to show: the run will say what it meets.
+	problem := engine.Probe(ctx, p, engine.Options{Models: models, Tools: ts}).Problem()
+	if ctx.Err() == nil {
+		// A listing cancelled mid-probe leaves nothing to trust.
+		b.found[e.Name()] = problem
+	}
+	return problem
+}
+
+// sameList reports whether a and b are the same model list (the same
+// backing array and length): a refreshed list is a new slice.
+func sameList(a, b []gateway.Model) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0]
+}
