@@ -16,7 +16,7 @@ import (
 func liveSet(t *testing.T, g *gw) *modelset.Set {
 	t.Helper()
 	set, err := modelset.New(modelset.Options{
-		Fetch: func(ctx context.Context) (gateway.Catalog, error) { return g.client.Models(ctx, nil) },
+		Fetch:    func(ctx context.Context) (gateway.Catalog, error) { return g.client.Models(ctx, nil) },
 		URL:      g.URL(),
 		Interval: time.Nanosecond, Backoff: time.Nanosecond, MaxBackoff: time.Nanosecond,
 	})

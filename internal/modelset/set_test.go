@@ -331,7 +331,7 @@ func TestAServerThatIsDownIsNotReachable(t *testing.T) {
 	}
 	set, err := modelset.New(modelset.Options{
 		Fetch: func(ctx context.Context) (gateway.Catalog, error) { return c.Models(ctx, nil) },
-		URL: g.URL(),
+		URL:   g.URL(),
 	})
 	if err != nil {
 		t.Fatal(err)
