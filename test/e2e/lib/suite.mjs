@@ -31,7 +31,9 @@ function text(result) {
 function runRecord(result, want) {
   const rec = result.structuredContent;
   assert.ok(rec, `structuredContent expected: ${JSON.stringify(result)}`);
-  assert.deepEqual(Object.keys(rec).sort(), ['elapsed_ms', 'error', 'prompt', 'run_id', 'status', 'turns', 'value']);
+  assert.deepEqual(Object.keys(rec).sort(), ['elapsed_ms', 'error', 'prompt', 'run_id', 'status', 'tokens', 'turns', 'value']);
+  assert.deepEqual(Object.keys(rec.tokens).sort(), ['completion', 'prompt']);
+  for (const n of Object.values(rec.tokens)) assert.ok(Number.isInteger(n) && n >= 0, `tokens ${JSON.stringify(rec.tokens)}`);
   assert.match(rec.run_id, RUN_ID);
   assert.ok(Number.isInteger(rec.elapsed_ms) && rec.elapsed_ms >= 0, `elapsed_ms ${rec.elapsed_ms}`);
   for (const [k, v] of Object.entries(want)) assert.deepEqual(rec[k], v, `${k} of ${JSON.stringify(rec)}`);
@@ -115,15 +117,15 @@ export function defineClientSuite(transport) {
     test('run_prompt on a Lua-only prompt returns its value with no model turn', () =>
       stack({}, async ({ client, gateway }) => {
         const result = await client.callTool({ name: 'run_prompt', arguments: { prompt: 'echo', args: 'hello from e2e' } });
-        runRecord(result, { prompt: 'echo', status: 'completed', value: 'hello from e2e', turns: 0, error: null });
+        runRecord(result, { prompt: 'echo', status: 'completed', value: 'hello from e2e', turns: 0, error: null, tokens: { completion: 0, prompt: 0 } });
         assert.deepEqual(await gateway.requests(), [], 'a Lua-only prompt calls no model');
       }));
 
     test('run_prompt on a prose prompt sends the turn to the gateway and returns the reply', () =>
       stack({}, async ({ client, gateway }) => {
-        await gateway.enqueue({ text: 'Hello, Ada! Lovely to meet you.' });
+        await gateway.enqueue({ text: 'Hello, Ada! Lovely to meet you.', usage: { prompt: 42, completion: 9 } });
         const result = await client.callTool({ name: 'run_prompt', arguments: { prompt: 'greet', args: 'Ada' } });
-        runRecord(result, { prompt: 'greet', status: 'completed', value: 'Hello, Ada! Lovely to meet you.', turns: 1, error: null });
+        runRecord(result, { prompt: 'greet', status: 'completed', value: 'Hello, Ada! Lovely to meet you.', turns: 1, error: null, tokens: { completion: 9, prompt: 42 } });
         const requests = await gateway.requests();
         assert.equal(requests.length, 1, 'one model turn');
         assert.equal(requests[0].model, 'test-model');

@@ -34,7 +34,8 @@ const maxGateWait = 60 * time.Second
 //	{"echo": "prefix: "}                     the last user message, prefixed
 //	                                         (default replies only: it needs the request)
 //
-// "reasoning" adds reasoning_content to a text, empty or calls reply.
+// "reasoning" adds reasoning_content to a text, empty or calls reply, and
+// "usage": {"prompt": n, "completion": n} the usage object a server reports.
 type replySpec struct {
 	Text      *string    `json:"text,omitempty"`
 	Finish    string     `json:"finish,omitempty"`
@@ -48,6 +49,12 @@ type replySpec struct {
 	Gate      string     `json:"gate,omitempty"`
 	Then      *replySpec `json:"then,omitempty"`
 	Echo      *string    `json:"echo,omitempty"`
+	Usage     *usageSpec `json:"usage,omitempty"`
+}
+
+type usageSpec struct {
+	Prompt     int `json:"prompt"`
+	Completion int `json:"completion"`
 }
 
 type callSpec struct {
@@ -213,6 +220,12 @@ func (c *control) build(s *replySpec, req *gatewaytest.Request) (gatewaytest.Rep
 	}
 	if s.Reasoning != "" {
 		r = r.WithReasoning(s.Reasoning)
+	}
+	if s.Usage != nil {
+		if s.Usage.Prompt < 0 || s.Usage.Completion < 0 {
+			return gatewaytest.Reply{}, errors.New(`"usage" counts cannot be negative`)
+		}
+		r = r.WithUsage(s.Usage.Prompt, s.Usage.Completion)
 	}
 	return r, nil
 }
