@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -214,21 +213,10 @@ models.default("w", "A general assistant model")`)+"\nFirst.\n\n"+lua(`store.wri
 // server lists llama3.1:latest with no description, and the table that
 // would describe it says llama3.1:8b.
 func TestModelNeedNamesUnmatchedTables(t *testing.T) {
-	set, err := modelset.New(modelset.Options{
-		URL: "http://127.0.0.1:11434/v1",
-		Fetch: func(context.Context) (gateway.Catalog, error) {
-			return gateway.Catalog{
-				Skipped:   []gateway.SkippedModel{{ID: "llama3.1:latest", Reason: "no description"}},
-				Unmatched: []gateway.UnmatchedOverride{{ID: "llama3.1:8b", Closest: "llama3.1:latest"}},
-			}, nil
-		},
+	set := modelset.StaticCatalog("http://127.0.0.1:11434/v1", gateway.Catalog{
+		Skipped:   []gateway.SkippedModel{{ID: "llama3.1:latest", Reason: "no description"}},
+		Unmatched: []gateway.UnmatchedOverride{{ID: "llama3.1:8b", Closest: "llama3.1:latest"}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := set.Refresh(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	p := parse(t, "# T\n\n"+lua(`models.need("m", "General assistant model")`))
 	r := runP(t, p, "", Options{ModelSet: set})
 	r.fails(t, KindBinding, `lists 1 model(s) but none can be bound: llama3.1:latest: no description; no served model is "llama3.1:8b"; the server lists "llama3.1:latest": rename the table to [models."llama3.1:latest"]`)

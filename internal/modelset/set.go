@@ -145,6 +145,18 @@ func Static(models []gateway.Model) *Set {
 	return &Set{cur: Snapshot{Models: models, gen: 1}, static: true, kicks: make(chan struct{}, 1), log: slog.New(slog.DiscardHandler)}
 }
 
+// StaticCatalog is a Set that never fetches and holds what one fetch of
+// cat from the model server at url would leave: its bindable models, its
+// unmatched [models] tables and, when nothing can be bound, the problem
+// that says why. For hosts and tests given a whole catalog.
+func StaticCatalog(url string, cat gateway.Catalog) *Set {
+	s := &Set{url: redact.RawURL(url), setting: "[gateway].url", static: true, kicks: make(chan struct{}, 1), log: slog.New(slog.DiscardHandler)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.record(cat, nil)
+	return s
+}
+
 // Snapshot is the current list.
 func (s *Set) Snapshot() Snapshot {
 	s.mu.Lock()

@@ -361,3 +361,32 @@ func TestAStaticSetNeverFetches(t *testing.T) {
 		t.Fatalf("static refresh: %+v %v", got, err)
 	}
 }
+
+// A catalog that serves models none of which can be bound says which and
+// what to add, and names only the [models] tables that look misnamed (one
+// with a served id near it), not those for models nobody pulled.
+func TestStaticCatalogSaysWhyNothingBinds(t *testing.T) {
+	set := modelset.StaticCatalog("http://user:pw@127.0.0.1:11434/v1", gateway.Catalog{
+		Skipped: []gateway.SkippedModel{{ID: "llama3.1:latest", Reason: "no description"}, {ID: "phi4:latest", Reason: "no description"}},
+		Unmatched: []gateway.UnmatchedOverride{
+			{ID: "llama3.1:8b", Closest: "llama3.1:latest"},
+			{ID: "qwen2.5:latest"},
+		},
+	})
+	snap := set.Snapshot()
+	problem := snap.Problem()
+	if problem == nil || len(snap.Models) != 0 || len(snap.Unmatched) != 2 {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	for _, want := range []string{"lists 2 model(s) but none can be bound: llama3.1:latest: no description (and 1 more like it)", `rename the table to [models."llama3.1:latest"]`} {
+		if !strings.Contains(problem.Error(), want) {
+			t.Errorf("problem %q lacks %q", problem, want)
+		}
+	}
+	if msg := problem.Error(); strings.Contains(msg, "qwen2.5") || strings.Contains(msg, "pw") {
+		t.Errorf("problem %q names an unpulled model's table or the URL's password", msg)
+	}
+	if _, err := set.Refresh(t.Context()); err != nil || set.Snapshot().Problem() == nil {
+		t.Errorf("a static set never fetches: %v", err)
+	}
+}

@@ -198,21 +198,10 @@ func TestACallThatCannotGetASlotIsRefusedWithTheWaitItSpent(t *testing.T) {
 func TestAModelNeedThatBindsNothingNamesTheUnmatchedTables(t *testing.T) {
 	g := newMemGateway(t)
 	h := speakingHarness(t, g, defaultLimits(), func(o *Options) {
-		set, err := modelset.New(modelset.Options{
-			URL: "http://127.0.0.1:11434/v1",
-			Fetch: func(context.Context) (gateway.Catalog, error) {
-				return gateway.Catalog{
-					Skipped:   []gateway.SkippedModel{{ID: "llama3.1:latest", Reason: "no description"}},
-					Unmatched: []gateway.UnmatchedOverride{{ID: "llama3.1:8b", Closest: "llama3.1:latest"}},
-				}, nil
-			},
+		set := modelset.StaticCatalog("http://127.0.0.1:11434/v1", gateway.Catalog{
+			Skipped:   []gateway.SkippedModel{{ID: "llama3.1:latest", Reason: "no description"}},
+			Unmatched: []gateway.UnmatchedOverride{{ID: "llama3.1:8b", Closest: "llama3.1:latest"}},
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := set.Refresh(t.Context()); err != nil {
-			t.Fatal(err)
-		}
 		o.Models = set
 	})
 	res := h.ok(ToolRunPrompt, map[string]any{"prompt": "speak"})
