@@ -43,6 +43,11 @@ type Options struct {
 	// takes the lexical defaults above.
 	ToolPolicy  *match.Policy
 	ModelPolicy *match.Policy
+	// Params are the caller's typed arguments, already validated against
+	// the prompt's `arguments:` with defaults applied (the host's job:
+	// see prompt.CoerceArgument). Every VM of the run sees them as the
+	// global table params; nil binds no params global.
+	Params map[string]any
 	// Observer receives the run's observations; nil discards them.
 	Observer Observer
 	// Debug, when set, receives every completed model turn's request and

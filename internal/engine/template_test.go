@@ -63,3 +63,29 @@ func TestTemplate_Errors(t *testing.T) {
 		})
 	}
 }
+
+// prompt-language §2.1: typed arguments reach Lua (params) and templates
+// ({{ params.NAME }}) in every VM of the run, H1 and sections alike.
+func TestParams_LuaAndTemplates(t *testing.T) {
+	g := newGW(t)
+	g.Respond(func(r gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Text("ok") })
+	p := parse(t, "# T\n\n"+defaultModel+lua(`var.h1 = params.topic .. "/" .. params.count`)+
+		"\n## A\n\n"+lua(`var.sum = params.count + 1; var.kind = type(params.loud)`)+
+		"\ntopic={{ params.topic }} count={{ params.count }} loud={{ params.loud }} all={{ params }} h1={{ var.h1 }} sum={{ var.sum }} kind={{ var.kind }} args={{ args }}\n")
+	cfg := g.cfg()
+	cfg.Params = map[string]any{"topic": "go", "count": float64(3), "loud": false}
+	runP(t, p, `{"count":3,"loud":false,"topic":"go"}`, cfg).ok(t, "ok")
+	reqs := g.Requests()
+	got := reqs[len(reqs)-1].Messages[0]["content"]
+	want := `topic=go count=3 loud=false all={"count":3,"loud":false,"topic":"go"} h1=go/3 sum=4 kind=boolean args={"count":3,"loud":false,"topic":"go"}`
+	if got != want {
+		t.Fatalf("substituted:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// Without typed arguments there is no params global: the prompt sees
+// exactly what it always has.
+func TestParams_AbsentWithoutArguments(t *testing.T) {
+	p := parse(t, "# T\n\n"+lua(`return tostring(params)`)+"\n")
+	runP(t, p, "x", Options{}).ok(t, "nil")
+}

@@ -96,11 +96,12 @@ func cancelledBy(ctx context.Context) *Error {
 
 func (u *unit) vmOptions(kind luavm.Kind, id int, when string, reply *string, v *luavm.Var) luavm.Options {
 	return luavm.Options{
-		Kind:  kind,
-		Host:  u,
-		Store: u.r.store,
-		Guard: u.r.guard,
-		Args:  u.frame.args,
+		Kind:   kind,
+		Host:   u,
+		Store:  u.r.store,
+		Guard:  u.r.guard,
+		Args:   u.frame.args,
+		Params: u.r.cfg.Params,
 		Sys: luavm.Sys{
 			When: when, Now: u.r.timestamp(), ID: id, SectionName: u.name,
 			Execution: u.r.execution, SectionCount: len(u.r.p.Sections), Index: u.index,

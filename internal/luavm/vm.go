@@ -38,11 +38,15 @@ type Sys struct {
 
 // Options describes one VM.
 type Options struct {
-	Kind   Kind
-	Host   Host
-	Store  *store.Store
-	Guard  *Guard
-	Args   string
+	Kind  Kind
+	Host  Host
+	Store *store.Store
+	Guard *Guard
+	Args  string
+	// Params are the run's typed arguments (prompt-language §2.1), bound
+	// as the global table params; nil for a prompt that declares none,
+	// which then has no params global at all, exactly as before.
+	Params map[string]any
 	Sys    Sys
 	Var    *Var    // nil: a fresh empty var
 	Reply  *string // incoming reply; nil when there is none
@@ -166,6 +170,11 @@ func New(ctx context.Context, cfg Options) *VM {
 	}
 	g := L.G.Global
 	g.RawSetString("args", lua.LString(cfg.Args))
+	if cfg.Params != nil {
+		// A fresh table per VM: a section that changes params changes
+		// only its own copy, as with args.
+		g.RawSetString("params", vm.FromData(cfg.Params))
+	}
 	g.RawSetString("sys", vm.newSys())
 	vm.varUD = vm.proxy(vm.varRoot.root, "var")
 	g.RawSetString("var", vm.varUD)

@@ -78,6 +78,7 @@ type yamlFrontmatter struct {
 	MaxToolIterations yamlNode `yaml:"max_tool_iterations"`
 	Input             yamlNode `yaml:"input"`
 	Output            yamlNode `yaml:"output"`
+	Arguments         yamlNode `yaml:"arguments"`
 }
 
 type yamlFileDecl struct {
@@ -249,6 +250,9 @@ func decodeFrontmatter(s fmSplit) (Frontmatter, *ParseError) {
 		return Frontmatter{}, perr
 	}
 	if fm.Output, perr = d.fileDecl("output", raw.Output); perr != nil {
+		return Frontmatter{}, perr
+	}
+	if fm.Arguments, perr = d.arguments(raw.Arguments); perr != nil {
 		return Frontmatter{}, perr
 	}
 	return fm, nil

@@ -44,6 +44,10 @@ type Frontmatter struct {
 	// Input and Output are the declared store files, nil when absent.
 	Input  *FileDecl
 	Output *FileDecl
+
+	// Arguments are the declared typed arguments in file order; nil when
+	// the prompt declares none and takes the one raw args string.
+	Arguments []Argument
 }
 
 // FileDecl names a file in the run's store that a prompt expects
