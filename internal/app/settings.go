@@ -25,6 +25,7 @@ func settingsOf(cfg *config.Config) catalog.Settings {
 		Roots:   cfg.PromptDirs(),
 		Include: cfg.Catalog.Include,
 		Exclude: cfg.Catalog.Exclude,
+		Tools:   cfg.Catalog.Tools,
 		Blocks:  blocks,
 	}
 }

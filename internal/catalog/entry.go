@@ -80,6 +80,10 @@ type Catalog struct {
 	// files holds what this resolution read and parsed, so the next reload
 	// can skip unchanged files.
 	files *fileCache
+	// toolPatterns are the [catalog].tools globs; tools the healthy
+	// entries they match, in catalog order.
+	toolPatterns []string
+	tools        []Entry
 }
 
 // newCatalog sorts entries and builds the lookup tables.

@@ -71,6 +71,20 @@ type Handle struct {
 	mu        sync.Mutex // serialises publishing against shutdown
 	published uint64
 	shutdown  bool
+	// onPublish are the OnPublish callbacks, guarded by mu.
+	onPublish []func()
+}
+
+// OnPublish registers fn to be called after every reload that publishes a
+// generation, on the reloading goroutine, once the generation is current.
+// The server uses it to follow the catalog with the MCP prompts and prompt
+// tools it registers and to send list_changed. fn must not block; two
+// reloads finishing together may call it concurrently, so it reads
+// [Handle.Current] rather than trusting the order of calls.
+func (h *Handle) OnPublish(fn func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.onPublish = append(h.onPublish, fn)
 }
 
 // New resolves the boot catalog in Retain mode, as a reload does: a
@@ -245,6 +259,12 @@ func (h *Handle) Reload(ctx context.Context, load LoadFunc) (ReloadOutcome, erro
 		return out, nil
 	}
 	h.log.Info("reloaded the catalog", "prompts", out.Prompts, "broken", out.Broken, "ranking", ranking, "retrieval", fresh)
+	h.mu.Lock()
+	listeners := slices.Clone(h.onPublish)
+	h.mu.Unlock()
+	for _, fn := range listeners {
+		fn()
+	}
 	return out, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -40,6 +41,11 @@ func resolve(ctx context.Context, s Settings, mode Mode, prev *fileCache) (*Cata
 	r := &resolver{s: s, prev: prev, now: time.Now(), rootCanons: make([]string, len(s.Roots))}
 	var faults []Fault
 
+	for _, t := range s.Tools {
+		if _, err := path.Match(t, ""); err != nil {
+			faults = append(faults, Fault{Kind: KindPattern, Detail: `tools "` + t + `": ` + err.Error() + "; use *, ? and [...] over prompt names"})
+		}
+	}
 	include, faults := compilePatterns("include", s.Include, faults)
 	exclude, faults := compilePatterns("exclude", s.Exclude, faults)
 	var files []*globbedFile
@@ -116,7 +122,9 @@ func resolve(ctx context.Context, s Settings, mode Mode, prev *fileCache) (*Cata
 		return nil, &Error{Faults: faults}
 	}
 	markShadowing(kept)
-	return newCatalog(kept, cache), nil
+	c := newCatalog(kept, cache)
+	c.publishTools(s.Tools)
+	return c, nil
 }
 
 // globbedFile is one walked file and what became of it. A nil entry is a

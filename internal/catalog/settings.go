@@ -18,6 +18,11 @@ type Settings struct {
 	// each root, with '/' separators.
 	Include []string
 	Exclude []string
+	// Tools are the [catalog].tools globs over prompt names (path.Match
+	// syntax: *, ?, [...]): the healthy prompts they match are also
+	// published as MCP tools of their own (see [Catalog.Tools]). Empty:
+	// only the built-in tools.
+	Tools []string
 	// Blocks are the [prompts.NAME] tables, keyed by NAME.
 	Blocks map[string]Block
 }

@@ -156,6 +156,10 @@ type Gateway struct {
 type Catalog struct {
 	Include []string
 	Exclude []string
+	// Tools are globs over prompt names (path.Match syntax): the prompts
+	// they match are also published as MCP tools of their own. Empty (the
+	// default): only the four built-in tools.
+	Tools []string
 }
 
 // Tools is the [tools] table: which live tools runs may use.

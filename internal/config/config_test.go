@@ -310,7 +310,7 @@ func TestUnknownKeysAreRefusedByName(t *testing.T) {
 
 func TestUnknownKeyMessageSaysWhatTheTableTakes(t *testing.T) {
 	e := parseErr(t, minimal+"[catalog]\ninculde = []\nexlude = []\n", nil)
-	want := "parse config: line 8: unknown key [catalog].inculde: [catalog] takes include, exclude; also unknown: [catalog].exlude (line 9)"
+	want := "parse config: line 8: unknown key [catalog].inculde: [catalog] takes include, exclude, tools; also unknown: [catalog].exlude (line 9)"
 	if e.Error() != want {
 		t.Errorf("message =\n%q\nwant\n%q", e.Error(), want)
 	}
@@ -1042,7 +1042,7 @@ func TestFullReferenceConfig(t *testing.T) {
 	want.Paths.Files = []string{"."}
 	want.Gateway.URL = "http://127.0.0.1:8081/v1"
 	want.Gateway.APIKey = mustSecret(t, "gateway-token")
-	want.Catalog = Catalog{Include: []string{"**/*.md"}, Exclude: []string{"**/_*.md", "drafts/**"}}
+	want.Catalog = Catalog{Include: []string{"**/*.md"}, Exclude: []string{"**/_*.md", "drafts/**"}, Tools: []string{"greet", "report_*"}}
 	want.Prompts = map[string]PromptBlock{
 		"research_person": {Enabled: true, File: "people/research-person.md"},
 		"drafty":          {Enabled: false},
@@ -1104,5 +1104,26 @@ func TestConfigNeverPrintsSecrets(t *testing.T) {
 		if out := fmt.Sprintf(format, cfg); strings.Contains(out, "hunter2") || strings.Contains(out, "gateway-key") {
 			t.Errorf("Sprintf(%q, config) leaked a secret: %s", format, out)
 		}
+	}
+}
+
+func TestCatalogToolsGlobs(t *testing.T) {
+	for _, tt := range []struct{ value, want string }{
+		{`["report_[a"]`, `[catalog] tools pattern "report_[a" is not a valid glob over prompt names`},
+		{`[""]`, `[catalog] tools pattern "" is not a valid glob`},
+		{`["run_prompt"]`, `[catalog] tools pattern "run_prompt" is a built-in tool's name`},
+		{`"greet"`, `array of strings`},
+	} {
+		t.Run(tt.value, func(t *testing.T) {
+			body := "[server]\n[gateway]\nurl = \"http://127.0.0.1:1/v1\"\napi_key = \"k\"\n\n[catalog]\ntools = " + tt.value + "\n"
+			_, err := Parse([]byte(body), func(string) (string, bool) { return "", false })
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+	cfg, err := Parse([]byte("[server]\n[gateway]\nurl = \"http://127.0.0.1:1/v1\"\napi_key = \"k\"\n[catalog]\ntools = [\"greet\", \"report_*\"]\n"), func(string) (string, bool) { return "", false })
+	if err != nil || !slices.Equal(cfg.Catalog.Tools, []string{"greet", "report_*"}) {
+		t.Fatalf("tools: %v %v", cfg, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	toml "github.com/pelletier/go-toml/v2"
 
 	"github.com/promptforge-go/promptforge/internal/humantime"
+	"github.com/promptforge-go/promptforge/internal/names"
 	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
@@ -316,6 +318,9 @@ func (p *parser) build(raw *rawConfig) (*Config, error) {
 		if cfg.Catalog.Exclude, err = p.patterns(raw.Catalog.Exclude, "exclude"); err != nil {
 			return nil, err
 		}
+		if cfg.Catalog.Tools, err = p.toolGlobs(raw.Catalog.Tools); err != nil {
+			return nil, err
+		}
 	}
 	if raw.Tools != nil {
 		cfg.Tools.WebFetch = deref(raw.Tools.WebFetch, false)
@@ -554,6 +559,21 @@ func (p *parser) patterns(list []string, key string) ([]string, error) {
 	for _, pat := range list {
 		if err := checkGlob(pat); err != nil {
 			return nil, p.fail(tomlPath{"catalog", key}, fmt.Sprintf("[catalog] pattern %q: %v", pat, err))
+		}
+	}
+	return slices.Clone(list), nil
+}
+
+// toolGlobs checks [catalog].tools: globs over prompt names, so
+// path.Match syntax, and never a built-in tool's name (no prompt takes
+// one, so such a glob could only be a mistake).
+func (p *parser) toolGlobs(list []string) ([]string, error) {
+	for _, pat := range list {
+		if _, err := path.Match(pat, ""); err != nil || pat == "" {
+			return nil, p.fail(tomlPath{"catalog", "tools"}, fmt.Sprintf("[catalog] tools pattern %q is not a valid glob over prompt names; use letters, digits, _ and the wildcards *, ? and [...]", pat))
+		}
+		if names.IsReserved(pat) {
+			return nil, p.fail(tomlPath{"catalog", "tools"}, fmt.Sprintf("[catalog] tools pattern %q is a built-in tool's name; no prompt can take it, so remove it", pat))
 		}
 	}
 	return slices.Clone(list), nil

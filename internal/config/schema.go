@@ -53,6 +53,7 @@ type rawGateway struct {
 type rawCatalog struct {
 	Include []string `toml:"include"`
 	Exclude []string `toml:"exclude"`
+	Tools   []string `toml:"tools"`
 }
 
 type rawTools struct {
@@ -90,7 +91,7 @@ func tableKeys(table tomlPath) (keys []string, ok bool) {
 		case "gateway":
 			return []string{"url", "api_key", "timeout", "request_timeout", "thinking_switch", "refresh"}, true
 		case "catalog":
-			return []string{"include", "exclude"}, true
+			return []string{"include", "exclude", "tools"}, true
 		case "tools":
 			return []string{"web_fetch", "web_search"}, true
 		}
@@ -139,7 +140,7 @@ func expectedType(p tomlPath) string {
 		return duration
 	case "server.watch", "tools.web_fetch", "tools.web_search":
 		return boolean
-	case "server.allowed_hosts", "paths.files", "catalog.include", "catalog.exclude":
+	case "server.allowed_hosts", "paths.files", "catalog.include", "catalog.exclude", "catalog.tools":
 		return strings_
 	case "paths.prompts":
 		return "a string or an array of strings"
