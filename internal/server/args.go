@@ -76,6 +76,22 @@ func (a arguments) optional(key string) (string, error) {
 	return stringValue(key, raw)
 }
 
+// object returns an object argument, nil when absent; its values are
+// decoded as JSON (numbers as float64). An explicit null is the wrong
+// type, as for strings.
+func (a arguments) object(key string) (map[string]any, error) {
+	raw, ok := a[key]
+	if !ok {
+		return nil, nil
+	}
+	raw = bytes.TrimSpace(raw)
+	var m map[string]any
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		return nil, invalidParams("%s must be a JSON object", key)
+	}
+	return m, nil
+}
+
 func stringValue(key string, raw json.RawMessage) (string, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {

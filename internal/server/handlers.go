@@ -71,11 +71,34 @@ func runResult(res runs.Result) (*mcp.CallToolResult, error) {
 // listingEntry is one list_prompts entry. Fields are in alphabetical order
 // of their keys, the order the reference writes them in.
 type listingEntry struct {
-	Description string    `json:"description"`
-	Input       *fileDecl `json:"input,omitempty"`
-	Name        string    `json:"name"`
-	Output      *fileDecl `json:"output,omitempty"`
-	Problem     *string   `json:"problem"`
+	Arguments   []argumentEntry `json:"arguments,omitempty"`
+	Description string          `json:"description"`
+	Input       *fileDecl       `json:"input,omitempty"`
+	Name        string          `json:"name"`
+	Output      *fileDecl       `json:"output,omitempty"`
+	Problem     *string         `json:"problem"`
+}
+
+// argumentEntry is one typed argument as list_prompts shows it, keys in
+// alphabetical order like the rest of the entry. Default is omitted when
+// none is declared (a declared false or 0 is shown).
+type argumentEntry struct {
+	Default     any    `json:"default,omitempty"`
+	Description string `json:"description"`
+	Name        string `json:"name"`
+	Required    bool   `json:"required"`
+	Type        string `json:"type"`
+}
+
+func argumentsOf(decl []prompt.Argument) []argumentEntry {
+	if decl == nil {
+		return nil
+	}
+	out := make([]argumentEntry, len(decl))
+	for i, a := range decl {
+		out[i] = argumentEntry{Default: a.Default, Description: a.Description, Name: a.Name, Required: a.Required, Type: string(a.Type)}
+	}
+	return out
 }
 
 // fileDecl is a declared input or output file as list_prompts shows it.
@@ -125,6 +148,7 @@ func (s *Server) listPrompts(ctx context.Context, req *mcp.CallToolRequest) (*mc
 			le.Problem = &problem
 		} else if p := e.Prompt(); p != nil {
 			le.Input, le.Output = declOf(p.Frontmatter.Input), declOf(p.Frontmatter.Output)
+			le.Arguments = argumentsOf(p.Frontmatter.Arguments)
 			if problem := s.problems.problem(ctx, gen, models, s.tools, e); problem != "" {
 				// A copy, so that only a listed problem is allocated.
 				listed := problem

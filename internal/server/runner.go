@@ -28,7 +28,9 @@ const msgShuttingDown = "the server is shutting down and starts no new runs; ret
 
 // runRequest is a checked run_prompt call.
 type runRequest struct {
-	name, args    string
+	name          string
+	call          callArgs
+	bound         bound // set once the prompt is known (start)
 	inputText     string
 	input, output *confinedPath // nil when not given
 	inputGiven    bool
@@ -46,11 +48,15 @@ func (s *Server) parseRun(raw []byte) (runRequest, error) {
 	if r.name, err = a.required("prompt"); err != nil {
 		return r, err
 	}
+	if r.call.typed, err = a.object("arguments"); err != nil {
+		return r, err
+	}
+	_, r.call.rawGiven = a["args"]
 	var inFile string
 	for _, f := range []struct {
 		key string
 		dst *string
-	}{{"args", &r.args}, {"input_file", &inFile}, {"input_text", &r.inputText}, {"output_file", &r.outputFile}} {
+	}{{"args", &r.call.raw}, {"input_file", &inFile}, {"input_text", &r.inputText}, {"output_file", &r.outputFile}} {
 		if *f.dst, err = a.optional(f.key); err != nil {
 			return r, err
 		}
@@ -104,7 +110,14 @@ func (s *Server) startRun(ctx context.Context, req *mcp.CallToolRequest) (runs.R
 	if err != nil {
 		return runs.Result{}, err
 	}
+	return s.start(ctx, req.Session, req.Params.GetProgressToken(), r)
+}
 
+// start runs one checked request, from whichever surface (run_prompt, a
+// prompt tool, prompts/get), through the one path: lookup in one
+// generation, argument binding, admission, launch and the reply deadline.
+// session and token carry the caller's progress; session may be nil.
+func (s *Server) start(ctx context.Context, session *mcp.ServerSession, token any, r runRequest) (runs.Result, error) {
 	// One generation for the whole call: the entry found here is the one
 	// that runs, whatever reloads happen meanwhile.
 	entry, err := s.catalog.Current().Catalog().Lookup(r.name)
@@ -119,6 +132,9 @@ func (s *Server) startRun(ctx context.Context, req *mcp.CallToolRequest) (runs.R
 		// Never registered: there is nothing to collect later.
 		return runs.Failed(runs.NewRunID(), entry.Name(), entry.Problem(), 0, 0), nil
 	}
+	if r.bound, err = bindArguments(entry.Name(), entry.Prompt().Frontmatter.Arguments, r.call); err != nil {
+		return runs.Result{}, err
+	}
 	if r.outputFile != "" && entry.Prompt().Frontmatter.Output != nil {
 		pl, err := s.files.check("output_file", r.outputFile, true)
 		if err != nil {
@@ -128,10 +144,10 @@ func (s *Server) startRun(ctx context.Context, req *mcp.CallToolRequest) (runs.R
 	}
 
 	var notify notifyFunc
-	if req.Session != nil {
-		notify = req.Session.NotifyProgress
+	if session != nil {
+		notify = session.NotifyProgress
 	}
-	obs := newProgress(ctx, req.Params.GetProgressToken(), notify)
+	obs := newProgress(ctx, token, notify)
 	res, err := s.launch(ctx, entry, r, obs)
 	dropped, disconnected := obs.finish()
 	s.metrics.framesDropped(dropFull, dropped)
@@ -173,8 +189,9 @@ func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progres
 		if err := seedStore(st, p, r); err != nil {
 			return runs.Outcome{Err: err}
 		}
-		res, err := engine.Run(ctx, p, r.args, st, engine.Options{
+		res, err := engine.Run(ctx, p, r.bound.args, st, engine.Options{
 			Execution: id,
+			Params:    r.bound.params,
 			Client:    s.client,
 			ModelSet:  s.models,
 			Tools:     s.tools,

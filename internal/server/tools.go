@@ -39,29 +39,32 @@ const capabilityRegister = `Phrase the capability the way a tool author document
 // and the one rule that matters (it runs only what the caller names).
 const instructions = "This server executes PromptForge prompts. It runs a prompt only when the caller names one: list_prompts reports the names it can run, and run_prompt takes one of those names. " + valueSentence
 
-// property is one string parameter of a tool's input schema.
+// property is one parameter of a tool's input schema: a string unless
+// schema gives its whole JSON schema object.
 type property struct {
 	name, description string
+	schema            string
 }
 
 // Each tool's parameters, in schema order. The schemas and the argument
 // checks (the key lists in handlers.go) are both built from these.
 var (
 	listPromptsProps = []property{
-		{"cursor", "The next_cursor of a previous listing, to read the page after it. Omit it for the first page."},
+		{"cursor", "The next_cursor of a previous listing, to read the page after it. Omit it for the first page.", ""},
 	}
 	runPromptProps = []property{
-		{"prompt", "The name of the prompt to run, as list_prompts reports it."},
-		{"args", "The prompt's arguments as one raw string. Omitted means the empty string."},
-		{"input_file", "Path of a text file on the server's filesystem to place in the run's store as the prompt's declared input. Not together with input_text."},
-		{"input_text", "Text to place in the run's store as the prompt's declared input. Not together with input_file."},
-		{"output_file", "Path on the server's filesystem to write the prompt's declared output file to. Omit it to receive the output in the reply."},
+		{"prompt", "The name of the prompt to run, as list_prompts reports it.", ""},
+		{"args", "The prompt's arguments as one raw string, for a prompt without typed arguments (a prompt with them takes arguments instead, or this string as a JSON object of them). Omitted means the empty string.", ""},
+		{"arguments", "", `{"type":"object","description":"The typed arguments of a prompt that declares them (list_prompts shows each prompt's arguments), by name. Omit it for a prompt without typed arguments.","additionalProperties":true}`},
+		{"input_file", "Path of a text file on the server's filesystem to place in the run's store as the prompt's declared input. Not together with input_text.", ""},
+		{"input_text", "Text to place in the run's store as the prompt's declared input. Not together with input_file.", ""},
+		{"output_file", "Path on the server's filesystem to write the prompt's declared output file to. Omit it to receive the output in the reply.", ""},
 	}
 	needPromptProps = []property{
-		{"capability", capabilityRegister},
+		{"capability", capabilityRegister, ""},
 	}
 	checkRunProps = []property{
-		{"run_id", "The run_id of an earlier running result."},
+		{"run_id", "The run_id of an earlier running result.", ""},
 	}
 )
 
@@ -85,6 +88,11 @@ func inputSchema(props []property, required ...string) json.RawMessage {
 			b.WriteByte(',')
 		}
 		b.WriteString(quote(p.name))
+		if p.schema != "" {
+			b.WriteByte(':')
+			b.WriteString(p.schema)
+			continue
+		}
 		b.WriteString(`:{"type":"string","description":`)
 		b.WriteString(quote(p.description))
 		b.WriteByte('}')
@@ -119,13 +127,24 @@ func quote(s string) string {
 const (
 	fileDeclSchema = `{"type":"object","properties":{"path":{"type":"string"},"description":{"type":"string"}},"required":["path","description"],"additionalProperties":false}`
 
+	// argumentsSchema is a prompt's typed arguments as list_prompts
+	// shows them; absent for a prompt that takes the raw args string.
+	argumentsSchema = `{"type":"array","items":{"type":"object","properties":{` +
+		`"name":{"type":"string"},` +
+		`"description":{"type":"string"},` +
+		`"type":{"type":"string","enum":["string","integer","number","boolean"]},` +
+		`"required":{"type":"boolean"},` +
+		`"default":{"type":["string","number","boolean"]}` +
+		`},"required":["name","description","type","required"],"additionalProperties":false}}`
+
 	listPromptsOutput = `{"type":"object","properties":{` +
 		`"prompts":{"type":"array","items":{"type":"object","properties":{` +
 		`"name":{"type":"string"},` +
 		`"description":{"type":"string"},` +
 		`"problem":{"type":["string","null"]},` +
 		`"input":` + fileDeclSchema + `,` +
-		`"output":` + fileDeclSchema +
+		`"output":` + fileDeclSchema + `,` +
+		`"arguments":` + argumentsSchema +
 		`},"required":["name","description","problem"],"additionalProperties":false}},` +
 		`"next_cursor":{"type":"string"}` +
 		`},"required":["prompts"],"additionalProperties":false}`

@@ -86,8 +86,14 @@ func TestToolsListOrderAndSchemas(t *testing.T) {
 			t.Errorf("%s: schema %v lacks additionalProperties:false", tool.Name, schema)
 		}
 		for pname, p := range schema["properties"].(map[string]any) {
-			if p.(map[string]any)["type"] != "string" {
-				t.Errorf("%s.%s is not a string", tool.Name, pname)
+			// Every parameter is a string but run_prompt's typed
+			// arguments, an object (prompt-language §2.1).
+			want := "string"
+			if tool.Name == ToolRunPrompt && pname == "arguments" {
+				want = "object"
+			}
+			if p.(map[string]any)["type"] != want {
+				t.Errorf("%s.%s is not a %s", tool.Name, pname, want)
 			}
 		}
 		if tool.OutputSchema == nil {
