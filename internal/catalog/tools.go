@@ -3,6 +3,7 @@ package catalog
 import (
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/promptforge-go/promptforge/internal/names"
 )
@@ -41,3 +42,13 @@ func (c *Catalog) ToolPatterns() []string { return slices.Clone(c.toolPatterns) 
 // order: each is also published as an MCP tool named after the prompt.
 // The slice is shared and must not be modified.
 func (c *Catalog) Tools() []Entry { return c.tools }
+
+// Tool is the prompt published as the tool name, false when no prompt of
+// this catalog is one.
+func (c *Catalog) Tool(name string) (Entry, bool) {
+	i, ok := slices.BinarySearchFunc(c.tools, name, func(e Entry, n string) int { return strings.Compare(e.Name(), n) })
+	if !ok {
+		return Entry{}, false
+	}
+	return c.tools[i], true
+}

@@ -24,6 +24,14 @@ func TestToolsMatchHealthyPromptsByGlob(t *testing.T) {
 	if want := []string{"greet", "report_a", "report_b"}; !slices.Equal(got, want) {
 		t.Errorf("tools = %v, want %v (the broken report_c is no tool)", got, want)
 	}
+	if e, ok := c.Tool("report_b"); !ok || e.Name() != "report_b" {
+		t.Errorf("Tool(report_b) = %v, %v", e, ok)
+	}
+	for _, n := range []string{"other", "report_c", "zzz"} {
+		if _, ok := c.Tool(n); ok {
+			t.Errorf("%s is a tool", n)
+		}
+	}
 	if !slices.Equal(c.ToolPatterns(), s.Tools) {
 		t.Errorf("patterns = %v", c.ToolPatterns())
 	}

@@ -59,6 +59,7 @@ type fixture struct {
 	limits  Limits
 	opts    func(*Options)
 	catalog catalog.Options
+	tools   []string // [catalog].tools
 }
 
 func defaultLimits() Limits {
@@ -87,7 +88,7 @@ func newHarness(t testing.TB, f fixture) *harness {
 	}
 	servertest.WriteTree(t, dir, files)
 	h := &harness{t: t, dir: dir}
-	settings := catalog.Settings{Roots: []string{dir}, Include: []string{"**/*.md"}}
+	settings := catalog.Settings{Roots: []string{dir}, Include: []string{"**/*.md"}, Tools: f.tools}
 	var err error
 	h.handle, err = catalog.New(context.Background(), settings, f.catalog)
 	if err != nil {

@@ -28,6 +28,13 @@ type callArgs struct {
 	text bool
 }
 
+// argumentsRefused is a refusal of the arguments a caller gave: run_prompt
+// and prompt tools answer it as any refusal, prompts/get as -32602.
+type argumentsRefused string
+
+func (r argumentsRefused) Error() string { return string(r) }
+func (argumentsRefused) refusal()        {}
+
 // bound is a call's arguments checked against the prompt: the args
 // string the run sees and, for a prompt with typed arguments, params.
 type bound struct {
@@ -46,18 +53,18 @@ type bound struct {
 func bindArguments(name string, decl []prompt.Argument, c callArgs) (bound, error) {
 	if decl == nil {
 		if len(c.typed) > 0 {
-			return bound{}, refused(fmt.Sprintf("prompt %s declares no typed arguments, so it takes no arguments object; pass its input as the one args string", strconv.Quote(name)))
+			return bound{}, argumentsRefused(fmt.Sprintf("prompt %s declares no typed arguments, so it takes no arguments object; pass its input as the one args string", strconv.Quote(name)))
 		}
 		return bound{args: c.raw}, nil
 	}
 	typed := c.typed
 	if c.rawGiven && c.raw != "" {
 		if typed != nil {
-			return bound{}, refused(fmt.Sprintf("prompt %s takes typed arguments (%s): pass them in arguments, not also in args", strconv.Quote(name), describeArgs(decl)))
+			return bound{}, argumentsRefused(fmt.Sprintf("prompt %s takes typed arguments (%s): pass them in arguments, not also in args", strconv.Quote(name), describeArgs(decl)))
 		}
 		var obj map[string]any
 		if err := json.Unmarshal([]byte(c.raw), &obj); err != nil || obj == nil {
-			return bound{}, refused(fmt.Sprintf("prompt %s takes typed arguments (%s): pass them in arguments as a JSON object, or args as the same object in JSON", strconv.Quote(name), describeArgs(decl)))
+			return bound{}, argumentsRefused(fmt.Sprintf("prompt %s takes typed arguments (%s): pass them in arguments as a JSON object, or args as the same object in JSON", strconv.Quote(name), describeArgs(decl)))
 		}
 		typed = obj
 	}
@@ -69,7 +76,7 @@ func bindArguments(name string, decl []prompt.Argument, c callArgs) (bound, erro
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return bound{}, refused(fmt.Sprintf("prompt %s has no argument %s; its arguments are %s", strconv.Quote(name), strconv.Quote(unknown[0]), describeArgs(decl)))
+		return bound{}, argumentsRefused(fmt.Sprintf("prompt %s has no argument %s; its arguments are %s", strconv.Quote(name), strconv.Quote(unknown[0]), describeArgs(decl)))
 	}
 	params := make(map[string]any, len(decl))
 	for _, a := range decl {
@@ -77,7 +84,7 @@ func bindArguments(name string, decl []prompt.Argument, c callArgs) (bound, erro
 		if !ok {
 			switch {
 			case a.Required:
-				return bound{}, refused(fmt.Sprintf("prompt %s needs argument %s (%s%s); its arguments are %s", strconv.Quote(name), strconv.Quote(a.Name), a.Type, describeOf(a), describeArgs(decl)))
+				return bound{}, argumentsRefused(fmt.Sprintf("prompt %s needs argument %s (%s%s); its arguments are %s", strconv.Quote(name), strconv.Quote(a.Name), a.Type, describeOf(a), describeArgs(decl)))
 			case a.Default != nil:
 				params[a.Name] = a.Default
 			}
@@ -85,7 +92,7 @@ func bindArguments(name string, decl []prompt.Argument, c callArgs) (bound, erro
 		}
 		got, ok := coerce(a.Type, v, c.text)
 		if !ok {
-			return bound{}, refused(fmt.Sprintf("argument %s of prompt %s must be %s, got %s", strconv.Quote(a.Name), strconv.Quote(name), a.Type.Phrase(), given(v)))
+			return bound{}, argumentsRefused(fmt.Sprintf("argument %s of prompt %s must be %s, got %s", strconv.Quote(a.Name), strconv.Quote(name), a.Type.Phrase(), given(v)))
 		}
 		params[a.Name] = got
 	}

@@ -92,42 +92,64 @@ func (r refused) Error() string { return string(r) }
 func (refused) refusal()        {}
 
 func (s *Server) runPrompt(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	res, err := s.startRun(ctx, req)
-	var no refusal
-	switch {
-	case errors.As(err, &no):
-		return textResult(no.Error()), nil
-	case err != nil:
-		return nil, err
+	r, err := s.parseRun(req.Params.Arguments)
+	if err != nil {
+		// A path outside the roots is a refusal; a malformed call is not.
+		return toolRefusal(err)
+	}
+	// One generation for the whole call: the entry found here is the one
+	// that runs, whatever reloads happen meanwhile.
+	entry, err := s.lookup(r.name)
+	if err != nil {
+		return toolRefusal(err)
+	}
+	return s.callRun(ctx, req, entry, r)
+}
+
+// callRun is how a tools/call runs a prompt and answers, for run_prompt
+// and every prompt tool alike: start the run, settle it against the reply
+// deadline, and render the record (or the refusal). Long-run handling that
+// differs by client (a task instead of the running text) belongs here, so
+// both surfaces get it.
+func (s *Server) callRun(ctx context.Context, req *mcp.CallToolRequest, entry catalog.Entry, r runRequest) (*mcp.CallToolResult, error) {
+	res, err := s.start(ctx, req.Session, req.Params.GetProgressToken(), entry, r)
+	if err != nil {
+		return toolRefusal(err)
 	}
 	return runResult(res)
 }
 
-// startRun checks a run_prompt call, runs it and returns its record. A
-// refusal means no run was started; any other error is a protocol error.
-func (s *Server) startRun(ctx context.Context, req *mcp.CallToolRequest) (runs.Result, error) {
-	r, err := s.parseRun(req.Params.Arguments)
-	if err != nil {
-		return runs.Result{}, err
+// toolRefusal renders a refusal as the isError text a model can act on;
+// any other error stays a protocol error.
+func toolRefusal(err error) (*mcp.CallToolResult, error) {
+	var no refusal
+	if errors.As(err, &no) {
+		return textResult(no.Error()), nil
 	}
-	return s.start(ctx, req.Session, req.Params.GetProgressToken(), r)
+	return nil, err
 }
 
-// start runs one checked request, from whichever surface (run_prompt, a
-// prompt tool, prompts/get), through the one path: lookup in one
-// generation, argument binding, admission, launch and the reply deadline.
-// session and token carry the caller's progress; session may be nil.
-func (s *Server) start(ctx context.Context, session *mcp.ServerSession, token any, r runRequest) (runs.Result, error) {
-	// One generation for the whole call: the entry found here is the one
-	// that runs, whatever reloads happen meanwhile.
-	entry, err := s.catalog.Current().Catalog().Lookup(r.name)
+// lookup finds a prompt in the current generation; an unknown name is a
+// refusal that suggests the closest one.
+func (s *Server) lookup(name string) (catalog.Entry, error) {
+	entry, err := s.catalog.Current().Catalog().Lookup(name)
 	if err != nil {
 		var le *catalog.LookupError
 		if errors.As(err, &le) && errors.Is(err, catalog.ErrNotFound) {
-			return runs.Result{}, refused(le.Error())
+			return catalog.Entry{}, refused(le.Error())
 		}
-		return runs.Result{}, internalError("%v", err)
+		return catalog.Entry{}, internalError("%v", err)
 	}
+	return entry, nil
+}
+
+// start runs one checked request for entry, from whichever surface
+// (run_prompt, a prompt tool, prompts/get), through the one path:
+// argument binding, admission, launch and the reply deadline. session and
+// token carry the caller's progress; session may be nil. A refusal means
+// no run was started; any other error is a protocol error.
+func (s *Server) start(ctx context.Context, session *mcp.ServerSession, token any, entry catalog.Entry, r runRequest) (runs.Result, error) {
+	var err error
 	if entry.Broken() {
 		// Never registered: there is nothing to collect later.
 		return runs.Failed(runs.NewRunID(), entry.Name(), entry.Problem(), 0, 0), nil

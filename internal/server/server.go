@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -89,8 +91,18 @@ type Server struct {
 	// publishNeedPrompt: the catalog ranks prompts, so need_prompt is
 	// published.
 	publishNeedPrompt bool
-	published         []*mcp.Tool
-	mcp               *mcp.Server
+	// builtins are the fixed tools; toolList is them followed by the
+	// prompt tools of the current catalog, in tools/list order (follow
+	// replaces it).
+	builtins []*mcp.Tool
+	toolList atomic.Pointer[[]*mcp.Tool]
+	mcp      *mcp.Server
+	// followMu serialises follow; promptSigs and toolSigs, which it
+	// guards, are the MCP prompts and prompt tools registered with the
+	// SDK, by name, with their published JSON.
+	followMu   sync.Mutex
+	promptSigs map[string]string
+	toolSigs   map[string]string
 	// problems holds list_prompts' binding problems (see bindingProblems).
 	problems bindingProblems
 
@@ -157,12 +169,21 @@ func New(opts Options) (*Server, error) {
 		publishNeedPrompt: opts.Catalog.RetrievalEnabled(),
 		calls:             &transport.Calls{},
 	}
-	s.published = builtinTools(s.publishNeedPrompt)
+	s.builtins = builtinTools(s.publishNeedPrompt)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: version}, &mcp.ServerOptions{
 		Instructions: instructions,
-		// Tools only, and no listChanged: the tool list never changes.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
-		Logger:       transport.SDKLogger(logger, "mcp"),
+		Capabilities: &mcp.ServerCapabilities{
+			// The tool list changes only when [catalog].tools publishes
+			// prompts as tools; without it, the four tools are fixed and
+			// no client is told to watch them. Whether the setting is
+			// used is read at boot: adding it later publishes the tools,
+			// but only a restart advertises listChanged.
+			Tools: &mcp.ToolCapabilities{ListChanged: len(opts.Catalog.Current().Catalog().ToolPatterns()) > 0},
+			// Every healthy catalog prompt is an MCP prompt, and the
+			// catalog reloads.
+			Prompts: &mcp.PromptCapabilities{ListChanged: true},
+		},
+		Logger: transport.SDKLogger(logger, "mcp"),
 	})
 	handlers := map[string]mcp.ToolHandler{
 		ToolListPrompts: s.listPrompts,
@@ -170,10 +191,14 @@ func New(opts Options) (*Server, error) {
 		ToolNeedPrompt:  s.needPrompt,
 		ToolCheckRun:    s.checkRun,
 	}
-	for _, t := range s.published {
+	for _, t := range s.builtins {
 		s.mcp.AddTool(t, s.calls.Track(handlers[t.Name]))
 	}
-	s.mcp.AddReceivingMiddleware(s.toolsListMiddleware)
+	s.mcp.AddReceivingMiddleware(s.toolsListMiddleware, s.promptsGetMiddleware)
+	s.follow()
+	// The Handle outlives no server in practice (both are the process's);
+	// after Close a reload still re-registers, which is harmless.
+	opts.Catalog.OnPublish(s.follow)
 	return s, nil
 }
 
@@ -197,7 +222,7 @@ func (s *Server) Registry() *runs.Registry { return s.runs }
 
 // Tools returns the published tools in tools/list order. The slice is
 // the caller's; the tools are shared and must not be modified.
-func (s *Server) Tools() []*mcp.Tool { return append([]*mcp.Tool(nil), s.published...) }
+func (s *Server) Tools() []*mcp.Tool { return append([]*mcp.Tool(nil), *s.toolList.Load()...) }
 
 // Close stops admitting runs, cancels the ones still going and waits for
 // them (bounded by ctx). Finished records stay readable.
@@ -239,7 +264,7 @@ func (s *Server) toolsListMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok {
 			return res, nil
 		}
-		list.Tools, list.NextCursor = page(s.published, offset, toolsPageSize)
+		list.Tools, list.NextCursor = page(*s.toolList.Load(), offset, toolsPageSize)
 		return list, nil
 	}
 }

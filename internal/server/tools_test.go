@@ -230,15 +230,17 @@ func TestBuiltinsDispatchedWhenPublished(t *testing.T) {
 	}
 }
 
-func TestInitializeAdvertisesToolsOnly(t *testing.T) {
+// Tools without listChanged (no [catalog].tools), and prompts with it:
+// every catalog prompt is an MCP prompt, and the catalog reloads.
+func TestInitializeAdvertisesToolsAndPrompts(t *testing.T) {
 	h := newHarness(t, fixture{})
 	init := h.session.InitializeResult()
 	if init.ServerInfo.Name != ServerName || init.ServerInfo.Version != "test" {
 		t.Fatalf("serverInfo %+v", init.ServerInfo)
 	}
 	caps, _ := json.Marshal(init.Capabilities)
-	if string(caps) != `{"tools":{}}` {
-		t.Fatalf("capabilities %s, want tools only without listChanged", caps)
+	if string(caps) != `{"prompts":{"listChanged":true},"tools":{}}` {
+		t.Fatalf("capabilities %s, want tools without listChanged and prompts with it", caps)
 	}
 	if init.Instructions != instructions {
 		t.Fatalf("instructions %q", init.Instructions)

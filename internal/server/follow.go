@@ -1,0 +1,91 @@
+package server
+
+import (
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// follow makes the MCP prompts and the prompt tools registered with the
+// SDK match the current catalog generation: it adds what is new or
+// changed and removes what is gone. The SDK then pages prompts/list and
+// sends notifications/prompts/list_changed (and tools/list_changed when
+// advertised) to every session, debounced, in both protocol eras (legacy
+// sessions directly, stateless ones through subscriptions/listen).
+//
+// It runs once in New and then after every published reload
+// (catalog.Handle.OnPublish), on the reloading goroutine. followMu makes
+// two reloads finishing together apply one after the other; each reads
+// the current generation, so the last one leaves the newest state.
+func (s *Server) follow() {
+	s.followMu.Lock()
+	defer s.followMu.Unlock()
+	cat := s.catalog.Current().Catalog()
+
+	prompts := make(map[string]string, cat.Len())
+	var addPrompts []*mcp.Prompt
+	for _, e := range cat.All() {
+		// A broken prompt is not listed: a client would offer it as a
+		// slash command that can only fail. list_prompts reports its
+		// problem, and prompts/get by name answers with it.
+		if e.Broken() {
+			continue
+		}
+		p := mcpPrompt(e)
+		sig := signature(p)
+		prompts[e.Name()] = sig
+		if s.promptSigs[e.Name()] != sig {
+			addPrompts = append(addPrompts, p)
+		}
+	}
+	if gone := vanished(s.promptSigs, prompts); len(gone) > 0 {
+		s.mcp.RemovePrompts(gone...)
+	}
+	for _, p := range addPrompts {
+		// The handler is never called: promptsGetMiddleware answers
+		// prompts/get from the live catalog (see there).
+		s.mcp.AddPrompt(p, unreachablePrompt)
+	}
+	s.promptSigs = prompts
+
+	tools := make(map[string]string, len(cat.Tools()))
+	list := append([]*mcp.Tool(nil), s.builtins...)
+	var addTools []*mcp.Tool
+	for _, e := range cat.Tools() {
+		t := promptTool(e)
+		sig := signature(t)
+		tools[e.Name()] = sig
+		list = append(list, t)
+		if s.toolSigs[e.Name()] != sig {
+			addTools = append(addTools, t)
+		}
+	}
+	if gone := vanished(s.toolSigs, tools); len(gone) > 0 {
+		s.mcp.RemoveTools(gone...)
+	}
+	for _, t := range addTools {
+		s.mcp.AddTool(t, s.calls.Track(s.runPromptTool))
+	}
+	s.toolSigs = tools
+	s.toolList.Store(&list)
+}
+
+// vanished is the names in before that are not in after.
+func vanished(before, after map[string]string) []string {
+	var gone []string
+	for name := range before {
+		if _, ok := after[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	return gone
+}
+
+// signature is what a reload compares to tell a changed prompt or tool
+// from an unchanged one: its published JSON.
+func signature(v any) string {
+	b, err := marshal(v)
+	if err != nil {
+		// A prompt or tool built from strings always marshals.
+		panic(err)
+	}
+	return string(b)
+}
