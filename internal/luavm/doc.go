@@ -1,5 +1,5 @@
 // Package luavm is the sandboxed Lua VM a prompt's Lua runs in, and the
-// host API bound into it: args, the sealed sys table, the var clipboard,
+// host API bound into it: args, params (typed arguments), the sealed sys table, the var clipboard,
 // reply, log, store, untrusted, tools, models and the control globals
 // (jump, execute, list_from_section, fanout). The semantics behind tools,
 // models and control flow belong to the engine, reached through the [Host]

@@ -1,8 +1,13 @@
 // Package server is the MCP face of PromptForge: it publishes the four
 // built-in tools (list_prompts, run_prompt, need_prompt, check_run) over the
-// live catalog, runs prompts through the run registry and the engine,
-// forwards progress, renders results, and answers tools/list in its own
-// order and pages. It builds nothing from prompts.toml: package app
+// live catalog, every healthy prompt as an MCP prompt (prompts/get runs it),
+// and, when [catalog].tools names them, prompts as tools of their own; it
+// runs prompts through the run registry and the engine, checks their typed
+// arguments, forwards progress, renders results, and answers tools/list in
+// its own order and pages. The MCP prompts and prompt tools registered with
+// the SDK follow the catalog after every reload (follow, called through
+// catalog.Handle.OnPublish on the reloading goroutine), so the SDK sends
+// the list_changed notifications. It builds nothing from prompts.toml: package app
 // assembles the process and hands a [Server] everything in [Options].
 //
 // The transports (streamable HTTP and stdio) and the go-sdk workarounds

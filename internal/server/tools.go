@@ -9,9 +9,10 @@ import (
 	"github.com/promptforge-go/promptforge/internal/names"
 )
 
-// The built-in tool names. No prompt is ever published as a tool: a catalog
-// can change under a session, and a fixed surface keeps clients' tool lists
-// stable and small.
+// The built-in tool names. By default no prompt is published as a tool: a
+// catalog can change under a session, and a fixed surface keeps clients'
+// tool lists stable and small; [catalog].tools opts prompts in (see
+// prompttools.go).
 // The names themselves, and the rule that no prompt may take one, are
 // owned by package names.
 const (
@@ -173,7 +174,8 @@ const (
 
 // builtinTools returns the published tools in the order tools/list reports
 // them: list_prompts, run_prompt, need_prompt (when retrieval is on),
-// check_run. The list never depends on the catalog.
+// check_run. They never depend on the catalog; prompt tools follow them
+// (follow).
 func builtinTools(publishNeedPrompt bool) []*mcp.Tool {
 	out := []*mcp.Tool{
 		{
