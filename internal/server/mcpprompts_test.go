@@ -109,10 +109,18 @@ func TestPromptsGetRunsThePrompt(t *testing.T) {
 	if got, want := messageText(t, res), `go|7|0.5|true|{"count":7,"loud":true,"ratio":0.5,"topic":"go"}`; got != want {
 		t.Fatalf("brief: %q, want %q", got, want)
 	}
+	// An unfilled form field arrives as "": not given, so defaults apply.
+	res, err = getPrompt(h, "brief", map[string]string{"topic": "go", "count": "", "ratio": ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := messageText(t, res), `go|3|nil|false|{"count":3,"loud":false,"topic":"go"}`; got != want {
+		t.Fatalf("brief with empty fields: %q, want %q", got, want)
+	}
 	// The run is one record in the registry, like run_prompt's.
 	ids := started()
-	if len(ids) != 2 {
-		t.Fatalf("%d runs started, want 2", len(ids))
+	if len(ids) != 3 {
+		t.Fatalf("%d runs started, want 3", len(ids))
 	}
 	if rec, ok := h.srv.Registry().Check(ids[0]); !ok || rec.Value != "hello" || rec.Prompt != "echo" {
 		t.Fatalf("the registry's record of the first run: %+v %v", rec, ok)
@@ -129,6 +137,7 @@ func TestPromptsGetErrors(t *testing.T) {
 	}{
 		{"nosuch", nil, jsonrpc.CodeInvalidParams, `no prompt named "nosuch"`},
 		{"brief", nil, jsonrpc.CodeInvalidParams, `prompt "brief" needs argument "topic"`},
+		{"brief", map[string]string{"topic": ""}, jsonrpc.CodeInvalidParams, `prompt "brief" needs argument "topic"`},
 		{"brief", map[string]string{"topic": "go", "count": "many"}, jsonrpc.CodeInvalidParams, `argument "count" of prompt "brief" must be an integer, got "many"`},
 		{"brief", map[string]string{"topic": "go", "colour": "red"}, jsonrpc.CodeInvalidParams, `prompt "brief" has no argument "colour"`},
 		{"echo", map[string]string{"text": "x"}, jsonrpc.CodeInvalidParams, `prompt "echo" has no argument "text"; its one argument is args`},

@@ -81,6 +81,12 @@ func bindArguments(name string, decl []prompt.Argument, c callArgs) (bound, erro
 	params := make(map[string]any, len(decl))
 	for _, a := range decl {
 		v, ok := typed[a.Name]
+		if ok && c.text && v == "" {
+			// A slash-command form sends an unfilled field as "": it is
+			// not given, so a default applies and a required one is
+			// missing.
+			ok = false
+		}
 		if !ok {
 			switch {
 			case a.Required:

@@ -12,10 +12,10 @@ import { waitFor, withStack } from './harness.mjs';
 
 const RUN_ID = /^[0-9a-f]{32}$/;
 
-/** Each tool's string parameters and required ones (spec mcp-server §4.2). */
+/** Each tool's parameters (strings, but run_prompt's arguments object) and required ones (spec mcp-server §4.2). */
 const TOOLS = [
   { name: 'list_prompts', props: ['cursor'], required: undefined },
-  { name: 'run_prompt', props: ['prompt', 'args', 'input_file', 'input_text', 'output_file'], required: ['prompt'] },
+  { name: 'run_prompt', props: ['prompt', 'args', 'arguments', 'input_file', 'input_text', 'output_file'], required: ['prompt'] },
   { name: 'need_prompt', props: ['capability'], required: ['capability'] },
   { name: 'check_run', props: ['run_id'], required: ['run_id'] },
 ];
@@ -66,13 +66,13 @@ export function defineClientSuite(transport) {
   const stack = (opts, fn) => withStack({ transport, prompts: PROMPTS, ...opts }, fn);
 
   describe(`the TypeScript client over ${transport}`, () => {
-    test('initialize reports the server, tools only, and instructions', () =>
+    test('initialize reports the server, tools and prompts, and instructions', () =>
       stack({}, async ({ client }) => {
         assert.equal(client.getServerVersion()?.name, 'promptforge-mcp-server');
         const caps = client.getServerCapabilities();
         assert.ok(caps?.tools, `tools capability expected: ${JSON.stringify(caps)}`);
-        assert.ok(!caps.tools.listChanged, 'the tool list never changes, so listChanged is not advertised');
-        assert.equal(caps.prompts, undefined);
+        assert.ok(!caps.tools.listChanged, 'without [catalog].tools the tool list never changes, so listChanged is not advertised');
+        assert.deepEqual(caps.prompts, { listChanged: true }, 'every catalog prompt is an MCP prompt, and the catalog reloads');
         assert.equal(caps.resources, undefined);
         assert.match(client.getInstructions() ?? '', /PromptForge/);
       }));
@@ -91,7 +91,7 @@ export function defineClientSuite(transport) {
           assert.equal(s.additionalProperties, false, want.name);
           assert.deepEqual(Object.keys(s.properties), want.props, want.name);
           for (const [prop, schema] of Object.entries(s.properties)) {
-            assert.equal(schema.type, 'string', `${want.name}.${prop}`);
+            assert.equal(schema.type, want.name === 'run_prompt' && prop === 'arguments' ? 'object' : 'string', `${want.name}.${prop}`);
             assert.ok(typeof schema.description === 'string' && schema.description.length > 0, `${want.name}.${prop} description`);
           }
           assert.deepEqual(s.required, want.required, `${want.name} required`);
@@ -112,6 +112,17 @@ export function defineClientSuite(transport) {
         });
         assert.deepEqual(JSON.parse(text(result)), listing);
         assert.deepEqual(await gateway.requests(), [], 'listing reaches no model');
+      }));
+
+    test('prompts/list offers every prompt, and prompts/get runs one and returns its value', () =>
+      stack({}, async ({ client, gateway }) => {
+        const { prompts } = await client.listPrompts();
+        assert.deepEqual(prompts.map((p) => p.name), ['echo', 'greet', 'trio']);
+        const echo = prompts.find((p) => p.name === 'echo');
+        assert.deepEqual(echo.arguments.map((a) => [a.name, a.required ?? false]), [['args', false]]);
+        const got = await client.getPrompt({ name: 'echo', arguments: { args: 'hello from a slash command' } });
+        assert.deepEqual(got.messages, [{ role: 'user', content: { type: 'text', text: 'hello from a slash command' } }]);
+        assert.deepEqual(await gateway.requests(), [], 'a Lua-only prompt calls no model');
       }));
 
     test('run_prompt on a Lua-only prompt returns its value with no model turn', () =>
