@@ -8,12 +8,7 @@ import (
 // benchCatalog is n Lua prompts, every one also named a tool by the glob
 // "*" when tools is set: the largest follow can be asked to do.
 func benchCatalog(b *testing.B, n int, tools bool) *harness {
-	files := make(map[string]string, n)
-	for i := range n {
-		name := fmt.Sprintf("p%05d", i)
-		files[name+".md"] = luaPrompt(name, "Prompt number "+name+".", "return args")
-	}
-	f := fixture{prompts: files}
+	f := fixture{prompts: numberedPrompts(n, 5)}
 	if tools {
 		f.tools = []string{"*"}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -60,6 +61,24 @@ type fixture struct {
 	opts    func(*Options)
 	catalog catalog.Options
 	tools   []string // [catalog].tools
+}
+
+// numberedPrompts is n Lua prompts named p0, p1, ... with the number
+// zero-padded to digits: a large catalog in name order.
+func numberedPrompts(n, digits int) map[string]string {
+	files := make(map[string]string, n)
+	for i := range n {
+		name := fmt.Sprintf("p%0*d", digits, i)
+		files[name+".md"] = luaPrompt(name, "Prompt number "+name+".", "return 1")
+	}
+	return files
+}
+
+// deadlineLimits are the default limits with another reply deadline.
+func deadlineLimits(d time.Duration) Limits {
+	l := defaultLimits()
+	l.ReplyDeadline = d
+	return l
 }
 
 func defaultLimits() Limits {

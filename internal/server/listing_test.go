@@ -123,12 +123,7 @@ func reloadAll(dir string) catalog.LoadFunc {
 }
 
 func TestListPromptsPages(t *testing.T) {
-	files := map[string]string{}
-	for i := range 205 {
-		name := fmt.Sprintf("p%03d", i)
-		files[name+".md"] = luaPrompt(name, "Prompt number "+name+".", "return 1")
-	}
-	h := newHarness(t, fixture{prompts: files})
+	h := newHarness(t, fixture{prompts: numberedPrompts(205, 3)})
 	first := h.list("")
 	if len(first.Prompts) != 100 || first.NextCursor == nil || *first.NextCursor != "100" {
 		t.Fatalf("first page: %d prompts, next %v", len(first.Prompts), first.NextCursor)

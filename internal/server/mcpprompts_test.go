@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -55,12 +54,7 @@ func TestPromptsListShowsEveryHealthyPrompt(t *testing.T) {
 }
 
 func TestPromptsListPagesALargeCatalog(t *testing.T) {
-	files := map[string]string{}
-	for i := range 1200 {
-		name := fmt.Sprintf("p%04d", i)
-		files[name+".md"] = luaPrompt(name, "Prompt "+name+".", "return 1")
-	}
-	h := newHarness(t, fixture{prompts: files})
+	h := newHarness(t, fixture{prompts: numberedPrompts(1200, 4)})
 	n := 0
 	for p, err := range h.session.Prompts(context.Background(), nil) {
 		if err != nil {
@@ -160,9 +154,7 @@ func TestPromptsGetErrors(t *testing.T) {
 func TestPromptsGetThatOutlivesTheDeadlineSaysHowToCollect(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newMemGateway(t)
-		limits := defaultLimits()
-		limits.ReplyDeadline = 50 * time.Millisecond
-		h := speakingHarness(t, g, limits)
+		h := speakingHarness(t, g, deadlineLimits(50*time.Millisecond))
 		res, err := getPrompt(h, "speak", nil)
 		if err != nil {
 			t.Fatal(err)

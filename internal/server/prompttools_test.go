@@ -118,11 +118,9 @@ func TestPromptToolCallsSettleLikeRunPrompt(t *testing.T) {
 func TestPromptToolRunningReplyLikeRunPrompt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newMemGateway(t)
-		limits := defaultLimits()
-		limits.ReplyDeadline = 50 * time.Millisecond
 		h := newHarness(t, fixture{
 			prompts: map[string]string{"speak.md": speakPrompt("speak")},
-			limits:  limits, tools: []string{"speak"},
+			limits:  deadlineLimits(50 * time.Millisecond), tools: []string{"speak"},
 			opts: func(o *Options) {
 				o.Client = g.client
 				o.Models = modelset.Static([]gateway.Model{testModel})
