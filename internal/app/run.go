@@ -2,11 +2,13 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -82,6 +84,10 @@ func RunOnce(ctx context.Context, o RunOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	bound, err := bindRunArgs(p, o.Args)
+	if err != nil {
+		return "", err
+	}
 	env, err := plan.build(ctx, nil, logger)
 	if err != nil {
 		if o.ConfigPath != "" {
@@ -97,7 +103,8 @@ func RunOnce(ctx context.Context, o RunOptions) (string, error) {
 			return "", err
 		}
 	}
-	res, err := engine.Run(ctx, p, o.Args, st, engine.Options{
+	res, err := engine.Run(ctx, p, bound.Args, st, engine.Options{
+		Params:   bound.Params,
 		Client:   env.client,
 		ModelSet: env.models,
 		Tools:    env.tools,
@@ -234,4 +241,23 @@ func extractOutput(st *store.Store, p *prompt.Prompt, value, outPath string, war
 		return "", fmt.Errorf("write --output: %w", err)
 	}
 	return value, nil
+}
+
+// bindRunArgs is the command line's args for p: verbatim for a prompt
+// without typed arguments, as before; for one with them, a JSON object of
+// them (or nothing, for defaults only), checked by the same rules as
+// run_prompt's (prompt.Bind).
+func bindRunArgs(p *prompt.Prompt, args string) (prompt.Bound, error) {
+	decl := p.Frontmatter.Arguments
+	if decl == nil {
+		return prompt.Bound{Args: args}, nil
+	}
+	var given map[string]any
+	if args != "" {
+		if err := json.Unmarshal([]byte(args), &given); err != nil || given == nil {
+			return prompt.Bound{}, fmt.Errorf("prompt %s takes typed arguments (%s): pass them as one JSON object, e.g. '{\"%s\": ...}'",
+				strconv.Quote(p.Frontmatter.Name), prompt.DescribeArguments(decl), decl[0].Name)
+		}
+	}
+	return prompt.Bind(p.Frontmatter.Name, decl, given, false)
 }

@@ -41,7 +41,7 @@ func mcpPrompt(e catalog.Entry) *mcp.Prompt {
 func argumentNote(a prompt.Argument) string {
 	note := "(" + string(a.Type)
 	if a.Default != nil {
-		note += ", default " + given(a.Default)
+		note += ", default " + prompt.PreviewValue(a.Default)
 	}
 	note += ")"
 	if a.Description == "" {
@@ -67,8 +67,23 @@ func (s *Server) promptsGetMiddleware(next mcp.MethodHandler) mcp.MethodHandler 
 		if method != "prompts/get" || !ok {
 			return next(ctx, method, req)
 		}
-		return s.getPrompt(ctx, gr)
+		return s.trackedGetPrompt(ctx, gr)
 	}
+}
+
+// trackedGetPrompt runs getPrompt as a tracked call, like every tools/call:
+// a shutdown waits for it and a DELETE of its HTTP session cancels its
+// run. transport.Calls tracks tool handlers and reads only the request's
+// session, so the prompt request rides in a CallToolRequest carrying just
+// that.
+func (s *Server) trackedGetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	var res *mcp.GetPromptResult
+	_, err := s.calls.Track(func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var err error
+		res, err = s.getPrompt(ctx, req)
+		return nil, err
+	})(ctx, &mcp.CallToolRequest{Session: req.Session})
+	return res, err
 }
 
 // getPrompt runs the prompt server-side through the same path as

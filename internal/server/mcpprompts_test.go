@@ -221,3 +221,29 @@ func TestPromptsListChangedAfterAReload(t *testing.T) {
 		t.Fatal("a broken prompt is still listed")
 	}
 }
+
+// prompts/get is a tracked call like tools/call: a shutdown waits for it.
+func TestPromptsGetIsATrackedCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newMemGateway(t)
+		h := speakingHarness(t, g, defaultLimits())
+		done := make(chan error, 1)
+		go func() {
+			_, err := getPrompt(h, "speak", nil)
+			done <- err
+		}()
+		<-g.arrived
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := h.srv.Backend().Calls.Wait(ctx); err == nil || !strings.Contains(err.Error(), "wait for 1 call(s) in flight") {
+			t.Fatalf("Wait while prompts/get runs: %v", err)
+		}
+		g.Release()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err := h.srv.Backend().Calls.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

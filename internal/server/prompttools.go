@@ -46,7 +46,7 @@ func promptToolSchema(decl []prompt.Argument) json.RawMessage {
 		}
 		if a.Default != nil {
 			b.WriteString(`,"default":`)
-			b.WriteString(given(a.Default))
+			b.WriteString(prompt.PreviewValue(a.Default))
 		}
 		b.WriteByte('}')
 		props[i] = property{name: a.Name, schema: b.String()}

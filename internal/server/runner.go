@@ -30,7 +30,7 @@ const msgShuttingDown = "the server is shutting down and starts no new runs; ret
 type runRequest struct {
 	name          string
 	call          callArgs
-	bound         bound // set once the prompt is known (start)
+	bound         prompt.Bound // set once the prompt is known (start)
 	inputText     string
 	input, output *confinedPath // nil when not given
 	inputGiven    bool
@@ -211,9 +211,9 @@ func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progres
 		if err := seedStore(st, p, r); err != nil {
 			return runs.Outcome{Err: err}
 		}
-		res, err := engine.Run(ctx, p, r.bound.args, st, engine.Options{
+		res, err := engine.Run(ctx, p, r.bound.Args, st, engine.Options{
 			Execution: id,
-			Params:    r.bound.params,
+			Params:    r.bound.Params,
 			Client:    s.client,
 			ModelSet:  s.models,
 			Tools:     s.tools,
