@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -69,5 +70,40 @@ func TestArgumentErrors(t *testing.T) {
 				t.Errorf("line %d, want %d (%s)", pe.Line, tt.line, pe.Msg)
 			}
 		})
+	}
+}
+
+func TestBind(t *testing.T) {
+	decl := []Argument{
+		{Name: "topic", Type: ArgString, Required: true},
+		{Name: "n", Type: ArgInteger, Default: float64(2)},
+		{Name: "on", Type: ArgBoolean},
+		{Name: "r", Type: ArgNumber},
+	}
+	b, err := Bind("p", decl, map[string]any{"topic": "<go>", "on": "true", "r": " 1.5 ", "n": ""}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"n":2,"on":true,"r":1.5,"topic":"<go>"}`; b.Args != want {
+		t.Errorf("text: args %s, want %s", b.Args, want)
+	}
+	b, err = Bind("p", decl, map[string]any{"topic": "go", "n": float64(7)}, false)
+	if err != nil || b.Args != `{"n":7,"topic":"go"}` || len(b.Params) != 2 {
+		t.Errorf("json: %+v %v", b, err)
+	}
+	for _, tt := range []struct {
+		given map[string]any
+		text  bool
+		want  string
+	}{
+		{map[string]any{"topic": "go", "on": "yes"}, true, `argument "on" of prompt "p" must be a boolean, got "yes"`},
+		{map[string]any{"topic": "go", "n": "1e400"}, true, `argument "n" of prompt "p" must be an integer, got "1e400"`},
+		{map[string]any{"topic": "go", "n": float64(1 << 54)}, false, `must be an integer, got 18014398509481984`},
+		{map[string]any{"topic": ""}, true, `prompt "p" needs argument "topic" (string); its arguments are topic (string, required), n (integer), on (boolean), r (number)`},
+		{map[string]any{"b": 1, "a": 1, "topic": "x"}, false, `prompt "p" has no argument "a"`},
+	} {
+		if _, err := Bind("p", decl, tt.given, tt.text); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: %v, want %q", tt.given, err, tt.want)
+		}
 	}
 }
