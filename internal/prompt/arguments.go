@@ -7,6 +7,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/promptforge-go/promptforge/internal/names"
 )
 
 // ArgType is the type of a declared argument.
@@ -107,7 +108,7 @@ func (d fmDecoder) argument(i int, n ast.Node) (Argument, *ParseError) {
 	if perr != nil {
 		return Argument{}, at(perr)
 	}
-	if !validArgName(name) {
+	if !names.ValidName(name) {
 		return Argument{}, d.fieldError(raw.Name.n, "argument name %s must match ^[a-z][a-z0-9_]{0,47}$ (lowercase letters, digits and underscores, starting with a letter)", strconv.Quote(name))
 	}
 	a.Name = name
@@ -153,21 +154,6 @@ func (d fmDecoder) argument(i int, n ast.Node) (Argument, *ParseError) {
 		a.Default = def
 	}
 	return a, nil
-}
-
-// validArgName is the prompt-name rule, ^[a-z][a-z0-9_]{0,47}$, restated
-// here because this package has no internal imports (docs/architecture.md).
-func validArgName(s string) bool {
-	if s == "" || len(s) > 48 || s[0] < 'a' || s[0] > 'z' {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		c := s[i]
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
-			return false
-		}
-	}
-	return true
 }
 
 // Phrase names the type in messages: "a string", "an integer", ...
