@@ -94,7 +94,7 @@ func (s *Server) runPrompt(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	case err != nil:
 		return nil, err
 	}
-	return runResult(res)
+	return s.answerRun(ctx, req, res, runResult)
 }
 
 // startRun checks a run_prompt call, runs it and returns its record. A

@@ -93,6 +93,8 @@ type Server struct {
 	mcp               *mcp.Server
 	// problems holds list_prompts' binding problems (see bindingProblems).
 	problems bindingProblems
+	// renderers: how each run answered as a task renders (tasks.go).
+	renderers taskRenderers
 
 	// calls tracks the tools/call handlers in flight for the transports:
 	// every handler is registered through it.
@@ -158,10 +160,14 @@ func New(opts Options) (*Server, error) {
 		calls:             &transport.Calls{},
 	}
 	s.published = builtinTools(s.publishNeedPrompt)
+	// Tools only, and no listChanged: the tool list never changes. The
+	// Tasks extension is advertised in initialize and server/discover alike
+	// (the SDK builds both from these capabilities).
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
+	caps.AddExtension(tasksExtension, nil)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: version}, &mcp.ServerOptions{
 		Instructions: instructions,
-		// Tools only, and no listChanged: the tool list never changes.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Capabilities: caps,
 		Logger:       transport.SDKLogger(logger, "mcp"),
 	})
 	handlers := map[string]mcp.ToolHandler{
@@ -174,6 +180,9 @@ func New(opts Options) (*Server, error) {
 		s.mcp.AddTool(t, s.calls.Track(handlers[t.Name]))
 	}
 	s.mcp.AddReceivingMiddleware(s.toolsListMiddleware)
+	if err := s.registerTasks(s.mcp); err != nil {
+		return nil, fmt.Errorf("create the MCP server: %w", err)
+	}
 	return s, nil
 }
 

@@ -231,8 +231,8 @@ func TestInitializeAdvertisesToolsOnly(t *testing.T) {
 		t.Fatalf("serverInfo %+v", init.ServerInfo)
 	}
 	caps, _ := json.Marshal(init.Capabilities)
-	if string(caps) != `{"tools":{}}` {
-		t.Fatalf("capabilities %s, want tools only without listChanged", caps)
+	if string(caps) != `{"extensions":{"io.modelcontextprotocol/tasks":{}},"tools":{}}` {
+		t.Fatalf("capabilities %s, want tools without listChanged, and the Tasks extension", caps)
 	}
 	if init.Instructions != instructions {
 		t.Fatalf("instructions %q", init.Instructions)
