@@ -449,14 +449,8 @@ func (r *Registry) outlived(rec *record) Result {
 // fresh running snapshot (elapsed since registration, 0 turns) while it is
 // going, or false when no such run is known.
 func (r *Registry) Check(id string) (Result, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.sweepLocked()
-	rec, ok := r.records[id]
-	if !ok {
-		return Result{}, false
-	}
-	return rec.snapshotLocked(), true
+	v, ok := r.View(id)
+	return v.Result, ok
 }
 
 // View is a run as a task reads it: its record, when it was registered

@@ -466,3 +466,17 @@ func TestAnAbnormalEndIsAFailedTaskWithAJSONRPCError(t *testing.T) {
 		t.Fatalf("taskOf = %+v\nwant %+v", got, want)
 	}
 }
+
+func TestRequireTasksRefusesACallerWithoutTheExtension(t *testing.T) {
+	declared := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "job"}}
+	declared.Params.Meta = mcp.Meta{mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}}
+	if err := requireTasks(declared); err != nil {
+		t.Fatalf("a caller that declared the extension was refused: %v", err)
+	}
+	plain := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "job"}}
+	plain.Params.Meta = mcp.Meta{mcp.MetaKeyClientCapabilities: map[string]any{}}
+	we := wireError(t, requireTasks(plain))
+	if we.Code != mcp.CodeMissingRequiredClientCapabilities || !strings.Contains(we.Message, "answers only with a task") || !strings.Contains(string(we.Data), tasksExtension) {
+		t.Fatalf("refusal %d %q %s", we.Code, we.Message, we.Data)
+	}
+}
