@@ -207,13 +207,17 @@ func (s *Server) answerRun(ctx context.Context, req *mcp.CallToolRequest, res ru
 		// Not reached through tasksMiddleware: nothing could send a task.
 		return placeholder, nil
 	}
-	s.renderers.put(s.runs, res.RunID, render)
 	v, ok := s.runs.View(res.RunID)
-	if !ok {
+	switch {
+	case !ok:
 		// Evicted already (a zero retention): the running reply still
 		// names the run, and check_run says it is gone.
 		return placeholder, nil
+	case v.Status != runs.StatusRunning:
+		// It ended since Settle looked: its result beats a task to poll.
+		return render(v.Result)
 	}
+	s.renderers.put(s.runs, res.RunID, render)
 	slot.task = &createTaskResult{ResultType: "task", task: s.taskOf(v, time.Now())}
 	return placeholder, nil
 }

@@ -480,3 +480,47 @@ func TestRequireTasksRefusesACallerWithoutTheExtension(t *testing.T) {
 		t.Fatalf("refusal %d %q %s", we.Code, we.Message, we.Data)
 	}
 }
+
+// Any tool that launches a run answers through answerRun; its task inlines
+// that tool's own rendering, not run_prompt's.
+func TestATaskInlinesTheRenderingOfTheToolThatLaunchedIt(t *testing.T) {
+	h := newHarness(t, fixture{})
+	reg := h.srv.Registry()
+	slot, err := reg.Admit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	handle, err := reg.Launch(slot, runs.NewRunID(), "job", func(context.Context) runs.Outcome {
+		<-release
+		return runs.Outcome{Value: "done"}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := func(r runs.Result) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "job says " + string(r.Status) + " " + r.Value}}}, nil
+	}
+	caps := mcp.Meta{mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}}
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "job"}}
+	req.Params.Meta = caps
+	slotted := &taskSlot{}
+	ctx := context.WithValue(context.Background(), taskSlotKey{}, slotted)
+
+	placeholder, err := h.srv.answerRun(ctx, req, runs.Running(handle.RunID(), "job", 0), render)
+	if err != nil || slotted.task == nil || slotted.task.TaskID != handle.RunID() {
+		t.Fatalf("no task filed: %v %+v", err, slotted.task)
+	}
+	if textOf(t, placeholder) != "job says running " {
+		t.Fatalf("placeholder %q", textOf(t, placeholder))
+	}
+	close(release)
+	<-handle.Done()
+	got, err := h.srv.tasksGet(context.Background(), nil, &taskParams{ParamsBase: mcp.ParamsBase{Meta: caps}, TaskID: handle.RunID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := got.(*getTaskResult); r.Status != taskCompleted || textOf(t, r.Result) != "job says completed done" {
+		t.Fatalf("tasks/get %+v", r)
+	}
+}
