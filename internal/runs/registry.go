@@ -119,6 +119,14 @@ type record struct {
 	finished   bool
 	finishedAt time.Time
 	result     Result
+	end        ending
+}
+
+// ending is how a run ended, beyond its record: what a caller that tells
+// a cancelled run from a failed one (the server's task view) needs.
+type ending struct {
+	cause    error // the run context's cancellation cause when it ended, if any
+	abnormal bool  // it panicked or exited without returning
 }
 
 func (rec *record) snapshotLocked() Result {
@@ -297,16 +305,18 @@ func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run f
 	)
 	defer func() {
 		var res Result
+		end := ending{cause: context.Cause(ctx), abnormal: !returned}
 		if returned {
 			res = r.outcomeResult(ctx, rec, out)
 		} else {
 			res = r.abnormalEnd(rec, recover())
 		}
+		// Read above, before this sets the cause to context.Canceled.
 		rec.cancel(nil) // detaches the run's context from base
 		// Return the slot before the record is visible as terminal, so a
 		// caller who sees the result and calls again finds the slot free.
 		slot.Release()
-		final := r.finish(rec, res)
+		final := r.finish(rec, res, end)
 		if final.Status == StatusCompleted {
 			r.completed.Add(1)
 		} else {
@@ -369,7 +379,7 @@ func (r *Registry) abnormalEnd(rec *record, p any) Result {
 // finish records res as rec's terminal result unless one is already there
 // (first write wins, so a late writer cannot rewrite an outcome a caller may
 // already have read), and returns the result that stands.
-func (r *Registry) finish(rec *record, res Result) Result {
+func (r *Registry) finish(rec *record, res Result, end ending) Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.sweepLocked()
@@ -379,6 +389,7 @@ func (r *Registry) finish(rec *record, res Result) Result {
 	rec.finished = true
 	rec.finishedAt = time.Now()
 	rec.result = res
+	rec.end = end
 	close(rec.done)
 	// Only a record still in the map can expire; one evicted or replaced
 	// has nothing left to sweep.
@@ -438,14 +449,43 @@ func (r *Registry) outlived(rec *record) Result {
 // fresh running snapshot (elapsed since registration, 0 turns) while it is
 // going, or false when no such run is known.
 func (r *Registry) Check(id string) (Result, bool) {
+	v, ok := r.View(id)
+	return v.Result, ok
+}
+
+// View is a run as a task reads it: its record, when it was registered
+// and finished, and how it ended.
+type View struct {
+	Result
+	Started time.Time
+	// Finished is when the terminal record was written; zero while running.
+	Finished time.Time
+	// Cause is the cause the run's context was cancelled with before the
+	// run ended ([ErrRunCancelled], [ErrCallerCancelled],
+	// [ErrShuttingDown]), nil if it was not, and always nil while running.
+	// A run that finished before the cancellation took effect keeps its
+	// completed record, whatever Cause says.
+	Cause error
+	// Abnormal: the run panicked or exited without returning; its record
+	// is failed and says so.
+	Abnormal bool
+}
+
+// View returns what [Registry.Check] returns for id, with the times and
+// the ending, read together so they cannot disagree.
+func (r *Registry) View(id string) (View, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.sweepLocked()
 	rec, ok := r.records[id]
 	if !ok {
-		return Result{}, false
+		return View{}, false
 	}
-	return rec.snapshotLocked(), true
+	v := View{Result: rec.snapshotLocked(), Started: rec.started}
+	if rec.finished {
+		v.Finished, v.Cause, v.Abnormal = rec.finishedAt, rec.end.cause, rec.end.abnormal
+	}
+	return v, true
 }
 
 // Cancel asks the run id names to stop, with [ErrRunCancelled] as the cause.

@@ -375,10 +375,10 @@ func TestFirstTerminalResultWins(t *testing.T) {
 		h := launch(t, r, id32, "p", gated(release, "second"))
 
 		first := Completed(id32, "p", "first", 1, 0)
-		if got := r.finish(h.rec, first); got != first {
+		if got := r.finish(h.rec, first, ending{}); got != first {
 			t.Fatalf("finish on a running record = %+v, want %+v", got, first)
 		}
-		if got := r.finish(h.rec, Failed(id32, "p", "late", 0, 0)); got != first {
+		if got := r.finish(h.rec, Failed(id32, "p", "late", 0, 0), ending{}); got != first {
 			t.Errorf("a second finish returned %+v, want the first result %+v", got, first)
 		}
 		close(release)
@@ -769,4 +769,42 @@ func TestNewRefusesImpossibleLimits(t *testing.T) {
 	if err := r.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestViewSaysWhenAndHowARunEnded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, _ := newRegistry(t, testOptions(50*time.Millisecond))
+		start := time.Now()
+		launch(t, r, id32, "ok", sleeper(time.Second, "done", 1))
+		cancelled := launch(t, r, "cancelled", "p", func(ctx context.Context) Outcome {
+			<-ctx.Done()
+			return Outcome{Err: errors.New("stopped")}
+		})
+		panicked := launch(t, r, "panicked", "p", func(context.Context) Outcome {
+			time.Sleep(time.Second)
+			panic("boom")
+		})
+
+		if v, ok := r.View(id32); !ok || v.Status != StatusRunning || !v.Started.Equal(start) || !v.Finished.IsZero() || v.Cause != nil {
+			t.Errorf("View while running = %+v, %v; want running, started at the launch, not finished, no cause", v, ok)
+		}
+		time.Sleep(2 * time.Second)
+		r.Cancel("cancelled")
+		<-cancelled.Done()
+		<-panicked.Done()
+
+		v, _ := r.View(id32)
+		if v.Result != Completed(id32, "ok", "done", 1, time.Second) || !v.Finished.Equal(start.Add(time.Second)) || v.Cause != nil || v.Abnormal {
+			t.Errorf("View of the completed run = %+v", v)
+		}
+		if v, _ := r.View("cancelled"); v.Status != StatusFailed || !errors.Is(v.Cause, ErrRunCancelled) || v.Abnormal || !v.Finished.Equal(start.Add(2*time.Second)) {
+			t.Errorf("View of the cancelled run = %+v, want failed with ErrRunCancelled as its cause", v)
+		}
+		if v, _ := r.View("panicked"); v.Status != StatusFailed || !v.Abnormal || v.Cause != nil {
+			t.Errorf("View of the panicked run = %+v, want failed and abnormal", v)
+		}
+		if _, ok := r.View("unknown"); ok {
+			t.Error("View of an unknown id reported a run")
+		}
+	})
 }

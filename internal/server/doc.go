@@ -59,6 +59,17 @@
 //     gateway and the watcher have been prepared.
 //   - Lines on stdio that are not JSON-RPC are dropped (as the reference
 //     does) and counted in the log at debug level; the session continues.
+//   - The Tasks extension (io.modelcontextprotocol/tasks, SEP-2663) is
+//     advertised, and for a caller that declared it a run still going at
+//     the reply deadline is answered with a CreateTaskResult instead of the
+//     running record (mcp-server §4.12, tasks.go). A task is a run: its id
+//     is the run id and the registry's record is its only state, so
+//     tasks/get and check_run read the same run, and tasks/cancel cancels
+//     it as notifications/cancelled would. The go-sdk v1.8.0 routes the
+//     tasks/* methods as custom methods, but a tool handler cannot return
+//     anything but a CallToolResult: a receiving middleware swaps in the
+//     task the handler filed in its context (see answerRun, which every
+//     tool that launches runs answers through).
 //
 // Runs reuse the prompt the catalog parsed: a generation is immutable, so a
 // file saved half-written while a run is going cannot reach that run; the

@@ -116,7 +116,7 @@ func (s *Server) callRun(ctx context.Context, req *mcp.CallToolRequest, entry ca
 	if err != nil {
 		return toolRefusal(err)
 	}
-	return runResult(res)
+	return s.answerRun(ctx, req, res, runResult)
 }
 
 // toolRefusal renders a refusal as the isError text a model can act on;

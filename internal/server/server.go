@@ -105,6 +105,8 @@ type Server struct {
 	toolSigs   map[string]string
 	// problems holds list_prompts' binding problems (see bindingProblems).
 	problems bindingProblems
+	// renderers: how each run answered as a task renders (tasks.go).
+	renderers taskRenderers
 
 	// calls tracks the tools/call handlers in flight for the transports:
 	// every handler is registered through it.
@@ -170,20 +172,24 @@ func New(opts Options) (*Server, error) {
 		calls:             &transport.Calls{},
 	}
 	s.builtins = builtinTools(s.publishNeedPrompt)
+	caps := &mcp.ServerCapabilities{
+		// The tool list changes only when [catalog].tools publishes
+		// prompts as tools; without it, the four tools are fixed and
+		// no client is told to watch them. Whether the setting is
+		// used is read at boot: adding it later publishes the tools,
+		// but only a restart advertises listChanged.
+		Tools: &mcp.ToolCapabilities{ListChanged: len(opts.Catalog.Current().Catalog().ToolPatterns()) > 0},
+		// Every healthy catalog prompt is an MCP prompt, and the
+		// catalog reloads.
+		Prompts: &mcp.PromptCapabilities{ListChanged: true},
+	}
+	// The Tasks extension is advertised in initialize and server/discover
+	// alike (the SDK builds both from these capabilities).
+	caps.AddExtension(tasksExtension, nil)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: version}, &mcp.ServerOptions{
 		Instructions: instructions,
-		Capabilities: &mcp.ServerCapabilities{
-			// The tool list changes only when [catalog].tools publishes
-			// prompts as tools; without it, the four tools are fixed and
-			// no client is told to watch them. Whether the setting is
-			// used is read at boot: adding it later publishes the tools,
-			// but only a restart advertises listChanged.
-			Tools: &mcp.ToolCapabilities{ListChanged: len(opts.Catalog.Current().Catalog().ToolPatterns()) > 0},
-			// Every healthy catalog prompt is an MCP prompt, and the
-			// catalog reloads.
-			Prompts: &mcp.PromptCapabilities{ListChanged: true},
-		},
-		Logger: transport.SDKLogger(logger, "mcp"),
+		Capabilities: caps,
+		Logger:       transport.SDKLogger(logger, "mcp"),
 	})
 	handlers := map[string]mcp.ToolHandler{
 		ToolListPrompts: s.listPrompts,
@@ -195,6 +201,9 @@ func New(opts Options) (*Server, error) {
 		s.mcp.AddTool(t, s.calls.Track(handlers[t.Name]))
 	}
 	s.mcp.AddReceivingMiddleware(s.toolsListMiddleware, s.promptsGetMiddleware)
+	if err := s.registerTasks(s.mcp); err != nil {
+		return nil, fmt.Errorf("create the MCP server: %w", err)
+	}
 	s.follow()
 	// The Handle outlives no server in practice (both are the process's);
 	// after Close a reload still re-registers, which is harmless.

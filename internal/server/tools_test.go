@@ -239,8 +239,8 @@ func TestInitializeAdvertisesToolsAndPrompts(t *testing.T) {
 		t.Fatalf("serverInfo %+v", init.ServerInfo)
 	}
 	caps, _ := json.Marshal(init.Capabilities)
-	if string(caps) != `{"prompts":{"listChanged":true},"tools":{}}` {
-		t.Fatalf("capabilities %s, want tools without listChanged and prompts with it", caps)
+	if string(caps) != `{"extensions":{"io.modelcontextprotocol/tasks":{}},"prompts":{"listChanged":true},"tools":{}}` {
+		t.Fatalf("capabilities %s, want tools without listChanged, prompts with it, and the Tasks extension", caps)
 	}
 	if init.Instructions != instructions {
 		t.Fatalf("instructions %q", init.Instructions)

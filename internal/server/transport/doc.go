@@ -57,6 +57,12 @@
 //     stdinReader, stdoutWriter): at EOF the SDK cancels the requests in
 //     flight and drops replies not yet written (internal/jsonrpc2/conn.go,
 //     readIncoming; upstream modelcontextprotocol/go-sdk#1061).
+//   - tasks/get, tasks/update and tasks/cancel need Mcp-Name equal to
+//     params.taskId (taskNameHeader; the Tasks extension's routing header,
+//     mcp-server §4.12): the SDK checks Mcp-Name only for tools/call,
+//     resources/read and prompts/get (mcp/streamable_headers.go,
+//     validateMcpHeaders). The refusal is the SDK's own for those: HTTP 400
+//     with JSON-RPC -32020. No upstream issue found.
 //   - The SDK's INFO lines are dropped (SDKLogger): it logs every session's
 //     lifecycle at INFO (mcp/server.go: Server.Connect, Server.bind,
 //     Server.disconnect, ServerSession.initialized; upstream

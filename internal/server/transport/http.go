@@ -112,7 +112,7 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 		metrics = http.NotFoundHandler()
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", guard(cancelOnDisconnect(b.Calls, log, keepAliveSSE(keepAlive, sdk))))
+	mux.Handle("/mcp", guard(cancelOnDisconnect(b.Calls, log, taskNameHeader(keepAliveSSE(keepAlive, sdk)))))
 	mux.Handle("/metrics", guard(metrics))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

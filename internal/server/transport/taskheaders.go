@@ -1,0 +1,86 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// taskNameHeader enforces the Tasks extension's routing header (SEP-2663,
+// "Streamable HTTP: Routing Headers"; mcp-server §4.12): a tasks/get,
+// tasks/update or tasks/cancel sent with the standard headers (protocol
+// 2026-07-28 and later) must carry Mcp-Name equal to params.taskId, so an
+// intermediary routing on it reaches the server holding the task. go-sdk
+// v1.8.0 validates Mcp-Name only for tools/call, resources/read and
+// prompts/get (mcp/streamable_headers.go, validateMcpHeaders); the refusal
+// here is the one it gives those: HTTP 400 with JSON-RPC -32020. It reads
+// the body cancelOnDisconnect has already buffered, and must sit inside it.
+// headerMcpName is the standard header naming a request's target.
+const headerMcpName = "Mcp-Name"
+
+// isTaskMethod reports whether method's Mcp-Name is params.taskId.
+func isTaskMethod(method string) bool {
+	switch method {
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		return true
+	}
+	return false
+}
+
+func taskNameHeader(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The standard headers start with 2026-07-28; protocol versions are
+		// dates, so they compare as strings, as the SDK compares them.
+		if r.Method != http.MethodPost || r.Header.Get(headerProtocolVersion) < "2026-07-28" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "failed to read body", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				TaskID string `json:"taskId"`
+			} `json:"params"`
+		}
+		// A batch or a body that is not one request is the SDK's to refuse.
+		if json.Unmarshal(body, &msg) != nil || !isTaskMethod(msg.Method) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		raw := r.Header.Get(headerMcpName)
+		name := strings.TrimSpace(raw) // RFC 9110 §5.5: OWS is not part of the value
+		var problem string
+		switch {
+		case raw == "":
+			problem = fmt.Sprintf("missing required Mcp-Name header for method %q: set it to params.taskId", msg.Method)
+		case name != msg.Params.TaskID:
+			problem = fmt.Sprintf("header mismatch: Mcp-Name header value %q does not match params.taskId %q; send the task id in both", name, msg.Params.TaskID)
+		default:
+			next.ServeHTTP(w, r)
+			return
+		}
+		id := msg.ID
+		if len(id) == 0 {
+			id = json.RawMessage("null")
+		}
+		reply, _ := json.Marshal(map[string]any{
+			"jsonrpc": "2.0",
+			"id":      id,
+			"error":   map[string]any{"code": mcp.CodeHeaderMismatch, "message": problem},
+		})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write(reply)
+	})
+}

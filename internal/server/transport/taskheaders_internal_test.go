@@ -1,0 +1,61 @@
+package transport
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestTaskMethodsNeedTheirTaskIDInMcpName(t *testing.T) {
+	const get = `{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"taskId":"abc"}}`
+	for _, tc := range []struct {
+		name, version, header, body string
+		refused                     bool
+	}{
+		{"matching", "2026-07-28", "abc", get, false},
+		{"matching with surrounding whitespace", "2026-07-28", "  abc ", get, false},
+		{"mismatched", "2026-07-28", "other", get, true},
+		{"missing", "2026-07-28", "", get, true},
+		{"cancel mismatched", "2026-07-28", "other", `{"jsonrpc":"2.0","id":7,"method":"tasks/cancel","params":{"taskId":"abc"}}`, true},
+		{"update missing", "2026-07-28", "", `{"jsonrpc":"2.0","id":7,"method":"tasks/update","params":{"taskId":"abc","inputResponses":{}}}`, true},
+		{"before the standard headers", "2025-11-25", "", get, false},
+		{"another method", "2026-07-28", "", `{"jsonrpc":"2.0","id":7,"method":"tasks/list","params":{}}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var passed string
+			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				passed = string(b)
+			})
+			req := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", strings.NewReader(tc.body))
+			req.Header.Set(headerProtocolVersion, tc.version)
+			if tc.header != "" {
+				req.Header.Set(headerMcpName, tc.header)
+			}
+			rec := httptest.NewRecorder()
+			taskNameHeader(next).ServeHTTP(rec, req)
+			if !tc.refused {
+				if passed != tc.body || rec.Code != http.StatusOK {
+					t.Fatalf("not passed on intact: code %d, body %q", rec.Code, passed)
+				}
+				return
+			}
+			var reply struct {
+				ID    int `json:"id"`
+				Error struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &reply); err != nil || rec.Code != http.StatusBadRequest || passed != "" {
+				t.Fatalf("code %d body %q passed %q: %v", rec.Code, rec.Body.String(), passed, err)
+			}
+			if reply.ID != 7 || reply.Error.Code != -32020 || !strings.Contains(reply.Error.Message, "taskId") {
+				t.Fatalf("reply %+v", reply)
+			}
+		})
+	}
+}
