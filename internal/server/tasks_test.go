@@ -12,6 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/runs"
 )
 
@@ -108,10 +110,17 @@ func connectTasks(t testing.TB, h *harness, declare bool, version string) *tasks
 // when given, is the request's _meta.
 func (c *tasksClient) run(prompt string, meta mcp.Meta) map[string]any {
 	c.t.Helper()
-	params := &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": prompt}}
+	return c.call(ToolRunPrompt, map[string]any{"prompt": prompt}, meta)
+}
+
+// call calls the tool name with args and returns its reply as it was on
+// the wire; meta, when given, is the request's _meta.
+func (c *tasksClient) call(name string, args map[string]any, meta mcp.Meta) map[string]any {
+	c.t.Helper()
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
 	params.Meta = meta
 	if _, err := c.cs.CallTool(context.Background(), params); err != nil {
-		c.t.Fatalf("run_prompt %s: %v", prompt, err)
+		c.t.Fatalf("%s %v: %v", name, args, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -179,16 +188,10 @@ func checkTaskFields(t *testing.T, what string, m map[string]any, id, status str
 	}
 }
 
-func shortDeadline() Limits {
-	l := defaultLimits()
-	l.ReplyDeadline = 50 * time.Millisecond
-	return l
-}
-
 func TestANegotiatedRunThatOutlivesItsDeadlineIsATaskCollectedByTasksGetOrCheckRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newMemGateway(t)
-		h := speakingHarness(t, g, shortDeadline())
+		h := speakingHarness(t, g, deadlineLimits(50*time.Millisecond))
 		c := connectTasks(t, h, true, "")
 
 		start := time.Now()
@@ -249,7 +252,7 @@ func TestAFailedRunIsACompletedTaskWhoseResultIsTheError(t *testing.T) {
 			"# Speak\n\n```lua\nmodels.default(\"writer\", \"A general assistant model\")\n```\n\n## Say\n\nSay something.\n\n## Fail\n\n```lua\nerror(\"the second section broke\")\n```\n")
 		h := newHarness(t, fixture{
 			prompts: map[string]string{"speakfail.md": fails},
-			limits:  shortDeadline(),
+			limits:  deadlineLimits(50 * time.Millisecond),
 			opts:    withGateway(g.client),
 		})
 		c := connectTasks(t, h, true, "")
@@ -278,7 +281,7 @@ func TestAFailedRunIsACompletedTaskWhoseResultIsTheError(t *testing.T) {
 func TestTasksCancelStopsTheRunFreesItsSlotAndIsIdempotent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newMemGateway(t)
-		limits := shortDeadline()
+		limits := deadlineLimits(50 * time.Millisecond)
 		limits.MaxConcurrentRuns = 1
 		limits.AdmissionTimeout = 50 * time.Second
 		h := speakingHarness(t, g, limits)
@@ -342,7 +345,7 @@ func TestUnknownTasksAreInvalidParamsAndRemovedMethodsAreNotFound(t *testing.T) 
 func TestTasksUpdateAcknowledgesATaskThatNeedsNoInput(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newMemGateway(t)
-		h := speakingHarness(t, g, shortDeadline())
+		h := speakingHarness(t, g, deadlineLimits(50*time.Millisecond))
 		c := connectTasks(t, h, true, "")
 		id, _ := c.run("speak", nil)["taskId"].(string)
 		res, err := mcp.CallCustomMethod[*tasksCall, *wireObject](context.Background(), c.cs, methodTasksUpdate,
@@ -363,7 +366,7 @@ func TestWithoutTheExtensionCallsStaySynchronousAndTasksMethodsAreRefused(t *tes
 		t.Run("era "+version, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := newMemGateway(t)
-				h := speakingHarness(t, g, shortDeadline())
+				h := speakingHarness(t, g, deadlineLimits(50*time.Millisecond))
 				c := connectTasks(t, h, false, version)
 				got := c.run("speak", nil)
 				s, _ := got["structuredContent"].(map[string]any)
@@ -403,7 +406,7 @@ func TestWithoutTheExtensionCallsStaySynchronousAndTasksMethodsAreRefused(t *tes
 func TestTheSessionOrOneRequestCanDeclareTheExtension(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newMemGateway(t)
-		h := speakingHarness(t, g, shortDeadline())
+		h := speakingHarness(t, g, deadlineLimits(50*time.Millisecond))
 
 		// 2025-11-25: declared at initialize, which advertises the extension.
 		session := connectTasks(t, h, true, "2025-11-25")
@@ -523,4 +526,33 @@ func TestATaskInlinesTheRenderingOfTheToolThatLaunchedIt(t *testing.T) {
 	if r := got.(*getTaskResult); r.Status != taskCompleted || textOf(t, r.Result) != "job says completed done" {
 		t.Fatalf("tasks/get %+v", r)
 	}
+}
+
+// A prompt published as its own tool ([catalog].tools) answers a long run
+// with a task too: every tool that launches runs answers through answerRun.
+func TestAPromptToolsLongRunIsATask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newMemGateway(t)
+		h := newHarness(t, fixture{
+			prompts: map[string]string{"speak.md": speakPrompt("speak")},
+			limits:  deadlineLimits(50 * time.Millisecond), tools: []string{"speak"},
+			opts: func(o *Options) {
+				o.Client = g.client
+				o.Models = modelset.Static([]gateway.Model{testModel})
+			},
+		})
+		c := connectTasks(t, h, true, "")
+		created := c.call("speak", nil, nil)
+		id, _ := created["taskId"].(string)
+		if created["resultType"] != "task" || id == "" {
+			t.Fatalf("the prompt tool answered %v, want a CreateTaskResult", created)
+		}
+		g.Release()
+		synctest.Wait()
+		got := c.ok(methodTasksGet, id)
+		checkTaskFields(t, "tasks/get once completed", got, id, "completed")
+		if s, _ := got["result"].(map[string]any)["structuredContent"].(map[string]any); s["value"] != "eventually" || s["prompt"] != "speak" {
+			t.Fatalf("inlined result %v", got["result"])
+		}
+	})
 }
