@@ -17,11 +17,16 @@ const (
 	DefaultBind              = "127.0.0.1:9310"
 	DefaultMaxConcurrentRuns = 4
 	DefaultAdmissionTimeout  = 30 * time.Second
-	DefaultReplyDeadline     = 240 * time.Second
-	DefaultRetainCompleted   = time.Hour
-	DefaultWatch             = true
-	DefaultWatchDebounce     = 500 * time.Millisecond
-	DefaultPromptsDir        = "prompts"
+	// DefaultReplyDeadline is below the 60 s after which clients built on
+	// the official TypeScript SDK (Claude Code among them) give up on a
+	// call and cancel it: a long run comes back as running with its run id,
+	// with 15 s to spare for the reply's way back, instead of being
+	// cancelled by the client's timeout (the reference waits 240 s).
+	DefaultReplyDeadline   = 45 * time.Second
+	DefaultRetainCompleted = time.Hour
+	DefaultWatch           = true
+	DefaultWatchDebounce   = 500 * time.Millisecond
+	DefaultPromptsDir      = "prompts"
 	// DefaultGatewayTimeout is [gateway].timeout's default. The gateway
 	// client's zero-value default (gateway.DefaultModelsTimeout, for hosts
 	// without a prompts.toml) is the same value.

@@ -170,7 +170,7 @@ func TestParseMinimalConfigFillsDefaults(t *testing.T) {
 			Bind:              netip.MustParseAddrPort("127.0.0.1:9310"),
 			MaxConcurrentRuns: 4,
 			AdmissionTimeout:  30 * time.Second,
-			ReplyDeadline:     240 * time.Second,
+			ReplyDeadline:     45 * time.Second,
 			RetainCompleted:   3600 * time.Second,
 			Watch:             true,
 			WatchDebounce:     500 * time.Millisecond,

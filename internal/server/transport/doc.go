@@ -5,7 +5,8 @@
 // and an HTTP DELETE cancels through; the HTTP face ([ServeHTTP],
 // [HTTPHandler]: the bearer check, the Host check and [ResolveAllowedHosts],
 // the body cap, /healthz and the routing of /metrics, graceful shutdown);
-// the stdio face ([ServeStdio]: line framing and the drain at the end of
+// the routing of each /mcp request to the handler of its protocol era
+// (byEra); the stdio face ([ServeStdio]: line framing and the drain at the end of
 // input); and the filter on the SDK's own log lines ([SDKLogger]).
 //
 // Why it is a package of its own: this code deals in bytes and sessions,
@@ -19,6 +20,20 @@
 // The workarounds, each against go-sdk v1.8.0 (file and function in the
 // SDK; upstream issue where one was found):
 //
+//   - Two protocol eras on one /mcp (byEra): a StreamableHTTPHandler
+//     serves one era. A stateful one refuses every 2026-07-28 request
+//     (mcp/streamable.go, streamableServerConn.servePOST: "this server is
+//     stateful"); a stateless one (StreamableHTTPOptions.Stateless) gives
+//     each POST a throwaway session (StreamableHTTPHandler.serveStateless),
+//     which would take sessions, notifications/cancelled on another POST,
+//     GET and DELETE from 2025-11-25 clients. byEra sends a request with a
+//     session id, or declaring an older version, to the stateful handler,
+//     and one declaring 2026-07-28 (Mcp-Protocol-Version, server/discover,
+//     or _meta's protocol version) to the stateless one. No upstream issue
+//     found; the SDK's docs/protocol.md presents the two as alternatives.
+//   - A dropped 2026-07-28 POST ends its call through the SDK itself
+//     (StreamableHTTPOptions.PropagateRequestCancellation on the stateless
+//     handler): the request's context is the call's life.
 //   - A dropped POST ends its calls (cancelOnDisconnect, injectCancel): the
 //     stateful streamable handler does not end a call's handler when its
 //     POST goes away (mcp/streamable.go, streamableServerConn.servePOST;

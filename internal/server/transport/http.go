@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -79,8 +80,8 @@ func ResolveAllowedHosts(bind netip.AddrPort, configured []string) ([]string, er
 	return nil, fmt.Errorf("[server].bind %s is not loopback, so [server].allowed_hosts must enumerate the authorities clients reach it by", bind)
 }
 
-// HTTPHandler routes /mcp (streamable HTTP, stateful sessions, behind the
-// bearer and Host checks), /metrics (the same checks) and /healthz (open).
+// HTTPHandler routes /mcp (streamable HTTP in both protocol eras, behind
+// the bearer and Host checks: see byEra), /metrics (the same checks) and /healthz (open).
 func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 	token := strings.TrimSpace(opts.APIKey)
 	if token == "" {
@@ -95,7 +96,8 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 		keepAlive = DefaultKeepAlive
 	}
 	log := b.logger()
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.MCP }, &mcp.StreamableHTTPOptions{
+	getServer := func(*http.Request) *mcp.Server { return b.MCP }
+	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger:              SDKLogger(log, "mcp-http"),
 		MaxRequestBodyBytes: maxBodyBytes,
 		SessionTimeout:      SessionIdleTimeout,
@@ -103,6 +105,16 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 		// (StreamableHTTPHandler.ServeHTTP, mcp/streamable.go), which
 		// would refuse an operator's allowed_hosts on a loopback bind.
 		DisableLocalhostProtection: true,
+	})
+	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Stateless:                  true,
+		Logger:                     SDKLogger(log, "mcp-http"),
+		MaxRequestBodyBytes:        maxBodyBytes,
+		DisableLocalhostProtection: true,
+		// A 2026-07-28 call lives exactly as long as its POST: a client
+		// that drops the request cancels the handler, so the run stops
+		// and frees its slot (the SDK's answer to go-sdk#1093).
+		PropagateRequestCancellation: true,
 	})
 	guard := func(h http.Handler) http.Handler {
 		return bearer([]byte(token), hostCheck(hosts, h))
@@ -112,7 +124,13 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 		metrics = http.NotFoundHandler()
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", guard(cancelOnDisconnect(b.Calls, log, taskNameHeader(keepAliveSSE(keepAlive, sdk)))))
+	// taskNameHeader reads only 2026-07-28 requests (the era with routing
+	// headers), so the stateful path's body stays unread for
+	// cancelOnDisconnect.
+	mux.Handle("/mcp", guard(taskNameHeader(byEra(
+		cancelOnDisconnect(b.Calls, log, keepAliveSSE(keepAlive, stateful)),
+		keepAliveSSE(keepAlive, stateless),
+	))))
 	mux.Handle("/metrics", guard(metrics))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -218,7 +236,8 @@ func parseAllowedHosts(entries []string) ([]authority, error) {
 }
 
 // hostCheck is the DNS-rebinding defence: a browser page that rebinds its
-// own name to this server still sends its own name as Host.
+// own name to this server still sends its own name as Host, and a page of
+// another site sends its own Origin.
 func hostCheck(allowed []authority, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := parseAuthority(r.Host)
@@ -226,14 +245,40 @@ func hostCheck(allowed []authority, next http.Handler) http.Handler {
 			http.Error(w, "Bad Request: missing or malformed Host header", http.StatusBadRequest)
 			return
 		}
-		for _, a := range allowed {
-			if a.host == got.host && (a.port == "" || a.port == got.port) {
-				next.ServeHTTP(w, r)
-				return
-			}
+		if !allows(allowed, got) {
+			http.Error(w, "Forbidden: Host header is not allowed", http.StatusForbidden)
+			return
 		}
-		http.Error(w, "Forbidden: Host header is not allowed", http.StatusForbidden)
+		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(allowed, origin) {
+			http.Error(w, "Forbidden: Origin is not allowed", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
+}
+
+func allows(allowed []authority, got authority) bool {
+	for _, a := range allowed {
+		if a.host == got.host && (a.port == "" || a.port == got.port) {
+			return true
+		}
+	}
+	return false
+}
+
+// originAllowed is the transport spec's Origin rule (both eras: "Servers
+// MUST validate the Origin header"): a browser page that is not served from
+// an allowed authority may not drive the server, even with a Host that
+// passes (a rebound name on an allowed port). Clients that are not browsers
+// send no Origin and are not affected; "null" (a sandboxed or file page) is
+// refused.
+func originAllowed(allowed []authority, origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	got, ok := parseAuthority(u.Host)
+	return ok && allows(allowed, got)
 }
 
 // cancelOnDisconnect makes a client that drops its POST cancel the calls

@@ -37,6 +37,34 @@ func TestAuthorityMatching(t *testing.T) {
 	}
 }
 
+// A browser page from another site is refused even with an allowed Host;
+// a page served from an allowed authority, and a client sending no Origin,
+// pass.
+func TestOriginMatching(t *testing.T) {
+	allowed, err := parseAllowedHosts([]string{"localhost", "127.0.0.1", "::1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		origin string
+		ok     bool
+	}{
+		{"", true}, {"http://localhost:9310", true}, {"http://127.0.0.1", true}, {"https://[::1]:8443", true},
+		{"https://evil.example", false}, {"http://localhost.evil.example:9310", false}, {"null", false}, {"localhost", false},
+	} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		req.Host = "localhost:9310"
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		hostCheck(allowed, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(rec, req)
+		if got := rec.Code == http.StatusOK; got != tc.ok {
+			t.Errorf("Origin %q: status %d, want allowed=%v", tc.origin, rec.Code, tc.ok)
+		}
+	}
+}
+
 // lockedRecorder is a ResponseWriter whose body can be read while a
 // handler is still writing.
 type lockedRecorder struct {

@@ -68,6 +68,21 @@ func (hh *httpHarness) client(t *testing.T, opts *mcp.ClientOptions) *mcp.Client
 // the server down mid-call must not race the client opening it.
 func (hh *httpHarness) clientWith(t *testing.T, opts *mcp.ClientOptions, noStandalone bool) *mcp.ClientSession {
 	t.Helper()
+	return hh.clientAt(t, opts, noStandalone, "")
+}
+
+// The two protocol eras /mcp serves, as the go-sdk client asks for them:
+// eraStateless is its default (server/discover, no session), eraStateful
+// the initialize handshake and a session.
+const (
+	eraStateless = "2026-07-28"
+	eraStateful  = "2025-11-25"
+)
+
+// clientAt connects asking for protocol version (the client's newest when
+// empty) and fails the test if the server answered with another.
+func (hh *httpHarness) clientAt(t *testing.T, opts *mcp.ClientOptions, noStandalone bool, version string) *mcp.ClientSession {
+	t.Helper()
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	transport := &mcp.StreamableClientTransport{
@@ -76,9 +91,16 @@ func (hh *httpHarness) clientWith(t *testing.T, opts *mcp.ClientOptions, noStand
 		MaxRetries:           -1,
 		DisableStandaloneSSE: noStandalone,
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "1"}, opts).Connect(context.Background(), transport, nil)
+	var sessOpts *mcp.ClientSessionOptions
+	if version != "" {
+		sessOpts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "1"}, opts).Connect(context.Background(), transport, sessOpts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := cs.InitializeResult().ProtocolVersion; version != "" && got != version {
+		t.Fatalf("asked for protocol %s, the server answered %s", version, got)
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
@@ -236,62 +258,145 @@ func TestHTTPNeedsAToken(t *testing.T) {
 }
 
 func TestRunPromptOverHTTPWithProgress(t *testing.T) {
-	hh := newHTTPHarness(t, fixture{prompts: map[string]string{"trio.md": trioPrompt}}, nil)
-	frames := make(chan float64, 16)
-	cs := hh.client(t, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-		frames <- r.Params.Progress
-	}})
-	params := &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "trio"}}
-	params.SetProgressToken(42)
-	res, err := cs.CallTool(context.Background(), params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if textOf(t, res) != "trio done" {
-		t.Fatalf("result %q", textOf(t, res))
-	}
-	// Frames ride the call's own SSE stream ahead of the response; the
-	// client hands notifications to its handler on its own goroutine, so
-	// the last one may be delivered just after the result.
-	var got []float64
-	for len(got) < 4 {
-		select {
-		case f := <-frames:
-			got = append(got, f)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("frames %v: the rest never arrived", got)
-		}
-	}
-	if !slices.Equal(got, []float64{0, 1, 2, 3}) {
-		t.Fatalf("frames %v", got)
+	for _, era := range []string{eraStateless, eraStateful} {
+		t.Run(era, func(t *testing.T) {
+			hh := newHTTPHarness(t, fixture{prompts: map[string]string{"trio.md": trioPrompt}}, nil)
+			frames := make(chan float64, 16)
+			cs := hh.clientAt(t, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+				frames <- r.Params.Progress
+			}}, false, era)
+			params := &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "trio"}}
+			params.SetProgressToken(42)
+			res, err := cs.CallTool(context.Background(), params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if textOf(t, res) != "trio done" {
+				t.Fatalf("result %q", textOf(t, res))
+			}
+			// Frames ride the call's own SSE stream ahead of the response; the
+			// client hands notifications to its handler on its own goroutine, so
+			// the last one may be delivered just after the result.
+			var got []float64
+			for len(got) < 4 {
+				select {
+				case f := <-frames:
+					got = append(got, f)
+				case <-time.After(10 * time.Second):
+					t.Fatalf("frames %v: the rest never arrived", got)
+				}
+			}
+			if !slices.Equal(got, []float64{0, 1, 2, 3}) {
+				t.Fatalf("frames %v", got)
+			}
+		})
 	}
 }
 
-// A cancelled call frees its slot: with max_concurrent_runs = 1 the next
-// call is admitted (and not refused after the admission wait).
+// One /mcp serves both eras: a client asking for 2026-07-28 gets it without
+// a session (server/discover, no handshake), one asking for 2025-11-25 gets
+// the initialize handshake and a session, and both run a prompt.
+func TestHTTPServesBothProtocolEras(t *testing.T) {
+	hh := newHTTPHarness(t, fixture{}, nil)
+	for _, era := range []string{eraStateless, eraStateful, "2025-06-18"} {
+		t.Run(era, func(t *testing.T) {
+			cs := hh.clientAt(t, nil, false, era)
+			if hasSession := cs.ID() != ""; hasSession != (era < eraStateless) {
+				t.Fatalf("protocol %s: session id %q", era, cs.ID())
+			}
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": era}})
+			if err != nil || res.IsError || textOf(t, res) != era {
+				t.Fatalf("run_prompt at %s: %v %+v", era, err, res)
+			}
+		})
+	}
+	// The client's default is the newest version, which it gets.
+	if got := hh.client(t, nil).InitializeResult().ProtocolVersion; got != eraStateless {
+		t.Fatalf("a client asking for its newest version got %s", got)
+	}
+}
+
+// A cancelled call frees its slot in both eras: with max_concurrent_runs =
+// 1 the next call is admitted (and not refused after the admission wait).
+// A 2025-11-25 client cancels with notifications/cancelled on its session;
+// a 2026-07-28 client has no session to send it on and drops its POST.
 func TestACancelledHTTPCallFreesItsSlot(t *testing.T) {
+	for _, era := range []string{eraStateless, eraStateful} {
+		t.Run(era, func(t *testing.T) {
+			g, c := tcpGateway(t)
+			gate := gatewaytest.NewGate()
+			g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("too late")))
+			defer gate.Release()
+			limits := server.Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: 240 * time.Second, RetainCompleted: time.Hour}
+			hh := newHTTPHarness(t, fixture{limits: limits, opts: withGateway(c)}, nil)
+			cs := hh.clientAt(t, nil, false, era)
+
+			ctx, cancel := context.WithCancel(context.Background())
+			errc := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
+				errc <- err
+			}()
+			<-gate.Arrived()
+			cancel()
+			if err := <-errc; !errors.Is(err, context.Canceled) {
+				t.Fatalf("the cancelled call returned %v", err)
+			}
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": "next"}})
+			if err != nil || res.IsError || textOf(t, res) != "next" {
+				t.Fatalf("the next call: %v %+v", err, res)
+			}
+		})
+	}
+}
+
+// A 2026-07-28 request that its client drops cancels its run: the call's
+// POST is its whole life (no session, nothing to send a cancellation on).
+func TestADroppedStatelessPOSTCancelsItsRun(t *testing.T) {
 	g, c := tcpGateway(t)
 	gate := gatewaytest.NewGate()
 	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("too late")))
 	defer gate.Release()
 	limits := server.Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: 240 * time.Second, RetainCompleted: time.Hour}
 	hh := newHTTPHarness(t, fixture{limits: limits, opts: withGateway(c)}, nil)
-	cs := hh.client(t, nil)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
+	done := make(chan struct{})
 	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
-		errc <- err
+		defer close(done)
+		body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"summarize"},` +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, hh.url+"/mcp", strings.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "run_prompt")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
 	}()
-	<-gate.Arrived()
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Fatalf("the cancelled call returned %v", err)
+	select {
+	case <-gate.Arrived():
+	case <-done:
+		t.Fatal("the 2026-07-28 call was answered before its run reached the gateway")
 	}
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": "next"}})
-	if err != nil || res.IsError || textOf(t, res) != "next" {
-		t.Fatalf("the next call: %v %+v", err, res)
+	cancel()
+	<-done
+
+	slot, err := hh.srv.Registry().Admit(context.Background())
+	if err != nil {
+		t.Fatalf("the dropped call's run kept its slot: %v", err)
+	}
+	slot.Release()
+	if st := hh.srv.Registry().Stats(); st.Failed != 1 {
+		t.Fatalf("stats %+v, want the one run failed", st)
 	}
 }
 

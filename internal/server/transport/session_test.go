@@ -37,7 +37,7 @@ func TestEndingAnHTTPSessionCancelsItsCalls(t *testing.T) {
 				withGateway(c)(o)
 				o.OnTerminal = func(res runs.Result) { ended <- res }
 			}}, nil)
-			cs := hh.clientWith(t, nil, true)
+			cs := hh.clientAt(t, nil, true, eraStateful)
 
 			errc := make(chan error, 1)
 			go func() {

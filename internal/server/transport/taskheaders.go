@@ -19,7 +19,7 @@ import (
 // v1.8.0 validates Mcp-Name only for tools/call, resources/read and
 // prompts/get (mcp/streamable_headers.go, validateMcpHeaders); the refusal
 // here is the one it gives those: HTTP 400 with JSON-RPC -32020. It reads
-// the body cancelOnDisconnect has already buffered, and must sit inside it.
+// the body of a 2026-07-28 request itself and leaves older eras' untouched.
 // headerMcpName is the standard header naming a request's target.
 const headerMcpName = "Mcp-Name"
 
