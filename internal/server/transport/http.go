@@ -314,12 +314,16 @@ func cancelOnDisconnect(calls *Calls, log *slog.Logger, next http.Handler) http.
 		if !ok {
 			return
 		}
+		ids := callIDs(body)
+		if len(ids) > 0 {
+			defer calls.holdReply()()
+		}
 		next.ServeHTTP(w, r)
 		session := r.Header.Get(headerSessionID)
 		if r.Context().Err() == nil || session == "" {
 			return
 		}
-		for _, id := range callIDs(body) {
+		for _, id := range ids {
 			injectCancel(log, next, r, session, id)
 		}
 	})

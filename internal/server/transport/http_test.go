@@ -456,36 +456,41 @@ func TestOversizedBodyIsRefused(t *testing.T) {
 }
 
 // A graceful shutdown lets a call in flight answer, then closes the
-// sessions and returns.
+// sessions and returns, in both eras (a 2026-07-28 call's throwaway
+// session must not be closed under the reply it is writing).
 func TestShutdownDrainsCallsInFlight(t *testing.T) {
-	g, c := tcpGateway(t)
-	gate := gatewaytest.NewGate()
-	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("drained")))
-	defer gate.Release()
-	hh := newHTTPHarness(t, fixture{opts: withGateway(c)}, nil)
-	cs := hh.clientWith(t, nil, true)
-	type reply struct {
-		res *mcp.CallToolResult
-		err error
-	}
-	got := make(chan reply, 1)
-	go func() {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
-		got <- reply{res, err}
-	}()
-	<-gate.Arrived()
-	hh.cancel() // the shutdown signal
-	gate.Release()
-	r := <-got
-	if r.err != nil || textOf(t, r.res) != "drained" {
-		t.Fatalf("the call in flight: %v %+v", r.err, r.res)
-	}
-	if err := <-hh.served; err != nil {
-		t.Fatalf("ServeHTTP: %v", err)
-	}
-	hh.served <- nil // for the cleanup's stop
-	if _, err := http.Get(hh.url + "/healthz"); err == nil {
-		t.Fatal("the listener still accepts after shutdown")
+	for _, era := range []string{eraStateless, eraStateful} {
+		t.Run(era, func(t *testing.T) {
+			g, c := tcpGateway(t)
+			gate := gatewaytest.NewGate()
+			g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("drained")))
+			defer gate.Release()
+			hh := newHTTPHarness(t, fixture{opts: withGateway(c)}, nil)
+			cs := hh.clientAt(t, nil, true, era)
+			type reply struct {
+				res *mcp.CallToolResult
+				err error
+			}
+			got := make(chan reply, 1)
+			go func() {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
+				got <- reply{res, err}
+			}()
+			<-gate.Arrived()
+			hh.cancel() // the shutdown signal
+			gate.Release()
+			r := <-got
+			if r.err != nil || textOf(t, r.res) != "drained" {
+				t.Fatalf("the call in flight: %v %+v", r.err, r.res)
+			}
+			if err := <-hh.served; err != nil {
+				t.Fatalf("ServeHTTP: %v", err)
+			}
+			hh.served <- nil // for the cleanup's stop
+			if _, err := http.Get(hh.url + "/healthz"); err == nil {
+				t.Fatal("the listener still accepts after shutdown")
+			}
+		})
 	}
 }
 
