@@ -345,3 +345,50 @@ func (r *recorded) snapshot() []frame {
 	defer r.mu.Unlock()
 	return slices.Clone(r.frames)
 }
+
+// Through a real session: a call whose model turn is held gets a heartbeat
+// every 10 s naming the model it waits for, so a client that resets its
+// timeout on progress keeps waiting, and then its result.
+func TestAHeldModelTurnSendsHeartbeatsToTheClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newMemGateway(t)
+		h := speakingHarness(t, g, Limits{MaxConcurrentRuns: 1, AdmissionTimeout: time.Minute, ReplyDeadline: 45 * time.Second, RetainCompleted: time.Hour})
+		var mu sync.Mutex
+		var got []*mcp.ProgressNotificationParams
+		cs := h.connect(&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			got = append(got, req.Params)
+			mu.Unlock()
+		}})
+		params := &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "speak"}}
+		params.SetProgressToken("held")
+		done := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(context.Background(), params)
+			done <- err
+		}()
+		<-g.arrived
+		time.Sleep(30*time.Second + time.Millisecond)
+		g.Release()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		var msgs []string
+		last := -1.0
+		for _, p := range got {
+			if p.Progress <= last {
+				t.Fatalf("progress went from %v to %v: %+v", last, p.Progress, got)
+			}
+			last = p.Progress
+			msgs = append(msgs, p.Message)
+		}
+		model := "the model (writer, " + testModel.ID + ")"
+		want := []string{"Speak", "Say", "waiting for " + model + ", 10 s", "waiting for " + model + ", 20 s", "waiting for " + model + ", 30 s"}
+		if !slices.Equal(msgs, want) {
+			t.Fatalf("messages\n got %q\nwant %q", msgs, want)
+		}
+	})
+}
