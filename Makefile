@@ -42,7 +42,8 @@ example:
 
 # The end-to-end suites in test/e2e: the official TypeScript MCP client
 # against the built binary over stdio and streamable HTTP (Node 20), then
-# the MCP conformance suite's server scenarios (Node 22 from npm). npm ci
+# the MCP conformance suite's server scenarios in the 2026-07-28 and
+# 2025-11-25 protocol eras (Node 22 from npm). npm ci
 # runs when test/e2e has no node_modules yet.
 .PHONY: e2e
 e2e:

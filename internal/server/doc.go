@@ -54,6 +54,11 @@
 //   - Tools carry an outputSchema for their structuredContent.
 //   - The running reply does not wait out the progress grace period: the
 //     progress queue is closed as soon as the call has its answer.
+//   - Progress has a heartbeat: at least every 10 s a frame says what the
+//     run is waiting on (a model turn, a tool call), not only at section
+//     starts (mcp-server §6.2).
+//   - The default reply_deadline is 45 s, not 240 s: below the 60 s after
+//     which TypeScript-SDK clients cancel a call (mcp-server §2.2).
 //   - HTTP-only settings ([server].api_key, allowed_hosts) are checked
 //     right after the configuration loads, not after the catalog, the
 //     gateway and the watcher have been prepared.
@@ -76,7 +81,8 @@
 // next call sees the reloaded (possibly broken) entry.
 //
 // Goroutines: each run is the registry's; each call with a progress token
-// owns one pump goroutine that it stops before replying. The transport
+// owns one pump goroutine (which also sends the heartbeats, on its own
+// timer) that it stops before replying. The transport
 // package documents the goroutines it owns (the listener, the shutdown,
 // one keep-alive goroutine per open SSE response, the stdio session's
 // waiter). app.Boot owns the watcher and the transport it serves on, and

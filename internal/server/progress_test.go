@@ -292,3 +292,103 @@ func TestARunningReplyIsNotHeldByProgressAndEndsTheFrames(t *testing.T) {
 		}
 	})
 }
+
+// During a long model turn or tool call the pump sends a frame at least
+// every heartbeat, saying what the run waits on and for how long; progress
+// keeps growing and stays below the next section's number. Nothing is
+// sent before the run-start frame, and nothing after finish.
+func TestProgressHeartbeatsWhileTheRunWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorded{}
+		p := newProgress(context.Background(), "tok", rec.notify)
+		// Waiting for a slot: no run-start frame yet, so no heartbeat.
+		time.Sleep(2 * heartbeat)
+		synctest.Wait()
+		if n := len(rec.snapshot()); n != 0 {
+			t.Fatalf("%d frames before the run started", n)
+		}
+		p.Observe(engine.Event{Section: "Trio", Detail: engine.RunStarted})
+		p.Observe(engine.Event{Section: "Say", Detail: engine.SectionStarted})
+		p.Observe(engine.Event{Section: "Say", Detail: engine.ModelTurnStarted, Subject: "writer, llama3.1:latest"})
+		time.Sleep(2*heartbeat + time.Second)
+		p.Observe(engine.Event{Section: "Say", Detail: engine.ModelTurnCompleted})
+		p.Observe(engine.Event{Section: "Say", Detail: engine.ToolCallStarted, Subject: "web_fetch"})
+		time.Sleep(heartbeat + time.Second)
+		p.Observe(engine.Event{Section: "Say", Detail: engine.ToolCallSucceeded})
+		time.Sleep(heartbeat)
+		p.Observe(engine.Event{Section: "Next", Detail: engine.SectionStarted})
+		synctest.Wait()
+		p.finish()
+		time.Sleep(3 * heartbeat)
+		synctest.Wait()
+
+		// The k-th heartbeat after section n, computed as the pump does.
+		beat := func(n, k int) float64 { return float64(n) + float64(k)/float64(k+1) }
+		want := []frame{
+			{0, "Trio"},
+			{1, "Say"},
+			{beat(1, 1), "waiting for the model (writer, llama3.1:latest), 10 s"},
+			{beat(1, 2), "waiting for the model (writer, llama3.1:latest), 20 s"},
+			{beat(1, 3), "waiting for tool web_fetch, 9 s"},
+			{beat(1, 4), "running Say, 40 s"},
+			{2, "Next"},
+		}
+		got := rec.snapshot()
+		if !slices.Equal(got, want) {
+			t.Fatalf("frames\n got %v\nwant %v", got, want)
+		}
+	})
+}
+
+func (r *recorded) snapshot() []frame {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.frames)
+}
+
+// Through a real session: a call whose model turn is held gets a heartbeat
+// every 10 s naming the model it waits for, so a client that resets its
+// timeout on progress keeps waiting, and then its result.
+func TestAHeldModelTurnSendsHeartbeatsToTheClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newMemGateway(t)
+		h := speakingHarness(t, g, Limits{MaxConcurrentRuns: 1, AdmissionTimeout: time.Minute, ReplyDeadline: 45 * time.Second, RetainCompleted: time.Hour})
+		var mu sync.Mutex
+		var got []*mcp.ProgressNotificationParams
+		cs := h.connect(&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			got = append(got, req.Params)
+			mu.Unlock()
+		}})
+		params := &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "speak"}}
+		params.SetProgressToken("held")
+		done := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(context.Background(), params)
+			done <- err
+		}()
+		<-g.arrived
+		time.Sleep(30*time.Second + time.Millisecond)
+		g.Release()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		var msgs []string
+		last := -1.0
+		for _, p := range got {
+			if p.Progress <= last {
+				t.Fatalf("progress went from %v to %v: %+v", last, p.Progress, got)
+			}
+			last = p.Progress
+			msgs = append(msgs, p.Message)
+		}
+		model := "the model (writer, " + testModel.ID + ")"
+		want := []string{"Speak", "Say", "waiting for " + model + ", 10 s", "waiting for " + model + ", 20 s", "waiting for " + model + ", 30 s"}
+		if !slices.Equal(msgs, want) {
+			t.Fatalf("messages\n got %q\nwant %q", msgs, want)
+		}
+	})
+}

@@ -47,7 +47,7 @@ func (b Backend) logger() *slog.Logger {
 
 // stopSessions waits up to drain for tools/call handlers to answer, then
 // cancels the runs still going (so their calls answer at once) and closes
-// every session.
+// every stateful HTTP session.
 //
 // The sessions are closed one by one through mcp.Server.Sessions because
 // go-sdk v1.8.0 has no exported way to close a StreamableHTTPHandler's
@@ -75,6 +75,15 @@ func (b Backend) stopSessions(drain time.Duration) {
 		log.Warn("calls did not answer in time", "error", err)
 	}
 	for ss := range b.MCP.Sessions() {
+		// A session without an id is a 2026-07-28 request's throwaway
+		// session, which ends with its own POST (StreamableHTTPHandler.
+		// serveStateless closes it once the POST is answered, and
+		// http.Server.Shutdown waits for that): closed here, it could cut
+		// off the reply a drained call is still writing. Or it is the
+		// stdio session, which ServeStdio closes itself.
+		if ss.ID() == "" {
+			continue
+		}
 		ss.Close()
 	}
 }

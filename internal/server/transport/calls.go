@@ -25,7 +25,7 @@ var errSessionEnded = errors.New("the client ended its session before the reply"
 // them.
 type Calls struct {
 	mu sync.Mutex
-	n  int
+	n  int // handlers running, plus requests whose reply is not yet written
 	// idle is closed when n drops to 0 and replaced when a call starts;
 	// nil before the first call (Wait reads n first).
 	idle chan struct{}
@@ -47,10 +47,7 @@ func (c *Calls) Track(h mcp.ToolHandler) mcp.ToolHandler {
 		}
 		key := &cancel
 		c.mu.Lock()
-		if c.n == 0 {
-			c.idle = make(chan struct{})
-		}
-		c.n++
+		c.enterLocked()
 		if sid != "" {
 			if c.bySession == nil {
 				c.bySession = map[string]map[*context.CancelCauseFunc]struct{}{}
@@ -63,10 +60,7 @@ func (c *Calls) Track(h mcp.ToolHandler) mcp.ToolHandler {
 		c.mu.Unlock()
 		defer func() {
 			c.mu.Lock()
-			c.n--
-			if c.n == 0 {
-				close(c.idle)
-			}
+			c.leaveLocked()
 			if sid != "" {
 				delete(c.bySession[sid], key)
 				if len(c.bySession[sid]) == 0 {
@@ -76,6 +70,39 @@ func (c *Calls) Track(h mcp.ToolHandler) mcp.ToolHandler {
 			c.mu.Unlock()
 		}()
 		return h(ctx, req)
+	}
+}
+
+// enterLocked counts one more thing in flight; c.mu is held.
+func (c *Calls) enterLocked() {
+	if c.n == 0 {
+		c.idle = make(chan struct{})
+	}
+	c.n++
+}
+
+// leaveLocked counts one less; c.mu is held.
+func (c *Calls) leaveLocked() {
+	c.n--
+	if c.n == 0 {
+		close(c.idle)
+	}
+}
+
+// holdReply counts an HTTP request that carries calls as in flight until
+// the returned func is called, once its answer is written. The handler
+// returning is not enough for a shutdown: go-sdk v1.8.0 writes the reply
+// to the POST's stream after the handler returns, and closing the session
+// in between ends the stream without it ("request terminated without
+// response").
+func (c *Calls) holdReply() (release func()) {
+	c.mu.Lock()
+	c.enterLocked()
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		c.leaveLocked()
+		c.mu.Unlock()
 	}
 }
 
@@ -96,7 +123,8 @@ func (c *Calls) CancelSession(id string) int {
 	return len(calls)
 }
 
-// Wait waits until no tracked call is running, or ctx ends.
+// Wait waits until no tracked call is running and every reply held by
+// holdReply is written, or ctx ends.
 func (c *Calls) Wait(ctx context.Context) error {
 	for {
 		c.mu.Lock()

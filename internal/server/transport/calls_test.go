@@ -46,3 +46,19 @@ func TestCallsWaitForTheHandlersInFlight(t *testing.T) {
 		t.Fatalf("Wait after the call answered: %v", err)
 	}
 }
+
+// A reply held by holdReply keeps Wait waiting after the handler has
+// returned, until the reply is written.
+func TestCallsWaitForHeldReplies(t *testing.T) {
+	var calls Calls
+	release := calls.holdReply()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if err := calls.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait with a reply held: %v", err)
+	}
+	release()
+	if err := calls.Wait(context.Background()); err != nil {
+		t.Fatalf("Wait after the reply was written: %v", err)
+	}
+}

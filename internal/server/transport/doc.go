@@ -54,6 +54,16 @@
 //     proposal modelcontextprotocol/go-sdk#440), and http.Server.Shutdown
 //     does not end an SSE response the SDK holds open until its session ends
 //     (mcp/streamable.go, streamableServerConn.hangResponse).
+//   - A shutdown waits for the replies of drained calls to be written, not
+//     only for their handlers (Calls.holdReply in cancelOnDisconnect): the
+//     stateful transport writes a reply to its POST's stream after the
+//     handler returns (mcp/streamable.go, streamableServerConn.servePOST),
+//     and closing the session in between ended the stream without it
+//     ("request terminated without response"; a flake of
+//     TestShutdownDrainsCallsInFlight under -race, 2 in 40 runs on main).
+//     2026-07-28 throwaway sessions are not closed at shutdown at all: each
+//     ends with its own POST (StreamableHTTPHandler.serveStateless). No
+//     upstream issue found.
 //   - Idle event streams get a comment line (keepAliveSSE): the SDK writes
 //     nothing on a quiet SSE stream (ServerOptions.KeepAlive sends JSON-RPC
 //     pings instead; upstream modelcontextprotocol/go-sdk#1229, whose
