@@ -53,4 +53,4 @@ e2e:
 
 # Client tests kept out of package.json's scripts (so its only change is a
 # devDependency); the binaries come from npm test's pretest build above.
-E2E_CLIENTS = inspector.test.mjs
+E2E_CLIENTS = inspector.test.mjs timeout.test.mjs

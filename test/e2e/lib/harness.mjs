@@ -293,10 +293,11 @@ export class Stack {
    * @param {'stdio'|'http'} o.transport
    * @param {Record<string,string>} o.prompts file name -> prompt text
    * @param {object} [o.server] extra [server] keys
+   * @param {object} [o.clientCapabilities] the client's declared capabilities (extensions, say)
    */
-  static async start({ transport, prompts, server = {} }) {
+  static async start({ transport, prompts, server = {}, clientCapabilities }) {
     const gateway = await Gateway.start();
-    const stack = new Stack(transport, gateway);
+    const stack = new Stack(transport, gateway, clientCapabilities);
     try {
       if (transport === 'stdio') {
         const catalog = writeCatalog({ gateway, prompts, server });
@@ -334,11 +335,11 @@ export class Stack {
     }
   }
 
-  constructor(transport, gateway) {
+  constructor(transport, gateway, capabilities) {
     this.transport = transport;
     this.gateway = gateway;
     this.output = new Output();
-    this.client = new Client({ name: 'promptforge-e2e', version: '1.0.0' });
+    this.client = new Client({ name: 'promptforge-e2e', version: '1.0.0' }, capabilities ? { capabilities } : undefined);
   }
 
   /**
