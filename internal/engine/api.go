@@ -177,11 +177,15 @@ func (f ObserverFunc) Observe(e Event) { f(e) }
 
 // Event is one observation: what happened (Detail) in which section of
 // which run. Message is set only for DetailLua, as "Lua: <message>".
+// Subject names what a wait is on, only for ModelTurnStarted (the model's
+// alias and id, "writer, llama3.1:latest") and ToolCallStarted (the tool's
+// alias), so a host can tell its client what a long run is waiting for.
 type Event struct {
 	Execution string
 	Section   string
 	Detail    Detail
 	Message   string
+	Subject   string
 }
 
 // String renders the event's detail: the fixed text, or Message for log
@@ -248,6 +252,13 @@ const (
 	FanoutArmExhausted
 	FanoutArmFailed
 	FanoutArmCancelled
+	// ModelTurnStarted is a chat request about to be sent; the turn ends
+	// with ModelTurnCompleted or ModelTurnFailed (or the run's
+	// cancellation).
+	ModelTurnStarted
+	// ToolCallStarted is a tool call the model asked for, about to run;
+	// it ends with ToolCallSucceeded or ToolCallFailed.
+	ToolCallStarted
 	// DetailLua is a log() line; Event.Message holds "Lua: <message>".
 	DetailLua
 )
@@ -302,6 +313,8 @@ var detailNames = [...]string{
 	FanoutArmExhausted:           "Fanout arm exhausted",
 	FanoutArmFailed:              "Fanout arm failed",
 	FanoutArmCancelled:           "Fanout arm cancelled",
+	ModelTurnStarted:             "Model turn started",
+	ToolCallStarted:              "Tool call started",
 	DetailLua:                    "Lua",
 }
 

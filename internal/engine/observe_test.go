@@ -205,3 +205,33 @@ func TestObserve_AbsentDebugCaptureChangesNothing(t *testing.T) {
 		t.Fatalf("value %q", with.value)
 	}
 }
+
+// Each model turn and tool call is announced before it waits, naming what
+// it waits on, so a host can say what a long run is waiting for; the
+// announcement carries the model's alias and id or the tool's alias only.
+func TestObserve_WaitsAreAnnouncedWithTheirSubject(t *testing.T) {
+	g := newGW(t)
+	g.Enqueue(callSearch("a"), gatewaytest.Text("done"))
+	cfg := g.cfg()
+	cfg.Tools = bothTools()
+	r := runP(t, parse(t, searchPrompt(t, "")), "", cfg)
+	r.ok(t, "done")
+	var got []string
+	for _, e := range r.rec.events {
+		switch e.Detail {
+		case ModelTurnStarted, ModelTurnCompleted, ToolCallStarted, ToolCallSucceeded:
+			got = append(got, e.String()+" ["+e.Subject+"]")
+		}
+	}
+	if len(got) != 6 {
+		t.Fatalf("waits %q", got)
+	}
+	for i, prefix := range []string{"Model turn started [", "Model turn completed []", "Tool call started [search]", "Tool call succeeded []", "Model turn started [", "Model turn completed []"} {
+		if !strings.HasPrefix(got[i], prefix) {
+			t.Fatalf("wait %d is %q, want %q...; all: %q", i, got[i], prefix, got)
+		}
+	}
+	if !strings.HasSuffix(got[0], ", test-model]") || got[0] != got[4] {
+		t.Fatalf("model turn subject %q, want the alias and the model id", got[0])
+	}
+}

@@ -158,6 +158,12 @@ func (r *run) observe(section string, d Detail) {
 	}
 }
 
+func (r *run) observeWait(section string, d Detail, subject string) {
+	if r.cfg.Observer != nil {
+		r.cfg.Observer.Observe(Event{Execution: r.execution, Section: section, Detail: d, Subject: subject})
+	}
+}
+
 func (r *run) observeLog(section, msg string) {
 	if r.cfg.Observer != nil {
 		r.cfg.Observer.Observe(Event{Execution: r.execution, Section: section, Detail: DetailLua, Message: "Lua: " + msg})

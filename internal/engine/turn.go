@@ -158,6 +158,7 @@ func (u *unit) dispatch(ctx context.Context, sc *scope, call gateway.ToolCall) (
 	if u.calls != nil {
 		u.calls[alias]++
 	}
+	u.observeWait(ToolCallStarted, alias)
 	if !isLive {
 		out, err := u.vm.CallLocalTool(alias, call.Arguments)
 		if err != nil {
@@ -203,6 +204,7 @@ func (u *unit) complete(ctx context.Context, mb *modelBinding, msgs []gateway.Me
 		// The bound model's own switch, if prompts.toml names one.
 		ThinkingSwitch: mb.model.ThinkingSwitch,
 	}
+	u.observeWait(ModelTurnStarted, mb.alias+", "+mb.model.ID)
 	return c.Complete(ctx, req)
 }
 

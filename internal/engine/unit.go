@@ -88,6 +88,12 @@ func (u *unit) observe(d Detail) {
 	u.r.observe(u.name, d)
 }
 
+// observeWait reports the start of a model turn or tool call and what it
+// waits on; arms report them too, like the turns and calls they start.
+func (u *unit) observeWait(d Detail, subject string) {
+	u.r.observeWait(u.name, d, subject)
+}
+
 // cancelledBy is the cancellation error of a wait on ctx: the run's
 // cancellation, or the abort of a fanout whose sibling arm failed.
 func cancelledBy(ctx context.Context) *Error {

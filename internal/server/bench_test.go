@@ -85,14 +85,28 @@ func serveHTTPFor(b *testing.B, h *harness, mcpServer *mcp.Server) string {
 	return "http://" + ln.Addr().String() + "/mcp"
 }
 
-func httpSession(b *testing.B, url string) *mcp.ClientSession {
+// The protocol eras /mcp serves: a session of the 2025-11-25 era
+// (initialize, Mcp-Session-Id) and the stateless 2026-07-28 one (each call
+// a POST of its own, with its _meta).
+const (
+	stateful  = "2025-11-25"
+	stateless = "2026-07-28"
+)
+
+// httpSession connects a go-sdk client asking for protocol version, and
+// fails if the server answered with another.
+func httpSession(b *testing.B, url, version string) *mcp.ClientSession {
 	b.Helper()
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	b.Cleanup(tr.CloseIdleConnections)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: servertest.Bearer{Token: testToken, Base: tr}}, DisableStandaloneSSE: true}, nil)
+		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: servertest.Bearer{Token: testToken, Base: tr}}, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		b.Fatal(err)
+	}
+	if got := cs.InitializeResult().ProtocolVersion; got != version {
+		b.Fatalf("asked for protocol %s, got %s", version, got)
 	}
 	b.Cleanup(func() { cs.Close() })
 	return cs
@@ -135,12 +149,26 @@ func callLoop(b *testing.B, cs *mcp.ClientSession, params *mcp.CallToolParams) {
 
 func BenchmarkRunPromptHTTP(b *testing.B) {
 	h := newHarness(b, fixture{limits: benchLimits()})
-	callLoop(b, httpSession(b, serveHTTPFor(b, h, h.srv.MCP())), echoCall())
+	callLoop(b, httpSession(b, serveHTTPFor(b, h, h.srv.MCP()), stateful), echoCall())
 }
 
 func BenchmarkConstToolHTTP(b *testing.B) {
 	h := newHarness(b, fixture{limits: benchLimits()})
-	callLoop(b, httpSession(b, serveHTTPFor(b, h, constServer())), constCall())
+	callLoop(b, httpSession(b, serveHTTPFor(b, h, constServer()), stateful), constCall())
+}
+
+// The same call in the 2026-07-28 era: no session, so the SDK connects a
+// throwaway server session for each POST (StreamableHTTPHandler.
+// serveStateless), and every request carries its _meta and the Mcp-Method
+// and Mcp-Name headers.
+func BenchmarkRunPromptHTTPStateless(b *testing.B) {
+	h := newHarness(b, fixture{limits: benchLimits()})
+	callLoop(b, httpSession(b, serveHTTPFor(b, h, h.srv.MCP()), stateless), echoCall())
+}
+
+func BenchmarkConstToolHTTPStateless(b *testing.B) {
+	h := newHarness(b, fixture{limits: benchLimits()})
+	callLoop(b, httpSession(b, serveHTTPFor(b, h, constServer()), stateless), constCall())
 }
 
 func BenchmarkRunPromptStdio(b *testing.B) {
@@ -153,14 +181,15 @@ func BenchmarkConstToolStdio(b *testing.B) {
 	callLoop(b, stdioSession(b, h, constServer()), constCall())
 }
 
-// parallelHTTP drives 16 client sessions at once and reports calls/s.
-func parallelHTTP(b *testing.B, mcpServer func(*harness) *mcp.Server, params func() *mcp.CallToolParams) {
+// parallelHTTP drives 16 client sessions of protocol version at once and
+// reports calls/s.
+func parallelHTTP(b *testing.B, version string, mcpServer func(*harness) *mcp.Server, params func() *mcp.CallToolParams) {
 	const clients = 16
 	h := newHarness(b, fixture{limits: benchLimits()})
 	url := serveHTTPFor(b, h, mcpServer(h))
 	sessions := make([]*mcp.ClientSession, clients)
 	for i := range sessions {
-		sessions[i] = httpSession(b, url)
+		sessions[i] = httpSession(b, url, version)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -183,11 +212,19 @@ func parallelHTTP(b *testing.B, mcpServer func(*harness) *mcp.Server, params fun
 }
 
 func BenchmarkRunPromptHTTP16Clients(b *testing.B) {
-	parallelHTTP(b, func(h *harness) *mcp.Server { return h.srv.MCP() }, echoCall)
+	parallelHTTP(b, stateful, func(h *harness) *mcp.Server { return h.srv.MCP() }, echoCall)
 }
 
 func BenchmarkConstToolHTTP16Clients(b *testing.B) {
-	parallelHTTP(b, func(*harness) *mcp.Server { return constServer() }, constCall)
+	parallelHTTP(b, stateful, func(*harness) *mcp.Server { return constServer() }, constCall)
+}
+
+func BenchmarkRunPromptHTTPStateless16Clients(b *testing.B) {
+	parallelHTTP(b, stateless, func(h *harness) *mcp.Server { return h.srv.MCP() }, echoCall)
+}
+
+func BenchmarkConstToolHTTPStateless16Clients(b *testing.B) {
+	parallelHTTP(b, stateless, func(*harness) *mcp.Server { return constServer() }, constCall)
 }
 
 // BenchmarkListPromptsPage serves one 100-entry page of a 10,000-prompt

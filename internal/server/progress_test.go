@@ -292,3 +292,56 @@ func TestARunningReplyIsNotHeldByProgressAndEndsTheFrames(t *testing.T) {
 		}
 	})
 }
+
+// During a long model turn or tool call the pump sends a frame at least
+// every heartbeat, saying what the run waits on and for how long; progress
+// keeps growing and stays below the next section's number. Nothing is
+// sent before the run-start frame, and nothing after finish.
+func TestProgressHeartbeatsWhileTheRunWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorded{}
+		p := newProgress(context.Background(), "tok", rec.notify)
+		// Waiting for a slot: no run-start frame yet, so no heartbeat.
+		time.Sleep(2 * heartbeat)
+		synctest.Wait()
+		if n := len(rec.snapshot()); n != 0 {
+			t.Fatalf("%d frames before the run started", n)
+		}
+		p.Observe(engine.Event{Section: "Trio", Detail: engine.RunStarted})
+		p.Observe(engine.Event{Section: "Say", Detail: engine.SectionStarted})
+		p.Observe(engine.Event{Section: "Say", Detail: engine.ModelTurnStarted, Subject: "writer, llama3.1:latest"})
+		time.Sleep(2*heartbeat + time.Second)
+		p.Observe(engine.Event{Section: "Say", Detail: engine.ModelTurnCompleted})
+		p.Observe(engine.Event{Section: "Say", Detail: engine.ToolCallStarted, Subject: "web_fetch"})
+		time.Sleep(heartbeat + time.Second)
+		p.Observe(engine.Event{Section: "Say", Detail: engine.ToolCallSucceeded})
+		time.Sleep(heartbeat)
+		p.Observe(engine.Event{Section: "Next", Detail: engine.SectionStarted})
+		synctest.Wait()
+		p.finish()
+		time.Sleep(3 * heartbeat)
+		synctest.Wait()
+
+		// The k-th heartbeat after section n, computed as the pump does.
+		beat := func(n, k int) float64 { return float64(n) + float64(k)/float64(k+1) }
+		want := []frame{
+			{0, "Trio"},
+			{1, "Say"},
+			{beat(1, 1), "waiting for the model (writer, llama3.1:latest), 10 s"},
+			{beat(1, 2), "waiting for the model (writer, llama3.1:latest), 20 s"},
+			{beat(1, 3), "waiting for tool web_fetch, 9 s"},
+			{beat(1, 4), "running Say, 40 s"},
+			{2, "Next"},
+		}
+		got := rec.snapshot()
+		if !slices.Equal(got, want) {
+			t.Fatalf("frames\n got %v\nwant %v", got, want)
+		}
+	})
+}
+
+func (r *recorded) snapshot() []frame {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.frames)
+}

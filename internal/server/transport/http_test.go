@@ -108,6 +108,17 @@ func (hh *httpHarness) clientAt(t *testing.T, opts *mcp.ClientOptions, noStandal
 
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 
+// newGatedHTTPHarness serves one run slot against a gateway whose one
+// reply is held at the returned gate, released when the test ends.
+func newGatedHTTPHarness(t *testing.T) (*httpHarness, *gatewaytest.Gate) {
+	t.Helper()
+	g, c := tcpGateway(t)
+	gate := gatewaytest.NewGate()
+	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("too late")))
+	t.Cleanup(gate.Release)
+	return newHTTPHarness(t, fixture{limits: oneSlot(), opts: withGateway(c)}, nil), gate
+}
+
 // post sends one raw MCP POST.
 func post(t *testing.T, ctx context.Context, url, auth, session, body string, host string) *http.Response {
 	t.Helper()
@@ -277,16 +288,7 @@ func TestRunPromptOverHTTPWithProgress(t *testing.T) {
 			// Frames ride the call's own SSE stream ahead of the response; the
 			// client hands notifications to its handler on its own goroutine, so
 			// the last one may be delivered just after the result.
-			var got []float64
-			for len(got) < 4 {
-				select {
-				case f := <-frames:
-					got = append(got, f)
-				case <-time.After(10 * time.Second):
-					t.Fatalf("frames %v: the rest never arrived", got)
-				}
-			}
-			if !slices.Equal(got, []float64{0, 1, 2, 3}) {
+			if got := collectFrames(t, frames, 4); !slices.Equal(got, []float64{0, 1, 2, 3}) {
 				t.Fatalf("frames %v", got)
 			}
 		})
@@ -323,23 +325,9 @@ func TestHTTPServesBothProtocolEras(t *testing.T) {
 func TestACancelledHTTPCallFreesItsSlot(t *testing.T) {
 	for _, era := range []string{eraStateless, eraStateful} {
 		t.Run(era, func(t *testing.T) {
-			g, c := tcpGateway(t)
-			gate := gatewaytest.NewGate()
-			g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("too late")))
-			defer gate.Release()
-			limits := server.Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: 240 * time.Second, RetainCompleted: time.Hour}
-			hh := newHTTPHarness(t, fixture{limits: limits, opts: withGateway(c)}, nil)
+			hh, gate := newGatedHTTPHarness(t)
 			cs := hh.clientAt(t, nil, false, era)
-
-			ctx, cancel := context.WithCancel(context.Background())
-			errc := make(chan error, 1)
-			go func() {
-				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
-				errc <- err
-			}()
-			<-gate.Arrived()
-			cancel()
-			if err := <-errc; !errors.Is(err, context.Canceled) {
+			if err := cancelMidRun(cs, gate); !errors.Is(err, context.Canceled) {
 				t.Fatalf("the cancelled call returned %v", err)
 			}
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": "next"}})
@@ -350,97 +338,73 @@ func TestACancelledHTTPCallFreesItsSlot(t *testing.T) {
 	}
 }
 
-// A 2026-07-28 request that its client drops cancels its run: the call's
-// POST is its whole life (no session, nothing to send a cancellation on).
-func TestADroppedStatelessPOSTCancelsItsRun(t *testing.T) {
-	g, c := tcpGateway(t)
-	gate := gatewaytest.NewGate()
-	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("too late")))
-	defer gate.Release()
-	limits := server.Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: 240 * time.Second, RetainCompleted: time.Hour}
-	hh := newHTTPHarness(t, fixture{limits: limits, opts: withGateway(c)}, nil)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"summarize"},` +
-			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, hh.url+"/mcp", strings.NewReader(body))
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", "tools/call")
-		req.Header.Set("Mcp-Name", "run_prompt")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-	}()
-	select {
-	case <-gate.Arrived():
-	case <-done:
-		t.Fatal("the 2026-07-28 call was answered before its run reached the gateway")
-	}
-	cancel()
-	<-done
-
-	slot, err := hh.srv.Registry().Admit(context.Background())
-	if err != nil {
-		t.Fatalf("the dropped call's run kept its slot: %v", err)
-	}
-	slot.Release()
-	if st := hh.srv.Registry().Stats(); st.Failed != 1 {
-		t.Fatalf("stats %+v, want the one run failed", st)
-	}
-}
-
 // A client that drops its POST without sending notifications/cancelled
-// still cancels the run (design §3.1).
+// still cancels the run (design §3.1), in both eras: a 2025-11-25 call on
+// its session, and a 2026-07-28 request, whose POST is its whole life (no
+// session, nothing to send a cancellation on).
 func TestADisconnectedHTTPCallCancelsItsRun(t *testing.T) {
-	g, c := tcpGateway(t)
-	gate := gatewaytest.NewGate()
-	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("too late")))
-	defer gate.Release()
-	limits := server.Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: 240 * time.Second, RetainCompleted: time.Hour}
-	hh := newHTTPHarness(t, fixture{limits: limits, opts: withGateway(c)}, nil)
-	mcpURL := hh.url + "/mcp"
-	auth := "Bearer " + testToken
+	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"summarize"}`
+	for _, era := range []string{eraStateless, eraStateful} {
+		t.Run(era, func(t *testing.T) {
+			hh, gate := newGatedHTTPHarness(t)
+			mcpURL := hh.url + "/mcp"
+			auth := "Bearer " + testToken
 
-	resp := post(t, context.Background(), mcpURL, auth, "", initializeBody, "")
-	session := resp.Header.Get("Mcp-Session-Id")
-	drain(resp)
-	drain(post(t, context.Background(), mcpURL, auth, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, ""))
+			var send func(ctx context.Context) *http.Response
+			if era == eraStateful {
+				resp := post(t, context.Background(), mcpURL, auth, "", initializeBody, "")
+				session := resp.Header.Get("Mcp-Session-Id")
+				drain(resp)
+				drain(post(t, context.Background(), mcpURL, auth, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, ""))
+				send = func(ctx context.Context) *http.Response { return post(t, ctx, mcpURL, auth, session, call+`}}`, "") }
+			} else {
+				send = func(ctx context.Context) *http.Response {
+					body := call + `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+					req, err := http.NewRequestWithContext(ctx, http.MethodPost, mcpURL, strings.NewReader(body))
+					if err != nil {
+						t.Error(err)
+						return nil
+					}
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Accept", "application/json, text/event-stream")
+					req.Header.Set("Authorization", auth)
+					req.Header.Set("Mcp-Protocol-Version", era)
+					req.Header.Set("Mcp-Method", "tools/call")
+					req.Header.Set("Mcp-Name", "run_prompt")
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						return nil
+					}
+					return resp
+				}
+			}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		resp := post(t, ctx, mcpURL, auth, session, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"summarize"}}}`, "")
-		if resp != nil {
-			// Read until the connection is dropped under us.
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-	}()
-	<-gate.Arrived()
-	cancel()
-	<-done
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				// Read until the connection is dropped under us.
+				drain(send(ctx))
+			}()
+			select {
+			case <-gate.Arrived():
+			case <-done:
+				t.Fatal("the call was answered before its run reached the gateway")
+			}
+			cancel()
+			<-done
 
-	// The slot comes back once the run has stopped; a leaked run would
-	// hold it for the whole admission wait and this would be refused.
-	slot, err := hh.srv.Registry().Admit(context.Background())
-	if err != nil {
-		t.Fatalf("the dropped call's run kept its slot: %v", err)
-	}
-	slot.Release()
-	if st := hh.srv.Registry().Stats(); st.Failed != 1 {
-		t.Fatalf("stats %+v, want the one run failed", st)
+			// The slot comes back once the run has stopped; a leaked run would
+			// hold it for the whole admission wait and this would be refused.
+			slot, err := hh.srv.Registry().Admit(context.Background())
+			if err != nil {
+				t.Fatalf("the dropped call's run kept its slot: %v", err)
+			}
+			slot.Release()
+			if st := hh.srv.Registry().Stats(); st.Failed != 1 {
+				t.Fatalf("stats %+v, want the one run failed", st)
+			}
+		})
 	}
 }
 

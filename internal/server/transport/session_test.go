@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -31,7 +30,7 @@ func TestEndingAnHTTPSessionCancelsItsCalls(t *testing.T) {
 			gate := gatewaytest.NewGate()
 			g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("too late")))
 			defer gate.Release()
-			limits := server.Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: 240 * time.Second, RetainCompleted: time.Hour}
+			limits := oneSlot()
 			ended := make(chan runs.Result, 1)
 			hh := newHTTPHarness(t, fixture{limits: limits, opts: func(o *server.Options) {
 				withGateway(c)(o)

@@ -169,25 +169,9 @@ func TestStdioProgressAndCancellation(t *testing.T) {
 	if res, err := cs.CallTool(context.Background(), params); err != nil || textOf(t, res) != "trio done" {
 		t.Fatalf("trio: %v %+v", err, res)
 	}
-	var got []float64
-	for len(got) < 4 {
-		select {
-		case f := <-frames:
-			got = append(got, f)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("frames %v: the rest never arrived", got)
-		}
-	}
+	collectFrames(t, frames, 4)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "summarize"}})
-		errc <- err
-	}()
-	<-gate.Arrived()
-	cancel()
-	<-errc
+	cancelMidRun(cs, gate)
 	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": "next"}}); err != nil || textOf(t, res) != "next" {
 		t.Fatalf("after the cancelled call: %v %+v", err, res)
 	}
