@@ -15,12 +15,12 @@ import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 
+import { startAuthProxy } from './lib/authproxy.mjs';
 import { PROMPTS } from './lib/fixtures.mjs';
 import { Gateway, startHttpServer, stopProcess, waitFor, writeCatalog } from './lib/harness.mjs';
 import { e2eDir, node22, serverBin } from './lib/paths.mjs';
@@ -62,48 +62,24 @@ function record(result) {
 }
 
 /**
- * A loopback proxy in front of the server that records the JSON-RPC
- * method of every request body it forwards (bodies pass unchanged).
+ * The auth proxy in front of the server (it sets the same bearer the
+ * Inspector sends), recording the JSON-RPC method of every request body.
  */
-async function startRecordingProxy(targetPort) {
+async function startRecordingProxy(targetPort, token) {
   const methods = [];
-  const sockets = new Set();
-  const server = http.createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
+  const proxy = await startAuthProxy({
+    targetPort,
+    token,
+    onRequestBody(body) {
       try {
         const msg = JSON.parse(body.toString('utf8'));
         for (const m of Array.isArray(msg) ? msg : [msg]) if (m?.method) methods.push(m.method);
       } catch {
         // Not JSON (a GET or DELETE): nothing to record.
       }
-      const upstream = http.request({ host: '127.0.0.1', port: targetPort, method: req.method, path: req.url, headers: req.headers }, (up) => {
-        res.writeHead(up.statusCode ?? 502, up.statusMessage, up.headers);
-        res.flushHeaders();
-        up.pipe(res);
-      });
-      upstream.on('error', (err) => (res.headersSent ? res.destroy(err) : res.writeHead(502).end(err.message)));
-      res.on('close', () => upstream.destroy());
-      upstream.end(body);
-    });
-  });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.once('close', () => sockets.delete(s));
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    url: `http://127.0.0.1:${server.address().port}/mcp`,
-    methods,
-    async close() {
-      for (const s of sockets) s.destroy();
-      server.close();
-      await once(server, 'close');
     },
-  };
+  });
+  return { url: `${proxy.url}/mcp`, methods, close: () => proxy.close() };
 }
 
 const TOOLS = ['list_prompts', 'run_prompt', 'need_prompt', 'check_run'];
@@ -182,7 +158,7 @@ describe('a long run through the MCP Inspector CLI over HTTP', () => {
       const gateway = await Gateway.start();
       const apiKey = `e2e-${crypto.randomUUID()}`;
       const srv = await startHttpServer({ gateway, prompts: PROMPTS, server: { reply_deadline: '1s' }, apiKey });
-      const proxy = await startRecordingProxy(srv.port);
+      const proxy = await startRecordingProxy(srv.port, apiKey);
       const target = [proxy.url, '--header', `Authorization: Bearer ${apiKey}`];
       const gate = `slow-${era}`;
       try {
