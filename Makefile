@@ -43,9 +43,15 @@ example:
 # The end-to-end suites in test/e2e: the official TypeScript MCP client
 # against the built binary over stdio and streamable HTTP (Node 20), then
 # the MCP conformance suite's server scenarios in the 2026-07-28 and
-# 2025-11-25 protocol eras (Node 22 from npm). npm ci
+# 2025-11-25 protocol eras (Node 22 from npm), then the third-party clients
+# (the MCP Inspector CLI, long runs past the SDK client's timeout). npm ci
 # runs when test/e2e has no node_modules yet.
 .PHONY: e2e
 e2e:
 	@test -d test/e2e/node_modules || (cd test/e2e && npm ci --no-audit --no-fund)
 	cd test/e2e && GO="$(GO)" npm test
+	cd test/e2e && node --test --test-timeout=120000 $(E2E_CLIENTS)
+
+# Client tests kept out of package.json's scripts (so its only change is a
+# devDependency); the binaries come from npm test's pretest build above.
+E2E_CLIENTS = inspector.test.mjs timeout.test.mjs

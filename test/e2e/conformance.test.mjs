@@ -18,8 +18,8 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { startAuthProxy } from './lib/authproxy.mjs';
+import { CONFORMANCE_PROMPTS, GATEWAY_REPLY, REPLY_DEADLINE, TOOLS } from './lib/conformance-catalog.mjs';
 import { ERAS, SCENARIOS } from './lib/conformance-scenarios.mjs';
-import { PROMPTS } from './lib/fixtures.mjs';
 import { Gateway, startHttpServer, stopProcess } from './lib/harness.mjs';
 import { conformanceCli, e2eDir } from './lib/paths.mjs';
 
@@ -47,7 +47,10 @@ describe('MCP conformance server scenarios against the HTTP transport', () => {
   before(async () => {
     resultsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'promptforge-conformance-'));
     gateway = await Gateway.start();
-    server = await startHttpServer({ gateway, prompts: PROMPTS, apiKey });
+    // The fixture prompts of lib/conformance-catalog.mjs, their model turns
+    // held at the gateway for the seconds they state.
+    await gateway.respond(GATEWAY_REPLY);
+    server = await startHttpServer({ gateway, prompts: CONFORMANCE_PROMPTS, server: { reply_deadline: REPLY_DEADLINE }, catalog: { tools: TOOLS }, apiKey });
     proxy = await startAuthProxy({ targetPort: server.port, token: apiKey });
   });
 

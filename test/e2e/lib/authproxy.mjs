@@ -7,10 +7,19 @@
 import http from 'node:http';
 import { once } from 'node:events';
 
-/** Starts the proxy on a free 127.0.0.1 port; returns {url, close}. */
-export async function startAuthProxy({ targetPort, token }) {
+/**
+ * Starts the proxy on a free 127.0.0.1 port; returns {url, close}.
+ * onRequestBody, if given, gets each request's whole body (a Buffer) once
+ * it has passed through, for a test that records what a client sent.
+ */
+export async function startAuthProxy({ targetPort, token, onRequestBody }) {
   const sockets = new Set();
   const server = http.createServer((req, res) => {
+    if (onRequestBody) {
+      const chunks = [];
+      req.on('data', (c) => chunks.push(c));
+      req.on('end', () => onRequestBody(Buffer.concat(chunks)));
+    }
     const headers = { ...req.headers, authorization: `Bearer ${token}` };
     const upstream = http.request(
       { host: '127.0.0.1', port: targetPort, method: req.method, path: req.url, headers },

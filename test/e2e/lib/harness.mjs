@@ -222,9 +222,10 @@ function tomlValue(v) {
 
 /**
  * Writes a prompts directory and prompts.toml into a fresh temporary
- * directory. server holds [server] keys (snake_case, as in prompts.toml).
+ * directory. server holds [server] keys (snake_case, as in prompts.toml),
+ * catalog extra [catalog] keys (tools, say).
  */
-export function writeCatalog({ gateway, prompts, server = {} }) {
+export function writeCatalog({ gateway, prompts, server = {}, catalog = {} }) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'promptforge-e2e-'));
   const promptsDir = path.join(dir, 'prompts');
   fs.mkdirSync(promptsDir);
@@ -245,6 +246,7 @@ export function writeCatalog({ gateway, prompts, server = {} }) {
     '',
     '[catalog]',
     'include = ["**/*.md"]',
+    ...Object.entries(catalog).map(([k, v]) => `${k} = ${tomlValue(v)}`),
     '',
   ].join('\n');
   const configPath = path.join(dir, 'prompts.toml');
@@ -257,10 +259,10 @@ export function writeCatalog({ gateway, prompts, server = {} }) {
  * for /healthz. A port lost to another process between freePort and the
  * server's bind is retried on a new port.
  */
-export async function startHttpServer({ gateway, prompts, server = {}, apiKey }) {
+export async function startHttpServer({ gateway, prompts, server = {}, catalog: catalogKeys = {}, apiKey }) {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
-    const catalog = writeCatalog({ gateway, prompts, server: { bind: `127.0.0.1:${port}`, api_key: apiKey, ...server } });
+    const catalog = writeCatalog({ gateway, prompts, server: { bind: `127.0.0.1:${port}`, api_key: apiKey, ...server }, catalog: catalogKeys });
     const child = spawn(serverBin, ['serve', catalog.configPath], { cwd: catalog.dir, stdio: ['ignore', 'pipe', 'pipe'] });
     track(child);
     const output = new Output();
@@ -293,10 +295,11 @@ export class Stack {
    * @param {'stdio'|'http'} o.transport
    * @param {Record<string,string>} o.prompts file name -> prompt text
    * @param {object} [o.server] extra [server] keys
+   * @param {object} [o.clientCapabilities] the client's declared capabilities (extensions, say)
    */
-  static async start({ transport, prompts, server = {} }) {
+  static async start({ transport, prompts, server = {}, clientCapabilities }) {
     const gateway = await Gateway.start();
-    const stack = new Stack(transport, gateway);
+    const stack = new Stack(transport, gateway, clientCapabilities);
     try {
       if (transport === 'stdio') {
         const catalog = writeCatalog({ gateway, prompts, server });
@@ -334,11 +337,11 @@ export class Stack {
     }
   }
 
-  constructor(transport, gateway) {
+  constructor(transport, gateway, capabilities) {
     this.transport = transport;
     this.gateway = gateway;
     this.output = new Output();
-    this.client = new Client({ name: 'promptforge-e2e', version: '1.0.0' });
+    this.client = new Client({ name: 'promptforge-e2e', version: '1.0.0' }, capabilities ? { capabilities } : undefined);
   }
 
   /**

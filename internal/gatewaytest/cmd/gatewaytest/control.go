@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -22,7 +23,7 @@ const maxControlBody = 4 << 20
 const maxGateWait = 60 * time.Second
 
 // A replySpec is one scripted answer in JSON. Exactly one of text, empty,
-// calls, status, malformed, hang, gate or echo is set:
+// calls, status, malformed, hang, gate, echo or sleep is set:
 //
 //	{"text": "hi"}                           text, finish_reason "stop" (or "finish")
 //	{"empty": "stop"}                        empty content with that finish_reason
@@ -32,6 +33,10 @@ const maxGateWait = 60 * time.Second
 //	{"hang": true}                           never answers
 //	{"gate": "g1", "then": {...}}            held at gate g1 until released
 //	{"echo": "prefix: "}                     the last user message, prefixed
+//	                                         (default replies only: it needs the request)
+//	{"sleep": true, "then": {...}}           held for as many seconds as the first number
+//	                                         in the last user message (0.5, 2, ...), then
+//	                                         answered with then; dropped if the client goes
 //	                                         (default replies only: it needs the request)
 //
 // "reasoning" adds reasoning_content to a text, empty or calls reply, and
@@ -49,6 +54,7 @@ type replySpec struct {
 	Gate      string     `json:"gate,omitempty"`
 	Then      *replySpec `json:"then,omitempty"`
 	Echo      *string    `json:"echo,omitempty"`
+	Sleep     bool       `json:"sleep,omitempty"`
 	Usage     *usageSpec `json:"usage,omitempty"`
 }
 
@@ -164,13 +170,13 @@ func (c *control) respond(spec *replySpec) error {
 // when the reply is queued ahead of it.
 func (c *control) build(s *replySpec, req *gatewaytest.Request) (gatewaytest.Reply, error) {
 	kinds := 0
-	for _, set := range []bool{s.Text != nil, s.Empty != nil, s.Calls != nil, s.Status != 0, s.Malformed != nil, s.Hang, s.Gate != "", s.Echo != nil} {
+	for _, set := range []bool{s.Text != nil, s.Empty != nil, s.Calls != nil, s.Status != 0, s.Malformed != nil, s.Hang, s.Gate != "", s.Echo != nil, s.Sleep} {
 		if set {
 			kinds++
 		}
 	}
 	if kinds != 1 {
-		return gatewaytest.Reply{}, errors.New(`a reply sets exactly one of "text", "empty", "calls", "status", "malformed", "hang", "gate", "echo"`)
+		return gatewaytest.Reply{}, errors.New(`a reply sets exactly one of "text", "empty", "calls", "status", "malformed", "hang", "gate", "echo", "sleep"`)
 	}
 	var r gatewaytest.Reply
 	switch {
@@ -217,6 +223,32 @@ func (c *control) build(s *replySpec, req *gatewaytest.Request) (gatewaytest.Rep
 			return gatewaytest.Reply{}, errors.New(`"echo" needs the request, so it only works as the default reply (POST /control/respond)`)
 		}
 		r = gatewaytest.Text(*s.Echo + lastUserText(req.Messages))
+	case s.Sleep:
+		if req == nil {
+			return gatewaytest.Reply{}, errors.New(`"sleep" needs the request, so it only works as the default reply (POST /control/respond)`)
+		}
+		if s.Then == nil {
+			return gatewaytest.Reply{}, errors.New(`"sleep" needs "then": the reply sent once the time is up`)
+		}
+		then, err := c.build(s.Then, req)
+		if err != nil {
+			return gatewaytest.Reply{}, fmt.Errorf("sleep: %w", err)
+		}
+		if req.Messages == nil {
+			// The check respond makes against an empty request.
+			return then, nil
+		}
+		text := lastUserText(req.Messages)
+		secs, err := strconv.ParseFloat(firstNumber.FindString(text), 64)
+		if err != nil || secs < 0 || secs > maxSleep.Seconds() {
+			return gatewaytest.Reply{}, fmt.Errorf(`"sleep" needs a number of seconds (0 to %v) in the last user message, got %q`, maxSleep.Seconds(), text)
+		}
+		// A gate of this request's own, opened when its time is up: the
+		// server's request loop already drops a gated request whose client
+		// goes away, and the timer only closes a channel.
+		g := gatewaytest.NewGate()
+		time.AfterFunc(time.Duration(secs*float64(time.Second)), g.Release)
+		r = gatewaytest.Gated(g, then)
 	}
 	if s.Reasoning != "" {
 		r = r.WithReasoning(s.Reasoning)
@@ -229,6 +261,12 @@ func (c *control) build(s *replySpec, req *gatewaytest.Request) (gatewaytest.Rep
 	}
 	return r, nil
 }
+
+// firstNumber finds the seconds a "sleep" reply waits.
+var firstNumber = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
+
+// maxSleep bounds a "sleep" reply, like maxGateWait bounds a gate poll.
+const maxSleep = 10 * time.Minute
 
 // lastUserText is the content of the last user message, "" if there is
 // none or it is not a plain string.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -335,5 +336,34 @@ func TestRunRefusesBadInvocations(t *testing.T) {
 				t.Fatalf("run(%q) said nothing on stderr", tc.args)
 			}
 		})
+	}
+}
+
+// A "sleep" default reply holds each request for the seconds its last user
+// message states. Only the lower bound is asserted: the reply can never come
+// early, however loaded the machine is.
+func TestControlSleepHoldsEachRequestForTheSecondsItStates(t *testing.T) {
+	h := newHarness(t)
+	if code, body := h.ctlDo(t, "POST", "/control/respond", `{"sleep":true,"then":{"echo":"slept: "}}`); code != 200 {
+		t.Fatalf("respond = %d %s", code, body)
+	}
+	start := time.Now()
+	code, body := h.chat(t, "Take 0.2 seconds.")
+	if code != 200 || content(t, body) != "slept: Take 0.2 seconds." {
+		t.Fatalf("chat = %d %s", code, body)
+	}
+	if waited := time.Since(start); waited < 200*time.Millisecond {
+		t.Fatalf("answered after %v, before the 0.2 s the message asked for", waited)
+	}
+	if code, body := h.chat(t, "no time given"); code != 500 || !strings.Contains(body, `"sleep" needs a number of seconds`) {
+		t.Fatalf("chat without a number = %d %s, want a 500 saying what is missing", code, body)
+	}
+	for _, bad := range []string{`[{"sleep":true,"then":{"text":"x"}}]`} {
+		if code, _ := h.ctlDo(t, "POST", "/control/enqueue", bad); code != 400 {
+			t.Fatalf("a queued sleep = %d, want 400: it needs the request", code)
+		}
+	}
+	if code, _ := h.ctlDo(t, "POST", "/control/respond", `{"sleep":true}`); code != 400 {
+		t.Fatalf("a sleep without then = %d, want 400", code)
 	}
 }
