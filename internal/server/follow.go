@@ -40,9 +40,9 @@ func (s *Server) follow() {
 		s.mcp.RemovePrompts(gone...)
 	}
 	for _, p := range addPrompts {
-		// The handler is never called: promptsGetMiddleware answers
-		// prompts/get from the live catalog (see there).
-		s.mcp.AddPrompt(p, unreachablePrompt)
+		// The handler runs the live catalog's entry by name, whatever
+		// this registration carried (see promptsGetMiddleware).
+		s.mcp.AddPrompt(p, s.trackedGetPrompt)
 	}
 	s.promptSigs = prompts
 

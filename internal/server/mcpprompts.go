@@ -50,25 +50,34 @@ func argumentNote(a prompt.Argument) string {
 	return a.Description + " " + note
 }
 
-// unreachablePrompt is the handler the SDK holds for every registered
-// prompt. promptsGetMiddleware answers prompts/get before the SDK's own
-// dispatch, so it never runs; it fails loudly if that ever changes.
-func unreachablePrompt(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	return nil, internalError("prompts/get reached the SDK's prompt table; this is a server bug")
-}
-
-// promptsGetMiddleware answers prompts/get from the live catalog rather
-// than from the SDK's table, so a prompt saved a moment ago runs its new
-// body and a broken or removed one is answered with what is wrong, not
-// "unknown prompt" (the SDK's table follows reloads only after them).
+// promptsGetMiddleware answers prompts/get for a name the SDK's prompt
+// table does not hold (yet): a prompt saved a moment ago, before the
+// reload registered it, or a broken or removed one, which is answered with
+// what is wrong rather than "unknown prompt". A registered name goes on to
+// the SDK, whose handler for it is trackedGetPrompt as well: the SDK then
+// finishes the result for the client's protocol era (go-sdk v1.8.0 adds
+// the 2026-07-28 resultType only on its own dispatch path, mcp/mrtr.go
+// handleMultiRoundTripResult), and both paths run the live catalog's
+// entry, so a saved body runs at once either way.
 func (s *Server) promptsGetMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		gr, ok := req.(*mcp.GetPromptRequest)
 		if method != "prompts/get" || !ok {
 			return next(ctx, method, req)
 		}
+		if gr.Params != nil && s.promptRegistered(gr.Params.Name) {
+			return next(ctx, method, req)
+		}
 		return s.trackedGetPrompt(ctx, gr)
 	}
+}
+
+// promptRegistered reports whether follow has registered name with the SDK.
+func (s *Server) promptRegistered(name string) bool {
+	s.followMu.Lock()
+	defer s.followMu.Unlock()
+	_, ok := s.promptSigs[name]
+	return ok
 }
 
 // trackedGetPrompt runs getPrompt as a tracked call, like every tools/call:

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -246,4 +247,30 @@ func TestPromptsGetIsATrackedCall(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// In the 2026-07-28 era a prompts/get result says it is complete
+// (resultType), as the SDK finishes results on its own dispatch path: a
+// registered prompt is answered there, not by the middleware alone.
+func TestPromptsGetInTheModernEraCarriesItsResultType(t *testing.T) {
+	h := newHarness(t, fixture{})
+	for _, era := range []struct {
+		version string
+		want    any
+	}{{"", "complete"}, {"2025-11-25", nil}} {
+		c := connectTasks(t, h, false, era.version)
+		if _, err := c.cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "echo", Arguments: map[string]string{"args": "hi"}}); err != nil {
+			t.Fatalf("%q: prompts/get: %v", era.version, err)
+		}
+		c.mu.Lock()
+		var m map[string]any
+		err := json.Unmarshal(c.last, &m)
+		c.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m["resultType"] != era.want {
+			t.Errorf("era %q: resultType %v, want %v (result %v)", era.version, m["resultType"], era.want, m)
+		}
+	}
 }

@@ -123,6 +123,9 @@ func quote(s string) string {
 }
 
 // Output schemas describe each tool's structuredContent (design §3.10).
+// A nullable or union field is an anyOf rather than a type array: both are
+// valid JSON Schema, but clients that translate schemas for other model
+// APIs (the MCP Inspector's --strict check flags them) handle anyOf.
 // Failure results that carry only text have no structuredContent and are
 // marked isError, which the MCP specification exempts from the schema.
 const (
@@ -135,14 +138,14 @@ const (
 		`"description":{"type":"string"},` +
 		`"type":{"type":"string","enum":["string","integer","number","boolean"]},` +
 		`"required":{"type":"boolean"},` +
-		`"default":{"type":["string","number","boolean"]}` +
+		`"default":{"anyOf":[{"type":"string"},{"type":"number"},{"type":"boolean"}]}` +
 		`},"required":["name","description","type","required"],"additionalProperties":false}}`
 
 	listPromptsOutput = `{"type":"object","properties":{` +
 		`"prompts":{"type":"array","items":{"type":"object","properties":{` +
 		`"name":{"type":"string"},` +
 		`"description":{"type":"string"},` +
-		`"problem":{"type":["string","null"]},` +
+		`"problem":{"anyOf":[{"type":"string"},{"type":"null"}]},` +
 		`"input":` + fileDeclSchema + `,` +
 		`"output":` + fileDeclSchema + `,` +
 		`"arguments":` + argumentsSchema +
@@ -154,14 +157,14 @@ const (
 		`"run_id":{"type":"string"},` +
 		`"prompt":{"type":"string"},` +
 		`"status":{"type":"string","enum":["running","completed","failed"]},` +
-		`"value":{"type":["string","null"]},` +
+		`"value":{"anyOf":[{"type":"string"},{"type":"null"}]},` +
 		`"turns":{"type":"integer","minimum":0},` +
 		`"tokens":{"type":"object","description":"Tokens the run's model replies reported spending, summed over every turn (0 when the model server reports none; 0 while running).","properties":{` +
 		`"prompt":{"type":"integer","minimum":0},` +
 		`"completion":{"type":"integer","minimum":0}` +
 		`},"required":["prompt","completion"],"additionalProperties":false},` +
 		`"elapsed_ms":{"type":"integer","minimum":0},` +
-		`"error":{"type":["string","null"]}` +
+		`"error":{"anyOf":[{"type":"string"},{"type":"null"}]}` +
 		`},"required":["run_id","prompt","status","value","turns","tokens","elapsed_ms","error"],"additionalProperties":false}`
 
 	needPromptOutput = `{"type":"object","properties":{` +

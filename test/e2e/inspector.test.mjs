@@ -120,7 +120,7 @@ for (const transport of ['stdio', 'http']) {
         assert.deepEqual(result.tools.map((t) => t.name), TOOLS);
       });
 
-      test(`${era}: --strict reports no portability problem in our tool schemas`, { todo: 'our outputSchemas declare nullable and union fields as a type array (["string","null"]), six warnings in all' }, async () => {
+      test(`${era}: --strict reports no portability problem in our tool schemas`, async () => {
         const { result, stderr } = await inspector(target, era, '--method', 'tools/list', '--strict');
         assert.deepEqual(result.tools.map((t) => t.name), TOOLS);
         assert.doesNotMatch(stderr, /Warning:|Issue:/, `--strict reported problems:\n${stderr}`);
@@ -131,7 +131,7 @@ for (const transport of ['stdio', 'http']) {
         assert.deepEqual(result.prompts.map((p) => p.name), ['echo', 'greet', 'trio']);
       });
 
-      test(`${era}: prompts/get runs the prompt and returns its value`, era === 'modern' ? { todo: 'a 2026-07-28 prompts/get result lacks resultType "complete", which the Inspector refuses' } : {}, async () => {
+      test(`${era}: prompts/get runs the prompt and returns its value`, async () => {
         const { result } = await inspector(target, era, '--method', 'prompts/get', '--prompt-name', 'echo', '--prompt-args', `args=got in ${era}`);
         assert.deepEqual(result.messages, [{ role: 'user', content: { type: 'text', text: `got in ${era}` } }]);
       });

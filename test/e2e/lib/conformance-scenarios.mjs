@@ -19,7 +19,6 @@ const fixture = (what) => `needs the suite's fixture ${what}; ${ourTools}`;
 const noTool = (tool) => `needs the suite's diagnostic tool ${tool}; ${ourTools}`;
 const protocolErrorJob = 'needs the fixture protocol_error_job, a task that ends failed: a run ends failed only when it panics, which no prompt can honestly cause, so there is no stand-in';
 const inputFixture = (tool) => `needs the suite's fixture ${tool}, which asks the client for input mid-task; a run never asks its client for input (SEP-2322)`;
-const promptsGetResultType = 'KNOWN BUG, not a fixture gap: in 2026-07-28 our prompts/get result lacks resultType "complete" (internal/server/mcpprompts.go answers prompts/get ahead of the go-sdk, whose stamping it bypasses); remove this exemption with the fix';
 const inputRequired = (what) => ({ status: 'n/a', why: `${fixture(`tool for ${what}`)}; a run never asks its client for input (SEP-2322)` });
 
 export const SCENARIOS = {
@@ -48,8 +47,8 @@ export const SCENARIOS = {
   // slow_compute and failing_job are prompts published as tools
   // ([catalog].tools); the prompts fixtures are catalog prompts.
   'prompts-list': { status: 'passes', why: 'every catalog prompt is an MCP prompt, with its name, description and arguments' },
-  'prompts-get-simple': { status: 'passes', why: 'test_simple_prompt, a Lua prompt; prompts/get runs it and returns its value', exempt: { 'wire-schema-valid': promptsGetResultType } },
-  'prompts-get-with-args': { status: 'passes', why: 'test_prompt_with_arguments, with typed arguments arg1 and arg2', exempt: { 'wire-schema-valid': promptsGetResultType } },
+  'prompts-get-simple': { status: 'passes', why: 'test_simple_prompt, a Lua prompt; prompts/get runs it and returns its value' },
+  'prompts-get-with-args': { status: 'passes', why: 'test_prompt_with_arguments, with typed arguments arg1 and arg2' },
   'prompts-get-embedded-resource': { status: 'n/a', why: 'needs a prompt whose message is an embedded resource; a prompt run returns text only' },
   'prompts-get-with-image': { status: 'n/a', why: 'needs a prompt whose message is an image; a prompt run returns text only' },
 
