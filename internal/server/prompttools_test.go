@@ -118,14 +118,7 @@ func TestPromptToolCallsSettleLikeRunPrompt(t *testing.T) {
 func TestPromptToolRunningReplyLikeRunPrompt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newMemGateway(t)
-		h := newHarness(t, fixture{
-			prompts: map[string]string{"speak.md": speakPrompt("speak")},
-			limits:  deadlineLimits(50 * time.Millisecond), tools: []string{"speak"},
-			opts: func(o *Options) {
-				o.Client = g.client
-				o.Models = modelset.Static([]gateway.Model{testModel})
-			},
-		})
+		h := speakToolHarness(t, g)
 		res := h.ok("speak", nil)
 		s := structuredOf(t, res)
 		if res.IsError || s["status"] != "running" || !strings.Contains(textOf(t, res), "Collect it with check_run") {
@@ -168,4 +161,17 @@ func TestPromptToolsFollowReloads(t *testing.T) {
 	if got := textOf(t, h.ok("greet", map[string]any{"who": "Ada"})); got != "hi Ada" {
 		t.Fatalf("greet returned %q", got)
 	}
+}
+
+// speakToolHarness serves the speak prompt as its own tool, behind a 50ms
+// reply deadline, with g as its gateway.
+func speakToolHarness(t testing.TB, g *memGateway) *harness {
+	return newHarness(t, fixture{
+		prompts: map[string]string{"speak.md": speakPrompt("speak")},
+		limits:  deadlineLimits(50 * time.Millisecond), tools: []string{"speak"},
+		opts: func(o *Options) {
+			o.Client = g.client
+			o.Models = modelset.Static([]gateway.Model{testModel})
+		},
+	})
 }

@@ -12,8 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/promptforge-go/promptforge/internal/gateway"
-	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/runs"
 )
 
@@ -533,14 +531,7 @@ func TestATaskInlinesTheRenderingOfTheToolThatLaunchedIt(t *testing.T) {
 func TestAPromptToolsLongRunIsATask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newMemGateway(t)
-		h := newHarness(t, fixture{
-			prompts: map[string]string{"speak.md": speakPrompt("speak")},
-			limits:  deadlineLimits(50 * time.Millisecond), tools: []string{"speak"},
-			opts: func(o *Options) {
-				o.Client = g.client
-				o.Models = modelset.Static([]gateway.Model{testModel})
-			},
-		})
+		h := speakToolHarness(t, g)
 		c := connectTasks(t, h, true, "")
 		created := c.call("speak", nil, nil)
 		id, _ := created["taskId"].(string)
