@@ -29,7 +29,6 @@ export const SCENARIOS = {
     status: 'passes',
     why: '2026-07-28: server/discover, no session, per-request _meta, the stateless HTTP rules',
     exempt: {
-      'sep-2575-server-declares-prompts-in-discover': 'pending the prompts branch of #9: the go-sdk answers prompts/list on every server, and that branch declares the prompts capability',
       'sep-2575-server-rejects-undeclared-capability': noTool('test_missing_capability'),
       'sep-2575-missing-capability-http-400': noTool('test_missing_capability'),
       'sep-2575-http-server-no-independent-requests-on-stream': noTool('test_streaming_elicitation'),
