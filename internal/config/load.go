@@ -503,7 +503,7 @@ func (p *parser) buildGateway(r *rawGateway, g *Gateway) error {
 		raw         *string
 		dst         *time.Duration
 	}{
-		{"timeout", "the model-list request at boot", r.Timeout, &g.Timeout},
+		{"timeout", "each fetch of the model list", r.Timeout, &g.Timeout},
 		{"request_timeout", "each chat request to the model server", r.RequestTimeout, &g.RequestTimeout},
 	} {
 		if d.raw == nil {

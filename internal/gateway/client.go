@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/promptforge-go/promptforge/internal/apiurl"
+	"github.com/promptforge-go/promptforge/internal/humantime"
 	"github.com/promptforge-go/promptforge/internal/redact"
 )
 
@@ -221,7 +222,9 @@ func (c *Client) disabledError(op string) *Error {
 // own timeout, as opposed to the caller's context.
 type errTimeout struct{ d time.Duration }
 
-func (e *errTimeout) Error() string { return "gateway timeout of " + e.d.String() + " elapsed" }
+func (e *errTimeout) Error() string {
+	return "gateway timeout of " + humantime.Format(e.d) + " elapsed"
+}
 
 // do sends one request with the client's usual reply bounds (see send).
 func (c *Client) do(ctx context.Context, method, path, op string, body []byte, timeout time.Duration) (int, []byte, *Error) {
@@ -326,7 +329,7 @@ func (c *Client) transportFailure(ctx, reqCtx context.Context, cause *errTimeout
 			Op:      op,
 			timeout: true,
 			err:     cause,
-			msg:     "gateway " + op + " timed out after " + cause.d.String() + ": the gateway or the model did not answer in time; retry, or raise " + timeoutSetting(op),
+			msg:     "gateway " + op + " timed out after " + humantime.Format(cause.d) + ": the gateway or the model did not answer in time; retry, or raise " + timeoutSetting(op),
 		}
 	}
 	return &Error{

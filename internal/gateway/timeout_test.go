@@ -104,7 +104,7 @@ func TestDefaultTimeoutsOnAFakeClock(t *testing.T) {
 				t.Errorf("chat gave up after %v, want %v", got, gateway.DefaultTimeout)
 			}
 			ge := asError(t, err, gateway.KindTransport)
-			if !ge.Timeout() || !ge.Retryable() || !strings.Contains(err.Error(), "POST /chat/completions timed out after 2m0s") ||
+			if !ge.Timeout() || !ge.Retryable() || !strings.Contains(err.Error(), "POST /chat/completions timed out after 2m:") ||
 				!strings.Contains(err.Error(), "raise [gateway].request_timeout") {
 				t.Errorf("chat: %v", err)
 			}

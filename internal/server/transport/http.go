@@ -45,7 +45,7 @@ const (
 
 // ErrMissingToken is the HTTP transport refusing to start without
 // [server].api_key: an MCP endpoint on the network must authenticate.
-var ErrMissingToken = errors.New("[server].api_key is required to serve over http")
+var ErrMissingToken = errors.New("[server].api_key is required to serve over http: set it in prompts.toml (a value such as \"${PROMPTFORGE_MCP_API_KEY}\" counts as unset while that variable is not exported), or serve over stdio with serve --stdio")
 
 // HTTPOptions configure the streamable HTTP transport.
 type HTTPOptions struct {
