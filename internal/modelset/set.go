@@ -84,6 +84,9 @@ type Set struct {
 type flight struct {
 	done chan struct{}
 	err  error
+	// recorded: the fetch was recorded (it was not cut short by its
+	// starter's context). Written before done is closed.
+	recorded bool
 }
 
 // Snapshot is the model list as one fetch left it. It is immutable: the
@@ -172,21 +175,28 @@ func (s *Set) Refresh(ctx context.Context) (Snapshot, error) {
 	if s.static {
 		return s.Snapshot(), nil
 	}
-	s.mu.Lock()
-	f := s.flight
-	if f == nil {
-		f = s.takeOff()
-		s.mu.Unlock()
-		s.fetch(ctx, f)
-	} else {
+	for {
+		s.mu.Lock()
+		f := s.flight
+		if f == nil {
+			f = s.takeOff()
+			s.mu.Unlock()
+			s.fetch(ctx, f)
+			return s.Snapshot(), f.err
+		}
 		s.mu.Unlock()
 		select {
 		case <-f.done:
 		case <-ctx.Done():
 			return s.Snapshot(), ctx.Err()
 		}
+		// A flight its starter's context cut short recorded nothing and
+		// says nothing about the model server: fetch again for this
+		// caller, whose context is still live.
+		if f.recorded {
+			return s.Snapshot(), f.err
+		}
 	}
-	return s.Snapshot(), f.err
 }
 
 // AfterMiss is what a binding that found no model in snap calls. When a
@@ -199,30 +209,50 @@ func (s *Set) Refresh(ctx context.Context) (Snapshot, error) {
 // find something. A fetch cut short by its starter's context leaves the
 // snapshot as it was, for the starter and for those waiting on it.
 func (s *Set) AfterMiss(ctx context.Context, snap Snapshot) (_ Snapshot, changed bool) {
-	s.mu.Lock()
-	if s.cur.gen != snap.gen {
-		cur := s.cur
-		s.mu.Unlock()
-		return cur, true
-	}
-	f := s.flight
-	switch {
-	case f != nil:
-		s.mu.Unlock()
-		select {
-		case <-f.done:
-		case <-ctx.Done():
+	for {
+		s.mu.Lock()
+		if cur := s.cur; cur.gen != snap.gen {
+			if !sameModels(cur, snap) {
+				s.mu.Unlock()
+				return cur, true
+			}
+			// Only a failure was recorded since snap: the models are the
+			// same, so binding again would find nothing. Take its problem
+			// (it says more about now) and decide on a fetch from here.
+			snap = cur
 		}
-	case s.due(time.Now()):
-		f = s.takeOff()
-		s.mu.Unlock()
-		s.fetch(ctx, f)
-	default:
-		s.mu.Unlock()
-		return snap, false
+		f := s.flight
+		switch {
+		case f != nil:
+			s.mu.Unlock()
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return s.Snapshot(), false
+			}
+			// Look again: the flight either recorded a list, or its
+			// starter's context cut it short and this caller may fetch.
+			continue
+		case s.due(time.Now()):
+			f = s.takeOff()
+			s.mu.Unlock()
+			s.fetch(ctx, f)
+		default:
+			s.mu.Unlock()
+			return snap, false
+		}
+		cur := s.Snapshot()
+		return cur, cur.gen != snap.gen && !sameModels(cur, snap)
 	}
-	cur := s.Snapshot()
-	return cur, cur.gen != snap.gen
+}
+
+// sameModels reports whether a and b hold the same model list: a failed
+// fetch keeps the previous slice, a successful one brings a new one.
+func sameModels(a, b Snapshot) bool {
+	if len(a.Models) != len(b.Models) {
+		return false
+	}
+	return len(a.Models) == 0 || &a.Models[0] == &b.Models[0]
 }
 
 // Kick asks Run for a refresh soon, without waiting for it: a catalog
@@ -290,8 +320,22 @@ func (s *Set) takeOff() *flight {
 	return f
 }
 
-// fetch runs one fetch under ctx, records it and lands f.
+// fetch runs one fetch under ctx, records it and lands f. The flight is
+// landed even if Fetch panics (the panic goes on to the caller's
+// recovery), so no later caller waits on it forever.
 func (s *Set) fetch(ctx context.Context, f *flight) {
+	landed := false
+	defer func() {
+		if landed {
+			return
+		}
+		s.mu.Lock()
+		f.err = fmt.Errorf("fetch the model list: the fetch panicked: %v", recover())
+		s.flight = nil
+		s.mu.Unlock()
+		close(f.done)
+		panic(f.err)
+	}()
 	cat, err := s.o.Fetch(ctx)
 	outcome := ""
 	s.mu.Lock()
@@ -299,10 +343,12 @@ func (s *Set) fetch(ctx context.Context, f *flight) {
 	// model server: the list and the backoff stay as they were.
 	if err == nil || ctx.Err() == nil {
 		outcome = s.record(cat, err)
+		f.recorded = true
 	}
 	f.err = err
 	s.flight = nil
 	s.mu.Unlock()
+	landed = true
 	close(f.done)
 	if outcome != "" && s.o.OnFetch != nil {
 		s.o.OnFetch(outcome)

@@ -117,8 +117,10 @@ func TestBackoffGrowsAndCaps(t *testing.T) {
 			t.Fatal("a miss inside the first backoff fetched")
 		}
 		time.Sleep(time.Millisecond)
-		if _, changed := set.AfterMiss(t.Context(), snap); !changed || srv.calls() != n+1 {
-			t.Fatal("a miss after the first backoff did not fetch")
+		// It fetches; the fetch fails, which keeps the same models, so there
+		// is nothing new to bind against (changed is false).
+		if _, changed := set.AfterMiss(t.Context(), snap); changed || srv.calls() != n+1 {
+			t.Fatalf("a miss after the first backoff: changed %v, fetches %d, want false and %d", changed, srv.calls(), n+1)
 		}
 	})
 }
@@ -389,4 +391,49 @@ func TestStaticCatalogSaysWhyNothingBinds(t *testing.T) {
 	if _, err := set.Refresh(t.Context()); err != nil || set.Snapshot().Problem() == nil {
 		t.Errorf("a static set never fetches: %v", err)
 	}
+}
+
+// A binding miss waiting on a fetch that its starter's context cut short
+// fetches again itself, rather than giving up with the old list; and a
+// failure recorded meanwhile by someone else does not count as a newer
+// list that makes a due fetch unnecessary.
+func TestAMissOutlivesAFetchItsStarterCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &server{}
+		srv.set(nil, errors.New("connection refused"))
+		set := newSet(t, srv, modelset.Options{Backoff: time.Second, MaxBackoff: time.Second})
+		snap, _ := set.Refresh(t.Context()) // down at boot: failed, empty
+
+		// The server comes up, but answers slowly.
+		time.Sleep(time.Second)
+		srv.set([]gateway.Model{modelA}, nil)
+		hold := make(chan struct{})
+		srv.mu.Lock()
+		srv.hold = hold
+		srv.mu.Unlock()
+
+		starterCtx, cancelStarter := context.WithCancel(t.Context())
+		go set.AfterMiss(starterCtx, snap) // run A starts the fetch
+		synctest.Wait()
+		type result struct {
+			snap    modelset.Snapshot
+			changed bool
+		}
+		got := make(chan result, 1)
+		go func() { // run B waits on A's fetch
+			s, c := set.AfterMiss(t.Context(), snap)
+			got <- result{s, c}
+		}()
+		synctest.Wait()
+		cancelStarter() // run A is cancelled mid-fetch
+		synctest.Wait()
+		srv.mu.Lock()
+		srv.hold = nil
+		srv.mu.Unlock()
+		close(hold)
+		r := <-got
+		if !r.changed || len(r.snap.Models) != 1 {
+			t.Fatalf("the waiting miss got changed=%v models=%v, want the list the server now serves", r.changed, r.snap.Models)
+		}
+	})
 }

@@ -31,20 +31,29 @@ func (b *bindingProblems) problem(ctx context.Context, gen *catalog.Generation, 
 		return ""
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.gen != gen || !sameList(b.models, models) || b.found == nil {
 		b.gen, b.models, b.found = gen, models, map[string]string{}
 	}
 	if problem, ok := b.found[e.Name()]; ok {
+		b.mu.Unlock()
 		return problem
 	}
+	b.mu.Unlock()
+	// The probe runs Lua (bounded by its time budget), so it runs outside
+	// the lock: one slow H1 must not hold every other listing. Two
+	// listings may probe the same prompt at once; both get the same answer.
 	// An H1 the probe cannot run to the end (it calls a model) has no
 	// problem to show: the run will say what it meets.
 	problem := engine.Probe(ctx, p, engine.Options{Models: models, Tools: ts}).Problem()
-	if ctx.Err() == nil {
+	if ctx.Err() != nil {
 		// A listing cancelled mid-probe leaves nothing to trust.
+		return problem
+	}
+	b.mu.Lock()
+	if b.gen == gen && sameList(b.models, models) {
 		b.found[e.Name()] = problem
 	}
+	b.mu.Unlock()
 	return problem
 }
 

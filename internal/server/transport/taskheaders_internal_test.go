@@ -59,3 +59,19 @@ func TestTaskMethodsNeedTheirTaskIDInMcpName(t *testing.T) {
 		})
 	}
 }
+
+// The routing-header check reads a 2026-07-28 body before the SDK's own
+// size limit applies, so it caps the read itself: an oversized body is
+// refused with 413 and never reaches the handler.
+func TestTaskNameHeaderCapsTheBody(t *testing.T) {
+	reached := false
+	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true })
+	body := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"` + strings.Repeat("x", maxBodyBytes) + `"}}`)
+	req := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", body)
+	req.Header.Set(headerProtocolVersion, "2026-07-28")
+	rec := httptest.NewRecorder()
+	taskNameHeader(next).ServeHTTP(rec, req)
+	if rec.Code != http.StatusRequestEntityTooLarge || reached {
+		t.Fatalf("code %d, handler reached %v; want 413 and not reached", rec.Code, reached)
+	}
+}
