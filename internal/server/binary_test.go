@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 	"github.com/promptforge-go/promptforge/internal/server/servertest"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
@@ -259,5 +261,59 @@ func TestBinaryServesPastABrokenPrompt(t *testing.T) {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("check: stderr lacks %q:\n%s", want, stderr.String())
 		}
+	}
+}
+
+// The model server starts after us, as an IDE starts the two (issue 10),
+// through the built binary over stdio: a prose run while it is down says it
+// is not reachable, and once it is up a run succeeds within 15 s without a
+// restart. The binary keeps its real backoff (1 s doubling to 8 s), so the
+// test calls again until the run succeeds or 15 s have passed; the
+// in-process test in internal/app drives the same path with no waiting.
+func TestBinaryUsesAModelServerThatStartsLate(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	path := servertest.ConfigDir(t, "watch = false", nil, map[string]string{"speak.md": speakPrompt("speak")})
+	conf := strings.Replace(string(mustRead(t, path)), "http://127.0.0.1:1/v1", "http://"+addr+"/v1", 1)
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startStdio(t, path)
+	p.send(initializeBody)
+	p.recv()
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	id := 1
+	speak := func() (string, bool) {
+		t.Helper()
+		id++
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"speak"}}}`, id))
+		res := p.recv()["result"].(map[string]any)
+		isErr, _ := res["isError"].(bool)
+		return res["content"].([]any)[0].(map[string]any)["text"].(string), isErr
+	}
+
+	if text, isErr := speak(); !isErr || !strings.Contains(text, "the model server at http://"+addr+"/v1 is not reachable") {
+		t.Fatalf("a run while the model server is down: %q (error %v)", text, isErr)
+	}
+
+	g := gatewaytest.NewAt(t, addr, "gw-key")
+	g.Respond(func(gatewaytest.Request) gatewaytest.Reply {
+		return gatewaytest.Text("hello from the late model server")
+	})
+	up := time.Now()
+	for {
+		text, isErr := speak()
+		if !isErr && text == "hello from the late model server" {
+			t.Logf("the first run after the model server came up succeeded %v later", time.Since(up).Round(100*time.Millisecond))
+			return
+		}
+		if time.Since(up) > 15*time.Second {
+			t.Fatalf("no run succeeded within 15 s of the model server coming up; the last said %q (error %v)\nstderr:\n%s", text, isErr, p.stderr)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
