@@ -154,3 +154,91 @@ func TestCallerPathSpellings(t *testing.T) {
 		t.Fatal("a file was written outside the roots through a dangling link")
 	}
 }
+
+// A hard link is a second path to the same file: inside a file root it
+// must reach neither the configuration nor the env file (the gateway key),
+// nor let output_file rewrite them or a published prompt (issue 11 item 4).
+func TestHardLinksReachNoneOfTheServersOwnFiles(t *testing.T) {
+	work := t.TempDir()
+	servertest.WriteTree(t, work, map[string]string{
+		"prompts.toml": "[gateway]\napi_key = \"secret\"\n",
+		"prompts.env":  "KEY=secret\n",
+	})
+	h := newHarness(t, fixture{prompts: filePrompts(), opts: func(o *Options) {
+		o.FileRoots = []string{work}
+		o.ConfigFiles = []string{filepath.Join(work, "prompts.toml"), filepath.Join(work, "prompts.env")}
+		o.PromptsDirs = o.Catalog.Roots()
+	}})
+	for _, l := range [][2]string{
+		{filepath.Join(work, "prompts.toml"), filepath.Join(work, "config.txt")},
+		{filepath.Join(work, "prompts.env"), filepath.Join(work, "env.txt")},
+		{filepath.Join(h.dir, "echo.md"), filepath.Join(work, "prompt.txt")},
+	} {
+		if err := os.Link(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	echoBefore := mustRead(t, filepath.Join(h.dir, "echo.md"))
+
+	runFileCases(t, h, []fileCase{
+		{name: "config link as input", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "config.txt")}, isError: true, text: "this server's configuration", absent: "secret"},
+		{name: "env link as input", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "env.txt")}, isError: true, text: "this server's configuration", absent: "secret"},
+		{name: "config link as output", args: map[string]any{"prompt": "writer", "output_file": filepath.Join(work, "config.txt")}, isError: true, text: "this server's configuration"},
+		{name: "env link as output", args: map[string]any{"prompt": "writer", "output_file": filepath.Join(work, "env.txt")}, isError: true, text: "this server's configuration"},
+		{name: "prompt link as output", args: map[string]any{"prompt": "writer", "output_file": filepath.Join(work, "prompt.txt")}, isError: true, text: "more than one hard link"},
+		{name: "prompt link may be read", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "prompt.txt")}, status: "completed", text: "return args"},
+	})
+	if got := mustRead(t, filepath.Join(work, "prompts.toml")); !strings.Contains(string(got), "api_key") {
+		t.Fatal("the configuration was rewritten")
+	}
+	if got := mustRead(t, filepath.Join(work, "prompts.env")); string(got) != "KEY=secret\n" {
+		t.Fatal("the env file was rewritten")
+	}
+	if got := mustRead(t, filepath.Join(h.dir, "echo.md")); string(got) != string(echoBefore) {
+		t.Fatal("a live prompt was rewritten")
+	}
+}
+
+// A hard link put in place after the call was checked, before the run
+// reads or writes, is judged on the opened handle: the configuration is
+// neither read nor truncated.
+func TestHardLinkAfterTheCheckIsJudgedOnTheHandle(t *testing.T) {
+	work := t.TempDir()
+	config := filepath.Join(work, "prompts.toml")
+	servertest.WriteTree(t, work, map[string]string{"prompts.toml": "api_key = \"secret\"\n", "in.txt": "plain", "out.txt": "old"})
+	a := fileAccess{roots: fileRoots{work}, secret: []string{config}}
+	for _, tc := range []struct {
+		name  string
+		file  string
+		write bool
+	}{{"read", "in.txt", false}, {"write", "out.txt", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := filepath.Join(work, tc.file)
+			pl, err := a.check("f", target, tc.write)
+			if err != nil {
+				t.Fatalf("an ordinary file was refused: %v", err)
+			}
+			if err := os.Remove(target); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Link(config, target); err != nil {
+				t.Fatal(err)
+			}
+			if tc.write {
+				err = pl.write("overwritten")
+			} else {
+				var text string
+				text, err = pl.read()
+				if strings.Contains(text, "secret") {
+					t.Fatalf("the configuration was read: %q", text)
+				}
+			}
+			if err == nil || !strings.Contains(err.Error(), "this server's configuration") {
+				t.Fatalf("err %v, want the configuration refused", err)
+			}
+			if got := mustRead(t, config); string(got) != "api_key = \"secret\"\n" {
+				t.Fatalf("the configuration now holds %q", got)
+			}
+		})
+	}
+}
