@@ -109,14 +109,11 @@ func TestRunFailuresExitOneWithClearErrors(t *testing.T) {
 	}
 }
 
-// An incomplete gateway environment is no gateway (gateway-picker-webfetch
-// §4.1): a prompt that never calls a model runs (internal/app tests each
-// combination through RunOnce).
-func TestIncompleteGatewayEnvRunsLuaOnly(t *testing.T) {
+func TestGatewayEnvMustBeComplete(t *testing.T) {
 	path := writePrompt(t, "---\nname: x\ndescription: y\npromptforge: 1\n---\n# T\n\n## A\n\n```lua\nreturn 'ok'\n```\n")
-	code, out, errOut := call(t, map[string]string{"PROMPTFORGE_GATEWAY_API_KEY": "k"}, "run", path)
-	if code != exitOK || out != "ok\n" {
-		t.Fatalf("only the key: exit %d, stdout %q, stderr %q", code, out, errOut)
+	code, _, errOut := call(t, map[string]string{"PROMPTFORGE_GATEWAY_API_KEY": "k"}, "run", path)
+	if code != exitFailure || !strings.Contains(errOut, "PROMPTFORGE_GATEWAY_URL is not") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }
 

@@ -14,13 +14,14 @@ const (
 )
 
 // OptionsFromEnv reads EnvURL and EnvAPIKey through lookup (os.LookupEnv in
-// production). An empty or blank value counts as unset. Unless both are
-// set the error wraps ErrNotConfigured, so a host can fall back to
-// NewDisabled and still run a prompt that never calls a model, as the
-// reference CLI does (gateway-picker-webfetch §4.1); its message names
-// the variable missing. A value that is not UTF-8 is an error naming the
-// variable (never its value). The result still goes through New for
-// validation.
+// production). An empty or blank value counts as unset. With neither set,
+// or the URL without a key, the error wraps ErrNotConfigured, so a host
+// can fall back to NewDisabled and still run a prompt that never calls a
+// model, as the reference CLI does (gateway-picker-webfetch §4.1); its
+// message names the variable missing. A key without a URL, or a value
+// that is not UTF-8, is an error naming the variables (never a value):
+// a key set on its own says a gateway was meant. The result still goes
+// through New for validation.
 func OptionsFromEnv(lookup func(string) (string, bool)) (Options, error) {
 	get := func(name string) string {
 		v, _ := lookup(name)
@@ -34,7 +35,7 @@ func OptionsFromEnv(lookup func(string) (string, bool)) (Options, error) {
 	case blankURL && blankKey:
 		return notConfigured("set " + EnvURL + " and " + EnvAPIKey)
 	case blankURL:
-		return notConfigured(EnvURL + " is not set: set it to the gateway's API root (e.g. http://127.0.0.1:8081/v1) together with " + EnvAPIKey)
+		return Options{}, configError(EnvURL + " is not set: set it to the gateway's API root (e.g. http://127.0.0.1:8081/v1) together with " + EnvAPIKey)
 	case blankKey:
 		return notConfigured(EnvAPIKey + " is not set or blank: set it to the gateway's bearer key (any non-empty value for a server that ignores it) together with " + EnvURL)
 	case !utf8.ValidString(u):
