@@ -53,7 +53,9 @@ func TestRunOnceWithAnIncompleteGatewayEnvironment(t *testing.T) {
 			}
 		})
 	}
-	onlyKey := func(k string) (string, bool) { return map[string]string{gateway.EnvAPIKey: g.APIKey()}[k], k == gateway.EnvAPIKey }
+	onlyKey := func(k string) (string, bool) {
+		return map[string]string{gateway.EnvAPIKey: g.APIKey()}[k], k == gateway.EnvAPIKey
+	}
 	if _, err := RunOnce(t.Context(), RunOptions{Target: luaOnly, LookupEnv: onlyKey}); err == nil ||
 		!strings.Contains(err.Error(), gateway.EnvURL+" is not set") || !strings.Contains(err.Error(), gateway.EnvAPIKey) {
 		t.Fatalf("only the key: %v", err)
