@@ -63,15 +63,6 @@ func (a fileAccess) check(key, p string, write bool) (confinedPath, error) {
 			return confinedPath{}, &refusedError{key, p, msgConfiguration}
 		}
 	}
-	// Paths alone miss a hard link: judge the file itself too. The opened
-	// handle is judged again (identity.judge in read and write), since the
-	// file may be linked or swapped after this check.
-	pl.identity = identity{secret: a.secret, write: write}
-	if info, err := os.Stat(real); err == nil {
-		if err := pl.identity.judge(info); err != nil {
-			return confinedPath{}, &refusedError{key, p, err.Error()}
-		}
-	}
 	if write {
 		for _, d := range a.published {
 			if d == "" {
@@ -80,6 +71,15 @@ func (a fileAccess) check(key, p string, write bool) (confinedPath, error) {
 			if _, ok := under(evalExisting(d), real); ok {
 				return confinedPath{}, &refusedError{key, p, fmt.Sprintf("it is inside the prompts directory (%s), which callers may not write", d)}
 			}
+		}
+	}
+	// Paths alone miss a hard link: judge the file itself too. The opened
+	// handle is judged again (identity.judge in read and write), since the
+	// file may be linked or swapped after this check.
+	pl.identity = identity{secret: a.secret, write: write}
+	if info, err := os.Stat(real); err == nil {
+		if err := pl.identity.judge(info); err != nil {
+			return confinedPath{}, &refusedError{key, p, err.Error()}
 		}
 	}
 	return pl, nil

@@ -61,7 +61,8 @@ func filePrompts() map[string]string {
 
 // Whatever the roots, a caller can neither read the server's configuration
 // and env file (the gateway key) nor write them or into the prompts
-// directory the watcher publishes (B2).
+// directory the watcher publishes (B2), through a path, a symlink or a hard
+// link.
 func TestTheServersOwnFilesAreOutOfReach(t *testing.T) {
 	work := t.TempDir()
 	servertest.WriteTree(t, work, map[string]string{
@@ -87,6 +88,16 @@ func TestTheServersOwnFilesAreOutOfReach(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(work, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Hard links are second paths to the same files (issue 11 item 4).
+	for _, l := range [][2]string{
+		{filepath.Join(work, "prompts.toml"), filepath.Join(work, "config.txt")},
+		{filepath.Join(work, "prompts.env"), filepath.Join(work, "env.txt")},
+		{filepath.Join(h.dir, "echo.md"), filepath.Join(work, "prompt.txt")},
+	} {
+		if err := os.Link(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
 	echoBefore := mustRead(t, filepath.Join(h.dir, "echo.md"))
 
 	runFileCases(t, h, []fileCase{
@@ -105,12 +116,21 @@ func TestTheServersOwnFilesAreOutOfReach(t *testing.T) {
 		{name: "a FIFO as input", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "fifo")}, isError: true, status: "failed", text: "not a regular file"},
 		{name: "a missing input names no internal op", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "nope.txt")}, isError: true, status: "failed", text: "no such file or directory", absent: "statat"},
 		{name: "output_file without a declared output is ignored", args: map[string]any{"prompt": "echo", "args": "v", "output_file": filepath.Join(work, "prompts.toml")}, status: "completed", text: "v"},
+		{name: "config hard link as input", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "config.txt")}, isError: true, text: "this server's configuration", absent: "secret"},
+		{name: "env hard link as input", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "env.txt")}, isError: true, text: "this server's configuration", absent: "secret"},
+		{name: "config hard link as output", args: map[string]any{"prompt": "writer", "output_file": filepath.Join(work, "config.txt")}, isError: true, text: "this server's configuration"},
+		{name: "env hard link as output", args: map[string]any{"prompt": "writer", "output_file": filepath.Join(work, "env.txt")}, isError: true, text: "this server's configuration"},
+		{name: "prompt hard link as output", args: map[string]any{"prompt": "writer", "output_file": filepath.Join(work, "prompt.txt")}, isError: true, text: "more than one hard link"},
+		{name: "prompt hard link may be read", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "prompt.txt")}, status: "completed", text: "return args"},
 	})
 	if got := mustRead(t, filepath.Join(h.dir, "echo.md")); string(got) != string(echoBefore) {
 		t.Fatal("a live prompt was rewritten")
 	}
 	if got := mustRead(t, filepath.Join(work, "prompts.toml")); !strings.Contains(string(got), "api_key") {
 		t.Fatal("the configuration was rewritten")
+	}
+	if got := mustRead(t, filepath.Join(work, "prompts.env")); string(got) != "KEY=secret\n" {
+		t.Fatal("the env file was rewritten")
 	}
 }
 
@@ -152,50 +172,6 @@ func TestCallerPathSpellings(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outside, "gone.txt")); err == nil {
 		t.Fatal("a file was written outside the roots through a dangling link")
-	}
-}
-
-// A hard link is a second path to the same file: inside a file root it
-// must reach neither the configuration nor the env file (the gateway key),
-// nor let output_file rewrite them or a published prompt (issue 11 item 4).
-func TestHardLinksReachNoneOfTheServersOwnFiles(t *testing.T) {
-	work := t.TempDir()
-	servertest.WriteTree(t, work, map[string]string{
-		"prompts.toml": "[gateway]\napi_key = \"secret\"\n",
-		"prompts.env":  "KEY=secret\n",
-	})
-	h := newHarness(t, fixture{prompts: filePrompts(), opts: func(o *Options) {
-		o.FileRoots = []string{work}
-		o.ConfigFiles = []string{filepath.Join(work, "prompts.toml"), filepath.Join(work, "prompts.env")}
-		o.PromptsDirs = o.Catalog.Roots()
-	}})
-	for _, l := range [][2]string{
-		{filepath.Join(work, "prompts.toml"), filepath.Join(work, "config.txt")},
-		{filepath.Join(work, "prompts.env"), filepath.Join(work, "env.txt")},
-		{filepath.Join(h.dir, "echo.md"), filepath.Join(work, "prompt.txt")},
-	} {
-		if err := os.Link(l[0], l[1]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	echoBefore := mustRead(t, filepath.Join(h.dir, "echo.md"))
-
-	runFileCases(t, h, []fileCase{
-		{name: "config link as input", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "config.txt")}, isError: true, text: "this server's configuration", absent: "secret"},
-		{name: "env link as input", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "env.txt")}, isError: true, text: "this server's configuration", absent: "secret"},
-		{name: "config link as output", args: map[string]any{"prompt": "writer", "output_file": filepath.Join(work, "config.txt")}, isError: true, text: "this server's configuration"},
-		{name: "env link as output", args: map[string]any{"prompt": "writer", "output_file": filepath.Join(work, "env.txt")}, isError: true, text: "this server's configuration"},
-		{name: "prompt link as output", args: map[string]any{"prompt": "writer", "output_file": filepath.Join(work, "prompt.txt")}, isError: true, text: "more than one hard link"},
-		{name: "prompt link may be read", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "prompt.txt")}, status: "completed", text: "return args"},
-	})
-	if got := mustRead(t, filepath.Join(work, "prompts.toml")); !strings.Contains(string(got), "api_key") {
-		t.Fatal("the configuration was rewritten")
-	}
-	if got := mustRead(t, filepath.Join(work, "prompts.env")); string(got) != "KEY=secret\n" {
-		t.Fatal("the env file was rewritten")
-	}
-	if got := mustRead(t, filepath.Join(h.dir, "echo.md")); string(got) != string(echoBefore) {
-		t.Fatal("a live prompt was rewritten")
 	}
 }
 
