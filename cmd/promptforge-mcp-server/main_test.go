@@ -91,7 +91,7 @@ func TestRunFailuresExitOneWithClearErrors(t *testing.T) {
 		{"not a prompt", "---\nname: x\ndescription: y\n---\n# T\n", "declares no `promptforge:` version"},
 		{"parse error has file:line", "---\nname: x\ndescription: y\npromptforge: 1\n---\n# T\n\n## A\n\n```lua\nreturn (\n```\n", "p.md:11: lua compilation error"},
 		{"lua runtime error", "---\nname: x\ndescription: y\npromptforge: 1\n---\n# T\n\n## A\n\n```lua\nerror('boom')\n```\n", "boom"},
-		{"model call without gateway", "---\nname: x\ndescription: y\npromptforge: 1\n---\n# T\n\n```lua\nmodels.default('w', 'a writer')\n```\n\n## A\n\nHello\n", "no model matches"},
+		{"model call without gateway", "---\nname: x\ndescription: y\npromptforge: 1\n---\n# T\n\n```lua\nmodels.default('w', 'a writer')\n```\n\n## A\n\nHello\n", "no gateway configured: set PROMPTFORGE_GATEWAY_URL and PROMPTFORGE_GATEWAY_API_KEY"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -87,14 +87,16 @@ func planConfig(cfg *config.Config) (envPlan, error) {
 // planEnv plans the run command's environment without prompts.toml, from
 // PROMPTFORGE_GATEWAY_URL and PROMPTFORGE_GATEWAY_API_KEY as the reference
 // CLI does: web_fetch always; with a gateway, its model catalog and
-// web_search too. Neither variable set means no gateway: a Lua-only prompt
-// runs, and a model call fails saying what to set.
+// web_search too. Unless both variables are set (a blank key is unset)
+// there is no gateway and no model list: a Lua-only prompt runs, and a
+// model call fails saying which variable to set.
 func planEnv(lookup func(string) (string, bool)) (envPlan, error) {
 	p := envPlan{webFetch: true, referenceCLI: true}
 	gc, err := gateway.OptionsFromEnv(lookup)
 	switch {
 	case errors.Is(err, gateway.ErrNotConfigured):
-		p.noGateway = "set " + gateway.EnvURL + " and " + gateway.EnvAPIKey
+		// The disabled client puts the "no gateway configured" back.
+		p.noGateway = strings.TrimPrefix(err.Error(), gateway.ErrNotConfigured.Error()+": ")
 		return p, nil
 	case err != nil:
 		return envPlan{}, err
@@ -135,6 +137,10 @@ func (p envPlan) build(ctx context.Context, m *server.Metrics, logger *slog.Logg
 		}
 	} else if p.noGateway != "" {
 		env.client = gateway.NewDisabled(p.noGateway)
+		// No model list either: a need says what to set, not that the
+		// model server serves nothing matching.
+		_, why := env.client.Models(ctx, nil)
+		env.models = modelset.Unavailable(why)
 	}
 	if p.webFetch {
 		wf, err := tools.NewWebFetch(tools.DefaultPolicy(), tools.WithLogger(logger))

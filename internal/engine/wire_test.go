@@ -232,7 +232,7 @@ func TestWire_GemmaEcho(t *testing.T) {
 	runP(t, parse(t, searchPrompt(t, "")), "", cfg).ok(t, "final")
 	m := g.Requests()[1].Messages
 	last := m[len(m)-1]
-	if last["role"] != "user" || !strings.Contains(last["content"].(string), "TOOL RESULT search (call_tool_code_1):") {
+	if last["role"] != "user" || !strings.Contains(last["content"].(string), "TOOL RESULT search (call_tool_code_0):") {
 		t.Fatalf("gemma echo %v", m)
 	}
 	if a := m[len(m)-2]; a["role"] != "assistant" || !strings.Contains(a["content"].(string), "```tool_code") {

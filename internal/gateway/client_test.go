@@ -359,8 +359,10 @@ func TestOptionsFromEnv(t *testing.T) {
 	}{
 		{"neither", map[string]string{}, "no gateway configured", true},
 		{"both empty", map[string]string{gateway.EnvURL: "", gateway.EnvAPIKey: ""}, "no gateway configured", true},
-		{"no key", map[string]string{gateway.EnvURL: "http://gw/v1"}, "PROMPTFORGE_GATEWAY_API_KEY is not set", false},
+		{"no key", map[string]string{gateway.EnvURL: "http://gw/v1"}, "no gateway configured: PROMPTFORGE_GATEWAY_API_KEY is not set or blank", true},
+		{"blank key", map[string]string{gateway.EnvURL: "http://gw/v1", gateway.EnvAPIKey: " \t"}, "no gateway configured: PROMPTFORGE_GATEWAY_API_KEY is not set or blank", true},
 		{"no url", map[string]string{gateway.EnvAPIKey: "secret-1"}, "PROMPTFORGE_GATEWAY_URL is not set", false},
+		{"blank url", map[string]string{gateway.EnvURL: " ", gateway.EnvAPIKey: "secret-1"}, "PROMPTFORGE_GATEWAY_URL is not set", false},
 		{"url not utf-8", map[string]string{gateway.EnvURL: "http://gw/\xff", gateway.EnvAPIKey: "k"}, "PROMPTFORGE_GATEWAY_URL is not valid UTF-8", false},
 		{"key not utf-8", map[string]string{gateway.EnvURL: "http://gw/v1", gateway.EnvAPIKey: "secret-\xff"}, "PROMPTFORGE_GATEWAY_API_KEY is not valid UTF-8", false},
 	}

@@ -268,44 +268,81 @@ func objectMembers(obj json.RawMessage) []member {
 	return out
 }
 
+const gemmaSpace = " \t\r\n"
+
 // parseToolCode turns a reply that starts with a ```tool_code fence, or a
 // ```json fence holding OpenAI-style "tool_calls", into tool calls with
-// ids call_tool_code_<n>. recognised is false for any other content (it
-// is then ordinary text); problem is set for a recognised fence that
-// cannot be parsed.
+// ids call_tool_code_<n>, counted from 0 across the reply. recognised is
+// false for any other content (it is then ordinary text); problem is set
+// for a recognised reply that cannot be parsed.
 func parseToolCode(content string, tools []ToolSpec) (calls []ToolCall, recognised bool, problem string) {
-	rest, ok := strings.CutPrefix(strings.TrimLeft(content, " \t\r\n"), "```")
+	rest, ok := strings.CutPrefix(strings.TrimLeft(content, gemmaSpace), "```")
 	if !ok {
 		return nil, false, ""
 	}
 	info, body, _ := strings.Cut(rest, "\n")
-	body = fenceBody(body)
 	switch strings.TrimSpace(info) {
 	case "tool_code":
-		calls, problem = parseCallLines(body, tools)
+		calls, problem = parseToolCodeFences(strings.TrimLeft(content, gemmaSpace), tools)
 		return calls, true, problem
 	case "json":
+		body, _, _ = cutFence(body)
 		return parseJSONCalls(body)
 	}
 	return nil, false, ""
 }
 
-// fenceBody cuts body at its closing fence line; an unclosed fence runs to
-// the end (a reply cut short still yields the complete lines).
-func fenceBody(body string) string {
+// parseToolCodeFences reads a reply that is nothing but ```tool_code
+// fences (whitespace between them), as the reference does: every fence's
+// calls, in order. A fence that is not closed (a reply cut short), or any
+// other text after a fence, makes the whole reply malformed rather than a
+// guess at what the model meant: the engine then asks again or fails,
+// where acting on half a reply would run tools the model did not settle on.
+func parseToolCodeFences(s string, tools []ToolSpec) ([]ToolCall, string) {
+	var calls []ToolCall
+	for fence := 1; s != ""; fence++ {
+		rest, ok := strings.CutPrefix(s, "```")
+		info, body, _ := strings.Cut(rest, "\n")
+		if !ok || strings.TrimSpace(info) != "tool_code" {
+			return nil, "text follows the tool_code fence; a reply that calls tools must hold nothing but ```tool_code fences"
+		}
+		inner, after, closed := cutFence(body)
+		if !closed {
+			return nil, fmt.Sprintf("tool_code fence %d is not closed with a ``` line", fence)
+		}
+		more, problem := parseCallLines(inner, tools, len(calls))
+		if problem != "" {
+			return nil, problem
+		}
+		calls = append(calls, more...)
+		s = strings.TrimLeft(after, gemmaSpace)
+	}
+	return calls, ""
+}
+
+// cutFence cuts body (what follows a fence's info line) at its closing
+// line, a line that is ``` alone, and returns what the fence holds and
+// what follows it. closed is false when no such line comes first: the
+// body ends, or another fence opens inside it.
+func cutFence(body string) (inner, after string, closed bool) {
 	off := 0
 	for line := range strings.Lines(body) {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			return body[:off]
+		if t := strings.TrimSpace(line); strings.HasPrefix(t, "```") {
+			if t != "```" {
+				return body, "", false
+			}
+			return body[:off], body[off+len(line):], true
 		}
 		off += len(line)
 	}
-	return body
+	return body, "", false
 }
 
 func syntheticID(n int) string { return "call_tool_code_" + strconv.Itoa(n) }
 
-func parseCallLines(body string, tools []ToolSpec) ([]ToolCall, string) {
+// parseCallLines reads one fence's calls; their ids count on from first,
+// the number of calls earlier fences of the reply held.
+func parseCallLines(body string, tools []ToolSpec, first int) ([]ToolCall, string) {
 	var calls []ToolCall
 	for line := range strings.Lines(body) {
 		line = strings.TrimSpace(line)
@@ -316,7 +353,7 @@ func parseCallLines(body string, tools []ToolSpec) ([]ToolCall, string) {
 		if problem != "" {
 			return nil, fmt.Sprintf("tool_code line %q: %s", line, problem)
 		}
-		call.ID = syntheticID(len(calls) + 1)
+		call.ID = syntheticID(first + len(calls))
 		calls = append(calls, call)
 	}
 	if len(calls) == 0 {
@@ -325,12 +362,18 @@ func parseCallLines(body string, tools []ToolSpec) ([]ToolCall, string) {
 	return calls, ""
 }
 
-// parseCall reads name(key=<json>, ...) or name(<json>, ...).
+// parseCall reads name(key=<json>, ...) or name(<json>, ...). The name
+// must be an identifier, as in the Python the dialect imitates: anything
+// else ("web-search", "a.b") is a reply the model got wrong, not a call
+// to a tool it was not offered.
 func parseCall(line string, tools []ToolSpec) (ToolCall, string) {
 	name, rest, ok := strings.Cut(line, "(")
 	name = strings.TrimSpace(name)
-	if !ok || !validToolName(name) {
+	if !ok {
 		return ToolCall{}, "expected name(arguments)"
+	}
+	if !isIdentifier(name) {
+		return ToolCall{}, fmt.Sprintf("the tool name %q is not an identifier (letters, digits and _, not starting with a digit)", name)
 	}
 	var keys []string
 	var values []json.RawMessage
@@ -425,6 +468,15 @@ func skipSpace(s string, p int) int {
 		p++
 	}
 	return p
+}
+
+func isIdentifier(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isIdentByte(s[i], i == 0) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func isIdentByte(b byte, first bool) bool {
@@ -548,7 +600,7 @@ func parseJSONCalls(body string) ([]ToolCall, bool, string) {
 		if !ok {
 			return nil, true, fmt.Sprintf("the json fence's tool_calls[%d] (%s) arguments are not a JSON object", i, name)
 		}
-		calls[i] = ToolCall{ID: syntheticID(i + 1), Name: name, Arguments: obj}
+		calls[i] = ToolCall{ID: syntheticID(i), Name: name, Arguments: obj}
 	}
 	return calls, true, ""
 }

@@ -90,29 +90,33 @@ func TestGemmaToolCodeParsing(t *testing.T) {
 		want    []gateway.ToolCall
 	}{
 		{"keywords", "```tool_code\nsearch(query=\"go generics\", count=3)\n```", []gateway.ToolCall{
-			{ID: "call_tool_code_1", Name: "search", Arguments: json.RawMessage(`{"query":"go generics","count":3}`)}}},
-		{"several lines and leading space", "\n  ```tool_code\nsearch(query=\"a\")\n\nfetch(url=\"https://go.dev\")\n```\ntrailing chatter", []gateway.ToolCall{
-			{ID: "call_tool_code_1", Name: "search", Arguments: json.RawMessage(`{"query":"a"}`)},
-			{ID: "call_tool_code_2", Name: "fetch", Arguments: json.RawMessage(`{"url":"https://go.dev"}`)}}},
+			{ID: "call_tool_code_0", Name: "search", Arguments: json.RawMessage(`{"query":"go generics","count":3}`)}}},
+		{"several lines and leading space", "\n  ```tool_code\nsearch(query=\"a\")\n\nfetch(url=\"https://go.dev\")\n```\n\n", []gateway.ToolCall{
+			{ID: "call_tool_code_0", Name: "search", Arguments: json.RawMessage(`{"query":"a"}`)},
+			{ID: "call_tool_code_1", Name: "fetch", Arguments: json.RawMessage(`{"url":"https://go.dev"}`)}}},
 		{"positional aliases", "```tool_code\nsearch(\"x\")\nweb_search(\"y\")\nfetch(\"u\")\nweb_fetch(\"v\")\necho({\"a\": [1, 2]})\n```", []gateway.ToolCall{
-			{ID: "call_tool_code_1", Name: "search", Arguments: json.RawMessage(`{"query":"x"}`)},
-			{ID: "call_tool_code_2", Name: "web_search", Arguments: json.RawMessage(`{"query":"y"}`)},
-			{ID: "call_tool_code_3", Name: "fetch", Arguments: json.RawMessage(`{"url":"u"}`)},
-			{ID: "call_tool_code_4", Name: "web_fetch", Arguments: json.RawMessage(`{"url":"v"}`)},
-			{ID: "call_tool_code_5", Name: "echo", Arguments: json.RawMessage(`{"value":{"a":[1,2]}}`)}}},
+			{ID: "call_tool_code_0", Name: "search", Arguments: json.RawMessage(`{"query":"x"}`)},
+			{ID: "call_tool_code_1", Name: "web_search", Arguments: json.RawMessage(`{"query":"y"}`)},
+			{ID: "call_tool_code_2", Name: "fetch", Arguments: json.RawMessage(`{"url":"u"}`)},
+			{ID: "call_tool_code_3", Name: "web_fetch", Arguments: json.RawMessage(`{"url":"v"}`)},
+			{ID: "call_tool_code_4", Name: "echo", Arguments: json.RawMessage(`{"value":{"a":[1,2]}}`)}}},
 		{"positional for a one-parameter tool", "```tool_code\nlookup(\"k\")\n```", []gateway.ToolCall{
-			{ID: "call_tool_code_1", Name: "lookup", Arguments: json.RawMessage(`{"key":"k"}`)}}},
+			{ID: "call_tool_code_0", Name: "lookup", Arguments: json.RawMessage(`{"key":"k"}`)}}},
 		{"python literals", "```tool_code\npair(a=True, b='it\\'s')\nlookup(key=None)\nsearch()\n```", []gateway.ToolCall{
-			{ID: "call_tool_code_1", Name: "pair", Arguments: json.RawMessage(`{"a":true,"b":"it's"}`)},
-			{ID: "call_tool_code_2", Name: "lookup", Arguments: json.RawMessage(`{"key":null}`)},
-			{ID: "call_tool_code_3", Name: "search", Arguments: json.RawMessage(`{}`)}}},
+			{ID: "call_tool_code_0", Name: "pair", Arguments: json.RawMessage(`{"a":true,"b":"it's"}`)},
+			{ID: "call_tool_code_1", Name: "lookup", Arguments: json.RawMessage(`{"key":null}`)},
+			{ID: "call_tool_code_2", Name: "search", Arguments: json.RawMessage(`{}`)}}},
 		{"values with commas and parens", "```tool_code\nsearch(query=\"a, b (c)\", count=-1.5e2,)\n```", []gateway.ToolCall{
-			{ID: "call_tool_code_1", Name: "search", Arguments: json.RawMessage(`{"query":"a, b (c)","count":-1.5e2}`)}}},
-		{"unclosed fence", "```tool_code\nsearch(query=\"a\")\n", []gateway.ToolCall{
-			{ID: "call_tool_code_1", Name: "search", Arguments: json.RawMessage(`{"query":"a"}`)}}},
+			{ID: "call_tool_code_0", Name: "search", Arguments: json.RawMessage(`{"query":"a, b (c)","count":-1.5e2}`)}}},
+		{"two fences are two calls, ids counting on", "```tool_code\nsearch(query=\"a\")\n```\n\n```tool_code\nfetch(url=\"u\")\nlookup(key=\"k\")\n```", []gateway.ToolCall{
+			{ID: "call_tool_code_0", Name: "search", Arguments: json.RawMessage(`{"query":"a"}`)},
+			{ID: "call_tool_code_1", Name: "fetch", Arguments: json.RawMessage(`{"url":"u"}`)},
+			{ID: "call_tool_code_2", Name: "lookup", Arguments: json.RawMessage(`{"key":"k"}`)}}},
+		{"a name outside the offered tools is still a call", "```tool_code\nweather(city=\"Oslo\")\n```", []gateway.ToolCall{
+			{ID: "call_tool_code_0", Name: "weather", Arguments: json.RawMessage(`{"city":"Oslo"}`)}}},
 		{"json fence", "```json\n{\"tool_calls\":[{\"type\":\"function\",\"function\":{\"name\":\"search\",\"arguments\":\"{\\\"query\\\":\\\"go\\\"}\"}},{\"name\":\"fetch\",\"arguments\":{\"url\":\"u\"}}]}\n```", []gateway.ToolCall{
-			{ID: "call_tool_code_1", Name: "search", Arguments: json.RawMessage(`{"query":"go"}`)},
-			{ID: "call_tool_code_2", Name: "fetch", Arguments: json.RawMessage(`{"url":"u"}`)}}},
+			{ID: "call_tool_code_0", Name: "search", Arguments: json.RawMessage(`{"query":"go"}`)},
+			{ID: "call_tool_code_1", Name: "fetch", Arguments: json.RawMessage(`{"url":"u"}`)}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -176,6 +180,20 @@ func TestGemmaMalformedFence(t *testing.T) {
 		"```tool_code\nsearch(query=\"a\", query=\"b\")\n```",
 		"```tool_code\njust words\n```",
 		"```tool_code\nsearch(query='open\n```",
+		// An unterminated fence, and prose after a fence, are not calls
+		// (issue 11 item 13): a reply cut short, or a model still
+		// talking, has not settled on what to run.
+		"```tool_code\nsearch(query=\"a\")\n",
+		"```tool_code\nsearch(query=\"a\")",
+		"```tool_code\nsearch(query=\"a\")\n```\nI will now search.",
+		"```tool_code\nsearch(query=\"a\")\n```\n\n```tool_code\nfetch(url=\"u\")\n",
+		"```tool_code\nsearch(query=\"a\")\n```\n```python\nprint(1)\n```",
+		"```tool_code\nsearch(query=\"a\")\n```tool_code\nfetch(url=\"u\")\n```",
+		// A name that is not an identifier is a malformed reply, not a
+		// call to a tool that was not offered.
+		"```tool_code\nweb-search(query=\"a\")\n```",
+		"```tool_code\nweb.search(query=\"a\")\n```",
+		"```tool_code\n1search(query=\"a\")\n```",
 		"```json\n{\"tool_calls\":[]}\n```",
 		"```json\n{\"tool_calls\":[{\"name\":\"search\",\"arguments\":\"[1]\"}]}\n```",
 		"```json\n{\"tool_calls\":[{\"arguments\":{}}]}\n```",

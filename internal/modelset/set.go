@@ -148,6 +148,14 @@ func Static(models []gateway.Model) *Set {
 	return &Set{cur: Snapshot{Models: models, gen: 1}, static: true, kicks: make(chan struct{}, 1), log: slog.New(slog.DiscardHandler)}
 }
 
+// Unavailable is a Set that never fetches and holds no models, because
+// there is no model server to ask: problem (whole sentences saying what
+// to set) is what a need that binds nothing reports, rather than a
+// capability mismatch.
+func Unavailable(problem error) *Set {
+	return &Set{cur: Snapshot{gen: 1, problem: problem}, static: true, kicks: make(chan struct{}, 1), log: slog.New(slog.DiscardHandler)}
+}
+
 // StaticCatalog is a Set that never fetches and holds what one fetch of
 // cat from the model server at url would leave: its bindable models, its
 // unmatched [models] tables and, when nothing can be bound, the problem

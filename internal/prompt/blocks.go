@@ -160,6 +160,9 @@ func (r region) fences() ([]luaFence, *ParseError) {
 			return nil, &ParseError{Kind: KindFence, Line: line,
 				Msg: r.unclosedLabel(f.shared, nLua == 0 && !textBefore, laterLua(cands[ci+1:])) + " fence is not closed"}
 		}
+		if perr := r.runsOn(f, line, cands[ci+1:], closeAt, nLua == 0 && !textBefore); perr != nil {
+			return nil, perr
+		}
 		f.eos, f.next = closeAt, r.p.src.lineEnd(closeAt)
 		cursor = f.next
 		if !f.shared {
@@ -180,6 +183,28 @@ func (r region) closingLine(off int) int {
 		off = r.p.src.lineEnd(off)
 	}
 	return -1
+}
+
+// runsOn refuses a fence whose source would run on through the opener of
+// another Lua fence before its first exact ``` line. CommonMark closed the
+// fence earlier, on a near miss ("``` ", "````"), which is why the later
+// opener is a candidate at all; what the author meant is plain, so the
+// error says so (kind Fence, "not closed exactly") rather than leaving a
+// Lua compile error about a stray ```lua line inside the chunk.
+func (r region) runsOn(f luaFence, line int, later []mdFence, closeAt int, leading bool) *ParseError {
+	if len(later) == 0 || later[0].start >= closeAt {
+		return nil
+	}
+	near := ""
+	for off := f.src; off < later[0].start; off = r.p.src.lineEnd(off) {
+		if t := strings.TrimSpace(string(r.p.src.lineText(off))); strings.HasPrefix(t, closerLua) && strings.Trim(t, "`") == "" {
+			near = fmt.Sprintf(": line %d, %q, is not ``` alone", r.p.src.line(off), r.p.src.lineText(off))
+			break
+		}
+	}
+	return &ParseError{Kind: KindFence, Line: line,
+		Msg: fmt.Sprintf("%s fence is not closed exactly%s, so its Lua runs on into the fence at line %d; end the fence with a line that is exactly ```",
+			r.unclosedLabel(f.shared, leading, true), near, r.p.src.line(later[0].start))}
 }
 
 func laterLua(cands []mdFence) bool {

@@ -159,10 +159,28 @@ func TestUnclosedFences(t *testing.T) {
 }
 
 func TestNonExactCloseBeforeAnotherFence(t *testing.T) {
-	// "``` " does not close the fence, so the Lua source runs on through the
-	// next opener to the first exact ``` and no longer compiles.
-	body := "# T\n## S\n```lua\nx = 1\n``` \n```lua\ny = 2\n```\n"
-	wantParseErr(t, header+body, KindLua, "lua compilation error at section `S` prologue (line 9)")
+	// "``` " does not close the fence, so its Lua would run on through the
+	// next opener to the first exact ```: that is a fence error naming the
+	// near miss, as the reference reports it, not a Lua compile error.
+	tests := []struct{ name, body, msg string }{
+		{"trailing space", "# T\n## S\n```lua\nx = 1\n``` \n```lua\ny = 2\n```\n",
+			"section `S` prologue `lua` fence is not closed exactly: line 10, \"``` \", is not ``` alone, so its Lua runs on into the fence at line 11; end the fence with a line that is exactly ```"},
+		{"four backticks", "# T\n## S\nText.\n```lua\nx = 1\n````\nMore.\n```lua\ny = 2\n```\n",
+			"section `S` `lua` fence is not closed exactly: line 11, \"````\", is not ``` alone, so its Lua runs on into the fence at line 13; end the fence with a line that is exactly ```"},
+		{"indented", "# T\n```lua\nx = 1\n  ```\n```lua\ny = 2\n```\n",
+			"H1 `T` `lua` fence is not closed exactly: line 9, \"  ```\", is not ``` alone, so its Lua runs on into the fence at line 10; end the fence with a line that is exactly ```"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pe := wantParseErr(t, header+tt.body, KindFence, "fence is not closed exactly")
+			if pe.Msg != tt.msg {
+				t.Errorf("got  %q\nwant %q", pe.Msg, tt.msg)
+			}
+		})
+	}
+	// With no Lua fence after the near miss, the fence simply runs on to
+	// the exact closer, and the stray line is Lua that does not compile.
+	wantParseErr(t, header+"# T\n## S\n```lua\nx = 1\n``` \ny = 2\n```\n", KindLua, "lua compilation error at section `S` prologue (line 9)")
 }
 
 func TestBlockSplitting(t *testing.T) {

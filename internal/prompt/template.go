@@ -99,7 +99,9 @@ func ParsePath(inside string) (Path, *TemplateError) {
 	}
 	segs := strings.Split(raw, ".")
 	for _, s := range segs {
-		if s == "" {
+		// A segment of spaces is empty, not padded: "var. .x" has
+		// nothing between two dots, as the reference reports it.
+		if strings.TrimSpace(s) == "" {
 			return p, &TemplateError{Kind: TplEmptySegment,
 				Msg: fmt.Sprintf("empty segment in {{ %s }}: every dot must separate two names", Preview(raw))}
 		}

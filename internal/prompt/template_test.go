@@ -156,6 +156,8 @@ func TestSubstituteErrors(t *testing.T) {
 		{"empty segment", "x {{ var..x }}", testRun(), TplEmptySegment, 2, "empty segment in {{ var..x }}"},
 		{"trailing dot", "{{ var. }}", testRun(), TplEmptySegment, 0, "empty segment"},
 		{"leading dot", "{{ .x }}", testRun(), TplEmptySegment, 0, "empty segment"},
+		{"blank segment", "{{ var. .x }}", testRun(), TplEmptySegment, 0, "empty segment in {{ var. .x }}"},
+		{"tab segment", "{{ var.\t.x }}", testRun(), TplEmptySegment, 0, "empty segment"},
 		{"padded segment", "{{ var. x }}", testRun(), TplBadPath, 0, "surrounding whitespace"},
 		{"padded before dot", "{{ var .x }}", testRun(), TplBadPath, 0, "surrounding whitespace"},
 		{"bare var", "{{ var }}", testRun(), TplBadPath, 0, "bad path"},

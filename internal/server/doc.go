@@ -40,7 +40,11 @@
 //     input_file may never be prompts.toml or its env file (the gateway
 //     key), and output_file may never be those nor anything inside
 //     [paths].prompts, so a caller cannot rewrite what the watcher
-//     publishes to every caller. app.Boot warns when a root is / or the
+//     publishes to every caller. Those files are also judged by identity
+//     (os.SameFile), at the check and on the opened handle, so a hard
+//     link to them inside a root is refused; an existing output_file with
+//     more than one hard link is refused before it is truncated, since it
+//     may be a published prompt. app.Boot warns when a root is / or the
 //     home directory. An existing output_file must be a regular file and is
 //     opened without blocking (a FIFO would otherwise hold the run in
 //     open(2) forever). output_file on a prompt that declares no output is

@@ -60,7 +60,7 @@ func (a fileAccess) check(key, p string, write bool) (confinedPath, error) {
 	real := filepath.Join(pl.dir, pl.rel)
 	for _, f := range a.secret {
 		if f != "" && evalExisting(f) == real {
-			return confinedPath{}, &refusedError{key, p, "it is this server's configuration, which callers may not read or write"}
+			return confinedPath{}, &refusedError{key, p, msgConfiguration}
 		}
 	}
 	if write {
@@ -73,7 +73,51 @@ func (a fileAccess) check(key, p string, write bool) (confinedPath, error) {
 			}
 		}
 	}
+	// Paths alone miss a hard link: judge the file itself too. The opened
+	// handle is judged again (identity.judge in read and write), since the
+	// file may be linked or swapped after this check.
+	pl.identity = identity{secret: a.secret, write: write}
+	if info, err := os.Stat(real); err == nil {
+		if err := pl.identity.judge(info); err != nil {
+			return confinedPath{}, &refusedError{key, p, err.Error()}
+		}
+	}
 	return pl, nil
+}
+
+const (
+	msgConfiguration = "it is this server's configuration, which callers may not read or write"
+	msgLinked        = "it has more than one hard link, so writing it would also change a file under another name (perhaps a prompt or the configuration), which callers may not do"
+)
+
+// identity judges a file by what it is rather than by the path that named
+// it: a hard link to prompts.toml inside a file root has a path of its own
+// but is the same file, and writing through it rewrites the configuration.
+type identity struct {
+	// secret are the files never read nor written, by path: each is
+	// stat'ed when judged, so a configuration replaced since boot is still
+	// recognised.
+	secret []string
+	// write forbids, besides, a file with other hard links: the published
+	// prompts directories are too many files to compare one by one, and a
+	// second name for a file is never needed to receive an output.
+	write bool
+}
+
+// judge returns why the file described by info may not be used, or nil.
+func (id identity) judge(info fs.FileInfo) error {
+	for _, f := range id.secret {
+		if f == "" {
+			continue
+		}
+		if s, err := os.Stat(f); err == nil && os.SameFile(s, info) {
+			return errors.New(msgConfiguration)
+		}
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && id.write && info.Mode().IsRegular() && st.Nlink > 1 {
+		return errors.New(msgLinked)
+	}
+	return nil
 }
 
 // callerError turns a filesystem error into what a caller reads: without
@@ -94,9 +138,10 @@ func (pl confinedPath) callerError(err error) error {
 // as rel under an os.Root at dir, which refuses to follow any link out of
 // dir even if the tree changes after the check.
 type confinedPath struct {
-	caller string // as the caller spelt it, for messages
-	dir    string // the root, symlinks evaluated
-	rel    string
+	caller   string // as the caller spelt it, for messages
+	dir      string // the root, symlinks evaluated
+	rel      string
+	identity identity // what the opened file must not be
 }
 
 // outsideError is a path that does not resolve inside any root. Its text
@@ -217,6 +262,15 @@ func (pl confinedPath) readRaw() (string, error) {
 		return "", err
 	}
 	defer f.Close()
+	// Judge the handle, not the path: it is what will be read, whatever
+	// was linked or renamed since the check.
+	if info, err := f.Stat(); err != nil {
+		return "", err
+	} else if !info.Mode().IsRegular() {
+		return "", errors.New("it is not a regular file")
+	} else if err := pl.identity.judge(info); err != nil {
+		return "", err
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxInputFileBytes+1))
 	if err != nil {
 		return "", err
@@ -259,14 +313,19 @@ func (pl confinedPath) writeRaw(content string) error {
 	if err != nil {
 		return err
 	}
-	// The target may have been swapped since the Stat; judge what was
-	// opened before truncating it.
-	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+	// The target may have been swapped or linked since the check; judge
+	// what was opened before truncating it. That is why the open has no
+	// O_TRUNC: it would empty the configuration before it could be
+	// recognised.
+	if info, err := f.Stat(); err != nil {
 		f.Close()
-		if err != nil {
-			return err
-		}
+		return err
+	} else if !info.Mode().IsRegular() {
+		f.Close()
 		return errors.New("it exists and is not a regular file")
+	} else if err := pl.identity.judge(info); err != nil {
+		f.Close()
+		return err
 	}
 	if err := f.Truncate(0); err != nil {
 		f.Close()

@@ -61,7 +61,8 @@ func filePrompts() map[string]string {
 
 // Whatever the roots, a caller can neither read the server's configuration
 // and env file (the gateway key) nor write them or into the prompts
-// directory the watcher publishes (B2).
+// directory the watcher publishes (B2), through a path, a symlink or a hard
+// link.
 func TestTheServersOwnFilesAreOutOfReach(t *testing.T) {
 	work := t.TempDir()
 	servertest.WriteTree(t, work, map[string]string{
@@ -87,6 +88,16 @@ func TestTheServersOwnFilesAreOutOfReach(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(work, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Hard links are second paths to the same files (issue 11 item 4).
+	for _, l := range [][2]string{
+		{filepath.Join(work, "prompts.toml"), filepath.Join(work, "config.txt")},
+		{filepath.Join(work, "prompts.env"), filepath.Join(work, "env.txt")},
+		{filepath.Join(h.dir, "echo.md"), filepath.Join(work, "prompt.txt")},
+	} {
+		if err := os.Link(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
 	echoBefore := mustRead(t, filepath.Join(h.dir, "echo.md"))
 
 	runFileCases(t, h, []fileCase{
@@ -105,12 +116,21 @@ func TestTheServersOwnFilesAreOutOfReach(t *testing.T) {
 		{name: "a FIFO as input", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "fifo")}, isError: true, status: "failed", text: "not a regular file"},
 		{name: "a missing input names no internal op", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "nope.txt")}, isError: true, status: "failed", text: "no such file or directory", absent: "statat"},
 		{name: "output_file without a declared output is ignored", args: map[string]any{"prompt": "echo", "args": "v", "output_file": filepath.Join(work, "prompts.toml")}, status: "completed", text: "v"},
+		{name: "config hard link as input", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "config.txt")}, isError: true, text: "this server's configuration", absent: "secret"},
+		{name: "env hard link as input", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "env.txt")}, isError: true, text: "this server's configuration", absent: "secret"},
+		{name: "config hard link as output", args: map[string]any{"prompt": "writer", "output_file": filepath.Join(work, "config.txt")}, isError: true, text: "this server's configuration"},
+		{name: "env hard link as output", args: map[string]any{"prompt": "writer", "output_file": filepath.Join(work, "env.txt")}, isError: true, text: "this server's configuration"},
+		{name: "prompt hard link as output", args: map[string]any{"prompt": "writer", "output_file": filepath.Join(work, "prompt.txt")}, isError: true, text: "more than one hard link"},
+		{name: "prompt hard link may be read", args: map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "prompt.txt")}, status: "completed", text: "return args"},
 	})
 	if got := mustRead(t, filepath.Join(h.dir, "echo.md")); string(got) != string(echoBefore) {
 		t.Fatal("a live prompt was rewritten")
 	}
 	if got := mustRead(t, filepath.Join(work, "prompts.toml")); !strings.Contains(string(got), "api_key") {
 		t.Fatal("the configuration was rewritten")
+	}
+	if got := mustRead(t, filepath.Join(work, "prompts.env")); string(got) != "KEY=secret\n" {
+		t.Fatal("the env file was rewritten")
 	}
 }
 
@@ -152,5 +172,49 @@ func TestCallerPathSpellings(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outside, "gone.txt")); err == nil {
 		t.Fatal("a file was written outside the roots through a dangling link")
+	}
+}
+
+// A hard link put in place after the call was checked, before the run
+// reads or writes, is judged on the opened handle: the configuration is
+// neither read nor truncated.
+func TestHardLinkAfterTheCheckIsJudgedOnTheHandle(t *testing.T) {
+	work := t.TempDir()
+	config := filepath.Join(work, "prompts.toml")
+	servertest.WriteTree(t, work, map[string]string{"prompts.toml": "api_key = \"secret\"\n", "in.txt": "plain", "out.txt": "old"})
+	a := fileAccess{roots: fileRoots{work}, secret: []string{config}}
+	for _, tc := range []struct {
+		name  string
+		file  string
+		write bool
+	}{{"read", "in.txt", false}, {"write", "out.txt", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := filepath.Join(work, tc.file)
+			pl, err := a.check("f", target, tc.write)
+			if err != nil {
+				t.Fatalf("an ordinary file was refused: %v", err)
+			}
+			if err := os.Remove(target); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Link(config, target); err != nil {
+				t.Fatal(err)
+			}
+			if tc.write {
+				err = pl.write("overwritten")
+			} else {
+				var text string
+				text, err = pl.read()
+				if strings.Contains(text, "secret") {
+					t.Fatalf("the configuration was read: %q", text)
+				}
+			}
+			if err == nil || !strings.Contains(err.Error(), "this server's configuration") {
+				t.Fatalf("err %v, want the configuration refused", err)
+			}
+			if got := mustRead(t, config); string(got) != "api_key = \"secret\"\n" {
+				t.Fatalf("the configuration now holds %q", got)
+			}
+		})
 	}
 }

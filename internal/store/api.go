@@ -137,6 +137,11 @@ func (s *Store) ReadNumbered(path string, r Range) (string, error) {
 
 // load validates the path and the bounds (argument errors come before
 // lookup errors) and returns the file's content.
+//
+// An end before start is the one bound judged against the file: a start
+// past the last line reads "" whatever the end (prompt-language §4.2, as
+// the reference does), so it is an error only for a start within the file,
+// or for a file that does not exist.
 func (s *Store) load(path string, r Range) (string, error) {
 	if err := ValidatePath(path); err != nil {
 		return "", err
@@ -146,13 +151,15 @@ func (s *Store) load(path string, r Range) (string, error) {
 		return "", errInvalidRange(path, r, "start is required when end is given")
 	case r.HasStart && r.Start < 1:
 		return "", errInvalidRange(path, r, "start must be at least 1")
-	case r.HasEnd && r.End < r.Start:
-		return "", errInvalidRange(path, r, "end must not be before start")
 	}
 	s.mu.RLock()
 	content, ok := s.files[path]
 	s.mu.RUnlock()
-	if !ok {
+	backwards := r.HasEnd && r.End < r.Start
+	switch {
+	case backwards && (!ok || r.Start <= lineCount(content)):
+		return "", errInvalidRange(path, r, "end must not be before start")
+	case !ok:
 		return "", errNotFound(path)
 	}
 	return content, nil

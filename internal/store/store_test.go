@@ -194,7 +194,7 @@ func TestRangeErrors(t *testing.T) {
 	}{
 		{"start zero", from(0), "invalid line range 0.. for f.txt: start must be at least 1"},
 		{"start negative", span(-2, 3), "invalid line range -2..3 for f.txt: start must be at least 1"},
-		{"end before start", span(3, 2), "invalid line range 3..2 for f.txt: end must not be before start"},
+		{"end before start", span(2, 1), "invalid line range 2..1 for f.txt: end must not be before start"},
 		{"end without start", onlyEnd(2), "invalid line range ..2 for f.txt: start is required when end is given"},
 	}
 	for _, tt := range tests {
@@ -205,8 +205,25 @@ func TestRangeErrors(t *testing.T) {
 			wantErr(t, err, KindInvalidRange, tt.msg)
 		})
 	}
+	// A start past the last line reads "" whatever the end (the
+	// reference's rule): only a start within the file makes a backwards
+	// range an error.
+	for _, r := range []Range{span(3, 2), span(5, 1), span(9, 8)} {
+		if got, err := s.Read("f.txt", r); err != nil || got != "" {
+			t.Fatalf("Read(f.txt, %v) = %q, %v; want \"\"", r, got, err)
+		}
+		if got, err := s.ReadNumbered("f.txt", r); err != nil || got != "" {
+			t.Fatalf("ReadNumbered(f.txt, %v) = %q, %v; want \"\"", r, got, err)
+		}
+	}
+	mustWrite(t, s, "empty.txt", "")
+	if got, err := s.Read("empty.txt", span(1, 0)); err != nil || got != "" {
+		t.Fatalf("Read(empty.txt, 1..0) = %q, %v; want \"\"", got, err)
+	}
 	// Bound errors are argument errors: reported even for a missing file.
-	_, err := s.Read("gone.txt", from(0))
+	_, err := s.Read("gone.txt", span(2, 1))
+	wantErr(t, err, KindInvalidRange, "invalid line range 2..1 for gone.txt: end must not be before start")
+	_, err = s.Read("gone.txt", from(0))
 	wantErr(t, err, KindInvalidRange, "invalid line range 0.. for gone.txt: start must be at least 1")
 	_, err = s.ReadNumbered("gone.txt", from(1))
 	wantErr(t, err, KindNotFound, "file not found: gone.txt")
