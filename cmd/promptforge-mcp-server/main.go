@@ -29,6 +29,7 @@ const usageText = `usage:
   promptforge-mcp-server serve [--stdio] [--log-level L] <prompts.toml>
   promptforge-mcp-server run [--config prompts.toml] [--input F] [--output F] <prompt.md | name> [args]
   promptforge-mcp-server check [--offline] [--log-level L] <prompts.toml>
+  promptforge-mcp-server test [-run PATTERN] [-update] [-v] [PATH...]
   promptforge-mcp-server version | --help
 
 run executes one prompt once: a file path (ending in .md) or, with --config,
@@ -40,6 +41,9 @@ check resolves the config and the catalog, then contacts the model server
 and shows which served model each prompt's needs bind to; it fails on a
 URL that answers 404 (missing /v1), a refused key, or a need that binds to
 nothing. --offline skips the model server.
+
+test runs prompt tests on a scripted gateway (docs/testing-prompts.md).
+"promptforge-mcp-server COMMAND --help" shows a command's own usage.
 `
 
 func main() {
@@ -63,6 +67,10 @@ func realMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprint(stderr, usageText)
 		return exitUsage
 	}
+	if u := commandUsage(args[0]); u != "" && wantsHelp(args[1:]) {
+		fmt.Fprint(stdout, u)
+		return exitOK
+	}
 	switch args[0] {
 	case "run":
 		return cmdRun(ctx, args[1:], stdout, stderr, lookup)
@@ -76,6 +84,8 @@ func realMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return cmdServe(ctx, args[1:], stdin, stdout, stderr, lookup)
 	case "check":
 		return cmdCheck(ctx, args[1:], stdout, stderr, lookup)
+	case "test":
+		return cmdTest(ctx, args[1:], stdout, stderr, lookup)
 	default:
 		fmt.Fprintf(stderr, "error: unknown command %q\n\n%s", args[0], usageText)
 		return exitUsage
