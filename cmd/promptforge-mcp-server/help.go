@@ -18,11 +18,17 @@ neither. Put an args string that starts with "-" after "--".
   --log-level L   debug, info, warn or error (default info)
   --watch         run, then run again on every save of the prompt file
                   (Ctrl-C stops)
-  --store-dir D   where the run's store is written after every run
-                  (default: <prompt stem>.store/ beside the prompt)
-  --no-store      do not write the store
+  --dump          after every run, failed or not, write the run's store
+                  to <prompt stem>.store/ beside the prompt (stale files
+                  removed, owner-only, never through a symbolic link)
+  --store-dir D   write the store to D instead (implies --dump)
   --capture-raw   also write each model turn's request and response JSON
-                  to <store dir>/.trace/ (prompts and replies in clear)
+                  to <store dir>/.trace/ (prompts and replies in clear;
+                  implies --dump)
+
+--watch implies --dump. On a terminal a status line shows the section,
+the model turns, the elapsed time and the tokens; on a pipe the progress
+is the log's lines.
 
 Exit 0 on success, 1 on failure, 2 on a bad command line, 130 when
 Ctrl-C stopped the run.

@@ -20,6 +20,9 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
+	// exitInterrupted is a run stopped by Ctrl-C (128 + SIGINT), as
+	// shells report it.
+	exitInterrupted = 130
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -27,7 +30,8 @@ var version = "0.1.0-dev"
 
 const usageText = `usage:
   promptforge-mcp-server serve [--stdio] [--log-level L] <prompts.toml>
-  promptforge-mcp-server run [--config prompts.toml] [--input F] [--output F] <prompt.md | name> [args]
+  promptforge-mcp-server run [--config prompts.toml] [--input F] [--output F] [--watch] [--dump]
+      [--store-dir D] [--capture-raw] <prompt.md | name> [args]
   promptforge-mcp-server check [--offline] [--log-level L] <prompts.toml>
   promptforge-mcp-server test [-run PATTERN] [-update] [-v] [PATH...]
   promptforge-mcp-server version | --help
