@@ -107,8 +107,11 @@ func cmdRun(ctx context.Context, argv []string, stdout, stderr io.Writer, lookup
 	}
 	if f.watch {
 		err := app.Watch(ctx, opts, func(value string, err error) {
-			if err != nil && !app.Interrupted(ctx, err) {
-				printError(stderr, err)
+			if err != nil {
+				// The Ctrl-C that cancelled this run is reported once, below.
+				if !app.Interrupted(ctx, err) {
+					printError(stderr, err)
+				}
 				return
 			}
 			printValue(stdout, value)
