@@ -99,7 +99,7 @@ func cmdRun(ctx context.Context, argv []string, stdout, stderr io.Writer, lookup
 		LookupEnv:  lookup,
 		Warnings:   stderr,
 		Dev: app.DevOptions{
-			Dump:       f.dump || f.watch || f.storeDir != "",
+			Dump:       f.dump || f.storeDir != "", // and --watch: app.Watch implies it
 			StoreDir:   f.storeDir,
 			CaptureRaw: f.captureRaw,
 			Status:     status,

@@ -125,11 +125,14 @@ func (d *devRun) finish(st *store.Store) {
 const watchDebounce = 300 * time.Millisecond
 
 // Watch runs the prompt, then again after every save of its file, until
-// ctx ends; report receives each run's value or error. The environment is
+// ctx ends; report receives each run's value or error. Each run's store
+// is dumped (o.Dev.Dump is implied). The environment is
 // built once; a prompt that no longer parses is reported and watching
 // goes on. It returns ctx's error once stopped, or a failure to prepare
 // (which no save can fix: the command line or the configuration).
 func Watch(ctx context.Context, o RunOptions, report func(value string, err error)) error {
+	// Watching is the dev loop: each run's store is worth looking at.
+	o.Dev.Dump = true
 	r, err := prepareRun(ctx, o)
 	if err != nil {
 		return err

@@ -2,6 +2,10 @@ package app
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +13,7 @@ import (
 	"time"
 
 	"github.com/promptforge-go/promptforge/internal/engine"
+	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 )
 
 type lockedBuffer struct {
@@ -57,4 +62,72 @@ func TestStatusLineFollowsTheRun(t *testing.T) {
 			t.Fatalf("after the run the status line is %q, want it cleared", got)
 		}
 	})
+}
+
+// Watch builds the environment once: a rerun reads the prompt again but
+// fetches no second model list, and reaches the gateway with the same
+// client.
+func TestWatchReusesTheEnvironment(t *testing.T) {
+	g := gatewaytest.New(t)
+	g.Enqueue(gatewaytest.Text("first"), gatewaytest.Text("second"))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.md")
+	ask := func(what string) string {
+		return promptFile("p", "A prompt.", "", "# P\n\n```lua\nmodels.default(\"m\", \"A general assistant model for tests\")\n```\n\n## Ask\n\n"+what+"\n")
+	}
+	if err := os.WriteFile(path, []byte(ask("Say one.")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	values := make(chan string, 4)
+	done := make(chan error, 1)
+	go func() {
+		done <- Watch(ctx, RunOptions{
+			Target: path,
+			Logger: discard(),
+			LookupEnv: func(k string) (string, bool) {
+				v, ok := map[string]string{"PROMPTFORGE_GATEWAY_URL": g.URL(), "PROMPTFORGE_GATEWAY_API_KEY": g.APIKey()}[k]
+				return v, ok
+			},
+		}, func(v string, err error) {
+			if err != nil {
+				v = "error: " + err.Error()
+			}
+			values <- v
+		})
+	}()
+	next := func() string {
+		select {
+		case v := <-values:
+			return v
+		case <-time.After(time.Minute):
+			t.Fatal("no run reported")
+		}
+		return ""
+	}
+	if v := next(); v != "first" {
+		t.Fatalf("first run: %q", v)
+	}
+	if err := os.WriteFile(path, []byte(ask("Say two.")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if v := next(); v != "second" {
+		t.Fatalf("rerun: %q", v)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Watch returned %v, want the cancellation", err)
+	}
+	if n := g.ModelsCalls(); n != 1 {
+		t.Errorf("the model list was fetched %d times, want once", n)
+	}
+	reqs := g.Requests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Raw), "Say two.") {
+		t.Errorf("the rerun did not read the saved prompt: %d requests", len(reqs))
+	}
+	// --watch dumps: the store directory exists beside the prompt.
+	if _, err := os.Stat(filepath.Join(dir, "p.store")); err != nil {
+		t.Errorf("no store directory: %v", err)
+	}
 }
