@@ -50,14 +50,11 @@ func parseRunFlags(args []string) (runFlags, error) {
 		if !ok {
 			return f, usageError{fmt.Sprintf("unknown flag %q for run (to pass an argument that starts with '-', put it after --)", a)}
 		}
-		if !hasVal {
-			if i+1 >= len(args) {
-				return f, usageError{fmt.Sprintf("flag %s needs a value", name)}
-			}
-			i++
-			val = args[i]
+		v, err := flagValue(args, &i, name, val, hasVal)
+		if err != nil {
+			return f, err
 		}
-		*dst = val
+		*dst = v
 	}
 	switch len(pos) {
 	case 0:

@@ -58,14 +58,11 @@ func parseTestFlags(args []string) (testFlags, error) {
 				f.update = true
 			}
 		case "run":
-			if !hasVal {
-				if i+1 >= len(args) {
-					return f, usageError{"flag -run needs a pattern"}
-				}
-				i++
-				val = args[i]
+			v, err := flagValue(args, &i, "-run", val, hasVal)
+			if err != nil {
+				return f, err
 			}
-			f.run = val
+			f.run = v
 		default:
 			return f, usageError{fmt.Sprintf("unknown flag %q for test", a)}
 		}

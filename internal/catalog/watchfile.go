@@ -72,27 +72,16 @@ func startFileWatch(names []string, events <-chan fsnotify.Event, errs <-chan er
 	go func() {
 		defer close(pumpDone)
 		defer close(tokens)
-		for events != nil {
-			select {
-			case ev, ok := <-events:
-				if !ok {
-					events = nil
-					continue
+		pumpEvents(events, errs, func(ev fsnotify.Event) {
+			if ev.Op&changeOps != 0 && namesFile(names, ev.Name) {
+				select {
+				case tokens <- struct{}{}:
+				default:
 				}
-				if ev.Op&changeOps != 0 && namesFile(names, ev.Name) {
-					select {
-					case tokens <- struct{}{}:
-					default:
-					}
-				}
-			case err, ok := <-errs:
-				if !ok {
-					errs = nil
-					continue
-				}
-				logger.Error("watching the prompt file failed; saves may be missed", "error", err)
 			}
-		}
+		}, func(err error) {
+			logger.Error("watching the prompt file failed; saves may be missed", "error", err)
+		})
 	}()
 	go func() {
 		defer close(done)
