@@ -114,7 +114,9 @@ func cmdRun(ctx context.Context, argv []string, stdout, stderr io.Writer, lookup
 			printValue(stdout, value)
 		})
 		if app.Interrupted(ctx, err) {
-			fmt.Fprintln(stderr, "interrupted: the run was cancelled")
+			// A run in progress was cancelled and waited for; an idle
+			// watch just stops.
+			fmt.Fprintln(stderr, "interrupted: stopped watching")
 			return exitInterrupted
 		}
 		printError(stderr, err)

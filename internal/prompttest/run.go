@@ -48,7 +48,8 @@ type Summary struct {
 // Run runs every selected test of opts.Files and reports on opts.Out like
 // go test: a block per failing test with what differs, a line per file
 // and a last line "N passed, M failed". The error is a file that could
-// not be loaded or updated; failing tests are only counted.
+// not be loaded or updated, or a prompt that does not parse; a test that
+// fails, or cannot be set up, is counted and reported.
 func Run(ctx context.Context, opts Options) (Summary, error) {
 	var sum Summary
 	out := opts.Out
@@ -73,14 +74,19 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 				continue
 			}
 			ran++
+			var problems []string
 			got, err := runOne(ctx, f, p, t)
-			if err != nil {
-				return sum, fmt.Errorf("%s: test %q: %w", path, t.Name, err)
-			}
-			if opts.Update {
+			switch {
+			case err != nil:
+				// The test itself is wrong (its arguments, its input): a
+				// failure of this test, not of the others.
+				problems = []string{"the test cannot run: " + err.Error()}
+			case opts.Update:
 				got.record(t)
+				fallthrough
+			default:
+				problems = got.check(t)
 			}
-			problems := got.check(t)
 			if len(problems) == 0 {
 				passed++
 				if opts.Verbose {
@@ -145,8 +151,9 @@ type outcome struct {
 }
 
 // runOne runs t on a scripted gateway of its own. The error is a test
-// that cannot be set up (a bad input_file, arguments the prompt refuses);
-// what the run did, failure included, is the outcome.
+// that cannot be set up (a bad input_file, arguments the prompt refuses),
+// which Run reports as that test's failure; what the run did, failure
+// included, is the outcome.
 func runOne(ctx context.Context, f *File, p *prompt.Prompt, t *Test) (*outcome, error) {
 	gw, err := gatewaytest.NewServer(gatewaytest.ServerOptions{})
 	if err != nil {

@@ -251,3 +251,49 @@ func TestDiff(t *testing.T) {
 		t.Fatalf("Diff:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+func TestTypedArgumentsAndInputFile(t *testing.T) {
+	prompt := `---
+name: typed
+description: Typed arguments and a declared input.
+promptforge: 1
+arguments:
+  - name: times
+    type: integer
+    description: How many times.
+input:
+  path: in.txt
+  description: Some text.
+---
+
+# Typed
+
+## Run
+
+` + "```lua\nreturn string.rep(store.read(\"in.txt\"), params.times)\n```\n"
+	dir := write(t, map[string]string{"typed.md": prompt, "in.txt": "ab", "typed.test.yaml": `tests:
+  - name: repeats the input
+    params: {times: 3}
+    input_file: in.txt
+    expect: {value: ababab}
+  - name: args are refused
+    args: "3"
+  - name: a wrong type is refused
+    params: {times: "x"}
+`})
+	var out bytes.Buffer
+	_, err := Run(t.Context(), Options{Files: []string{filepath.Join(dir, "typed.test.yaml")}, Run: regexp.MustCompile("repeats"), Out: &out})
+	if err != nil || !strings.Contains(out.String(), "1 passed, 0 failed") {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	// Tests that cannot run are failures of their own, reported with why.
+	sum, report := run(t, Options{Files: []string{filepath.Join(dir, "typed.test.yaml")}, Run: regexp.MustCompile("args|wrong")})
+	if sum.Failed != 2 {
+		t.Fatalf("want 2 failures: %+v\n%s", sum, report)
+	}
+	for _, want := range []string{"--- FAIL: typed/args are refused", "the test cannot run: the prompt takes typed arguments", "set params, not args", "--- FAIL: typed/a wrong type is refused", "times"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+}
