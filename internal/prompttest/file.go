@@ -176,6 +176,11 @@ func Find(paths []string) ([]string, error) {
 				if err != nil {
 					return err
 				}
+				// Hidden directories (.git, a store dump's .trace) and
+				// node_modules hold no prompts of ours.
+				if d.IsDir() && path != p && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") {
+					return filepath.SkipDir
+				}
 				if !d.IsDir() && strings.HasSuffix(path, Suffix) {
 					set[path] = true
 				}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -168,8 +169,9 @@ func runOne(ctx context.Context, f *File, p *prompt.Prompt, t *Test) (*outcome, 
 	transport := gateway.NewTransport()
 	defer transport.CloseIdleConnections()
 	client, err := gateway.New(gateway.Options{
-		BaseURL: gw.URL(),
-		APIKey:  secret.MustNew(gw.APIKey()),
+		BaseURL:    gw.URL(),
+		APIKey:     secret.MustNew(gw.APIKey()),
+		HTTPClient: &http.Client{Transport: transport},
 	})
 	if err != nil {
 		return nil, err

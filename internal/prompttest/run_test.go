@@ -235,6 +235,10 @@ func TestLoadRefusesBadFiles(t *testing.T) {
 
 func TestFind(t *testing.T) {
 	dir := write(t, map[string]string{"a.md": echoPrompt, "a.test.yaml": "", "b.md": echoPrompt})
+	for _, skipped := range []string{".git", "node_modules"} {
+		os.Mkdir(filepath.Join(dir, skipped), 0o755)
+		os.WriteFile(filepath.Join(dir, skipped, "x.test.yaml"), nil, 0o644)
+	}
 	got, err := Find([]string{dir, filepath.Join(dir, "a.md")})
 	if err != nil || len(got) != 1 || got[0] != filepath.Join(dir, "a.test.yaml") {
 		t.Fatalf("Find = %v, %v", got, err)
