@@ -11,8 +11,16 @@ build:
 # bounded fuzz of web_fetch's URL admission, and the end-to-end suites.
 test: fmt-check vet
 	$(GO) test -race -count=1 ./...
+	$(MAKE) prompt-tests
 	$(MAKE) fuzz-smoke
 	$(MAKE) e2e
+
+# The example prompts' own tests (examples/prompts/*.test.yaml), run the
+# way an author runs them: through the command, on its in-process
+# scripted gateway (docs/testing-prompts.md). No model, no network.
+.PHONY: prompt-tests
+prompt-tests:
+	$(GO) run ./cmd/promptforge-mcp-server test examples/
 
 # A short fuzz run over web_fetch's URL forms: no input may reach a blocked
 # address. The corpus in internal/tools/testdata/fuzz keeps past findings.

@@ -20,6 +20,9 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
+	// exitInterrupted is a run stopped by Ctrl-C (128 + SIGINT), as
+	// shells report it.
+	exitInterrupted = 130
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -27,8 +30,10 @@ var version = "0.1.0-dev"
 
 const usageText = `usage:
   promptforge-mcp-server serve [--stdio] [--log-level L] <prompts.toml>
-  promptforge-mcp-server run [--config prompts.toml] [--input F] [--output F] <prompt.md | name> [args]
+  promptforge-mcp-server run [--config prompts.toml] [--input F] [--output F] [--watch] [--dump]
+      [--store-dir D] [--capture-raw] <prompt.md | name> [args]
   promptforge-mcp-server check [--offline] [--log-level L] <prompts.toml>
+  promptforge-mcp-server test [-run PATTERN] [-update] [-v] [PATH...]
   promptforge-mcp-server version | --help
 
 run executes one prompt once: a file path (ending in .md) or, with --config,
@@ -40,6 +45,9 @@ check resolves the config and the catalog, then contacts the model server
 and shows which served model each prompt's needs bind to; it fails on a
 URL that answers 404 (missing /v1), a refused key, or a need that binds to
 nothing. --offline skips the model server.
+
+test runs prompt tests on a scripted gateway (docs/testing-prompts.md).
+"promptforge-mcp-server COMMAND --help" shows a command's own usage.
 `
 
 func main() {
@@ -63,6 +71,10 @@ func realMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprint(stderr, usageText)
 		return exitUsage
 	}
+	if u := commandUsage(args[0]); u != "" && wantsHelp(args[1:]) {
+		fmt.Fprint(stdout, u)
+		return exitOK
+	}
 	switch args[0] {
 	case "run":
 		return cmdRun(ctx, args[1:], stdout, stderr, lookup)
@@ -76,6 +88,8 @@ func realMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return cmdServe(ctx, args[1:], stdin, stdout, stderr, lookup)
 	case "check":
 		return cmdCheck(ctx, args[1:], stdout, stderr, lookup)
+	case "test":
+		return cmdTest(ctx, args[1:], stdout, stderr, lookup)
 	default:
 		fmt.Fprintf(stderr, "error: unknown command %q\n\n%s", args[0], usageText)
 		return exitUsage

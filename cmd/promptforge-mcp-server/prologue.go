@@ -52,3 +52,16 @@ func newLogger(w io.Writer, flagLevel, defaultLevel string, lookup env) (*slog.L
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
+
+// flagValue is the value of flag name at args[*i]: the part after "=" when
+// there was one (hasVal), else the next argument, which *i moves past.
+func flagValue(args []string, i *int, name, val string, hasVal bool) (string, error) {
+	if hasVal {
+		return val, nil
+	}
+	if *i+1 >= len(args) {
+		return "", usageError{fmt.Sprintf("flag %s needs a value", name)}
+	}
+	*i++
+	return args[*i], nil
+}

@@ -53,14 +53,11 @@ func parseConfigFlags(cmd string, args []string, withStdio bool) (serveFlags, er
 			}
 			f.offline = true
 		case name == "--log-level":
-			if !hasVal {
-				if i+1 >= len(args) {
-					return f, usageError{"flag --log-level needs a value"}
-				}
-				i++
-				val = args[i]
+			v, err := flagValue(args, &i, name, val, hasVal)
+			if err != nil {
+				return f, err
 			}
-			f.logLevel = val
+			f.logLevel = v
 		default:
 			return f, usageError{fmt.Sprintf("unknown flag %q for %s", a, cmd)}
 		}

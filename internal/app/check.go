@@ -75,6 +75,9 @@ func Check(ctx context.Context, o CheckOptions) error {
 		names = append(names, e.Name())
 	}
 	fmt.Fprintf(o.Stdout, "%s: %d prompt(s) resolve: %s\n", o.ConfigPath, cat.Len(), strings.Join(names, ", "))
+	if names := untested(cat); len(names) > 0 {
+		fmt.Fprintf(o.Stdout, "note: %d prompt(s) have no tests (write NAME.test.yaml beside each; docs/testing-prompts.md): %s\n", len(names), strings.Join(names, ", "))
+	}
 	for _, p := range problems {
 		// Not faults of the catalog: stdio serves without them.
 		fmt.Fprintf(o.Stdout, "note: serving over http would fail: %v\n", p)

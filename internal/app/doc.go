@@ -8,7 +8,12 @@
 //     transport, then shut all of it down in order.
 //   - [Check], for check: the same loading, resolution and environment
 //     plan, stopping before anything touches the network.
-//   - [RunOnce], for run: one prompt, once, from a file or a catalog name.
+//   - [RunOnce], for run: one prompt, once, from a file or a catalog name;
+//     [Watch], for run --watch: again after every save. Both add the dev
+//     loop when asked (dev.go: the store dump and raw capture of package
+//     devrun, the terminal's [StatusLine]).
+//   - [Test], for test: prompt tests (package prompttest), found under
+//     paths or beside a prompts.toml's catalog.
 //   - The failure report ([StepError], [WriteReport]) the three share.
 //   - The translation of prompts.toml into each component's own settings
 //     (catalog.Settings, server.Limits, the reload function): components
@@ -30,6 +35,9 @@
 // cancelling its context, first when serving ends. Boot waits for both
 // before returning; the watcher, the transport
 // and the runs are stopped by Boot, in that order, before it returns.
-// [RunOnce] starts none of its own: the engine's are gone when engine.Run
-// returns.
+// [RunOnce] and [Watch] start one per run only with a status line: its
+// once-a-second redraw, stopped (and waited for) when the run ends. The
+// engine's goroutines are gone when engine.Run returns, a capture's
+// writer when its Close returns (at the run's end), and Watch closes its
+// file watcher before returning.
 package app

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -42,6 +44,9 @@ type RunOptions struct {
 	// (an undeclared --output, an output that was not produced), so the
 	// value alone is the answer. nil discards them.
 	Warnings io.Writer
+	// Dev holds the dev loop's options (dump, capture, status line); the
+	// zero value runs as the plain run command does.
+	Dev DevOptions
 }
 
 // runNarration is how the run command tells a run on stderr: its progress
@@ -57,6 +62,28 @@ func runNarration() engine.Narration {
 // declared input and output, without run_prompt's file confinement: the
 // operator names any file they can read or write.
 func RunOnce(ctx context.Context, o RunOptions) (string, error) {
+	r, err := prepareRun(ctx, o)
+	if err != nil {
+		return "", err
+	}
+	defer r.env.Close()
+	return r.run(ctx, r.p)
+}
+
+// runner is what RunOnce and Watch prepare once and run a prompt with:
+// the environment (gateway client, model list, live tools) is built once
+// and reused by every rerun.
+type runner struct {
+	o        RunOptions
+	path     string // the prompt file
+	p        *prompt.Prompt
+	env      *environment
+	logger   *slog.Logger
+	warnings io.Writer
+}
+
+// prepareRun loads the prompt and builds the environment.
+func prepareRun(ctx context.Context, o RunOptions) (*runner, error) {
 	logger := o.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -71,45 +98,66 @@ func RunOnce(ctx context.Context, o RunOptions) (string, error) {
 	}
 	var (
 		p    *prompt.Prompt
+		path = o.Target
 		plan envPlan
 		err  error
 	)
 	if o.ConfigPath != "" {
-		p, plan, err = fromConfig(ctx, o, logger, lookup)
+		p, path, plan, err = fromConfig(ctx, o, logger, lookup)
 	} else {
 		if p, err = loadPromptFile(o.Target); err == nil {
 			plan, err = planEnv(lookup)
 		}
 	}
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	bound, err := bindRunArgs(p, o.Args)
-	if err != nil {
-		return "", err
+	// Arguments are checked before the environment is built: a bad
+	// command line should not wait on the model server.
+	if _, err := bindRunArgs(p, o.Args); err != nil {
+		return nil, err
 	}
 	env, err := plan.build(ctx, nil, logger)
 	if err != nil {
 		if o.ConfigPath != "" {
-			return "", fmt.Errorf("prepare the tool environment: %w", err)
+			return nil, fmt.Errorf("prepare the tool environment: %w", err)
 		}
+		return nil, err
+	}
+	if o.Dev.CaptureRaw {
+		logger.Warn("--capture-raw writes every model turn's request and response, prompts and replies in clear, owner-only; do not commit or share them",
+			"dir", filepath.Join(o.Dev.storeDir(path), ".trace"))
+	}
+	return &runner{o: o, path: path, p: p, env: env, logger: logger, warnings: warnings}, nil
+}
+
+// run executes p once with the runner's environment: the plain run
+// command's body, plus the dev loop's dump, capture and status line.
+func (r *runner) run(ctx context.Context, p *prompt.Prompt) (string, error) {
+	o, logger, env := r.o, r.logger, r.env
+	bound, err := bindRunArgs(p, o.Args)
+	if err != nil {
 		return "", err
 	}
-	defer env.Close()
-
 	st := store.New()
 	if o.Input != "" {
 		if err := seedInput(st, p, o.Input); err != nil {
 			return "", err
 		}
 	}
+	dev, err := r.startDev()
+	if err != nil {
+		return "", err
+	}
 	res, err := engine.Run(ctx, p, bound.Args, st, engine.Options{
 		Params:   bound.Params,
 		Client:   env.client,
 		ModelSet: env.models,
 		Tools:    env.tools,
-		Observer: engine.LogObserver(logger, runNarration()),
+		Observer: engine.Observers(engine.LogObserver(logger, runNarration()), dev.observer()),
+		Debug:    dev.debug(),
 	})
+	dev.finish(st)
 	// The summary says what the run cost, a failed run too: its tokens
 	// were spent all the same.
 	status := "completed"
@@ -119,9 +167,9 @@ func RunOnce(ctx context.Context, o RunOptions) (string, error) {
 	logger.Info("run finished", "status", status, "turns", res.Turns,
 		"prompt_tokens", res.Tokens.PromptTokens, "completion_tokens", res.Tokens.CompletionTokens)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", locate(o.Target, err), err)
+		return "", locate(r.path, err)
 	}
-	return extractOutput(st, p, res.Value, o.Output, warnings)
+	return extractOutput(st, p, res.Value, o.Output, r.warnings)
 }
 
 // loadPromptFile reads and parses a prompt file given by path.
@@ -143,7 +191,7 @@ func loadPromptFile(path string) (*prompt.Prompt, error) {
 	if _, ok := prompt.Version(src); !ok {
 		return nil, notAPrompt(path)
 	}
-	return nil, fmt.Errorf("%s: %w", locate(path, err), err)
+	return nil, locate(path, err)
 }
 
 func notAPrompt(path string) error {
@@ -154,46 +202,80 @@ func notAPrompt(path string) error {
 // as is, anything else is a catalog name (matched as run_prompt matches
 // it). The environment is planned from the configuration, as serve plans
 // it; PROMPTFORGE_GATEWAY_* are not read.
-func fromConfig(ctx context.Context, o RunOptions, logger *slog.Logger, lookup func(string) (string, bool)) (*prompt.Prompt, envPlan, error) {
+func fromConfig(ctx context.Context, o RunOptions, logger *slog.Logger, lookup func(string) (string, bool)) (*prompt.Prompt, string, envPlan, error) {
 	conf, err := config.Loader{LookupEnv: lookup, Logger: logger}.Load(o.ConfigPath)
 	if err != nil {
-		return nil, envPlan{}, fmt.Errorf("load the configuration: %w", err)
+		return nil, "", envPlan{}, fmt.Errorf("load the configuration: %w", err)
 	}
 	var p *prompt.Prompt
+	path := o.Target
 	if strings.HasSuffix(o.Target, ".md") {
 		if p, err = loadPromptFile(o.Target); err != nil {
-			return nil, envPlan{}, err
+			return nil, "", envPlan{}, err
 		}
 	} else {
 		// Retain: one broken prompt elsewhere in the catalog must not stop
 		// this one from running; a broken target reports its problem.
 		cat, err := catalog.Resolve(ctx, settingsOf(conf), catalog.Retain)
 		if err != nil {
-			return nil, envPlan{}, fmt.Errorf("resolve the prompt catalog: %w", err)
+			return nil, "", envPlan{}, fmt.Errorf("resolve the prompt catalog: %w", err)
 		}
 		entry, err := cat.Lookup(o.Target)
 		if err != nil {
-			return nil, envPlan{}, err
+			return nil, "", envPlan{}, err
 		}
 		if entry.Broken() {
-			return nil, envPlan{}, fmt.Errorf("prompt %s (%s) cannot run: %s", entry.Name(), entry.Path(), entry.Problem())
+			return nil, "", envPlan{}, fmt.Errorf("prompt %s (%s) cannot run: %s", entry.Name(), entry.Path(), entry.Problem())
 		}
-		p = entry.Prompt()
+		p, path = entry.Prompt(), entry.Path()
 	}
 	plan, err := planConfig(conf)
 	if err != nil {
-		return nil, envPlan{}, fmt.Errorf("prepare the tool environment: %w", err)
+		return nil, "", envPlan{}, fmt.Errorf("prepare the tool environment: %w", err)
 	}
-	return p, plan, nil
+	return p, path, plan, nil
 }
 
-// locate prefixes an error with file:line when a parse error knows the line.
-func locate(path string, err error) string {
+// LocatedError is a failure that maps to a place in a prompt file: Line
+// is 0 when it maps to the file only. Its message starts with
+// "file:line: ", as compilers write theirs, so editors can jump to it.
+type LocatedError struct {
+	File string
+	Line int
+	Err  error
+}
+
+func (e *LocatedError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.File, e.Err)
+}
+
+func (e *LocatedError) Unwrap() error { return e.Err }
+
+// luaErrorLine finds the file line in a Lua runtime error: chunks are
+// compiled so gopher-lua's lines are file lines, and its messages read
+// "<chunk name>:<line>: ..." with chunk names such as "section `S`
+// prologue" (prompt/blocks.go chunkName).
+var luaErrorLine = regexp.MustCompile("(?:^|: )(?:H1|section) `[^`]*`[^:\n]*:([0-9]+): ")
+
+// locate places err in the prompt file at path: a parse error at the
+// line it knows, a Lua runtime error at the line of its chunk.
+func locate(path string, err error) error {
 	var pe *prompt.ParseError
 	if errors.As(err, &pe) && pe.Line > 0 {
-		return fmt.Sprintf("%s:%d", path, pe.Line)
+		return &LocatedError{File: path, Line: pe.Line, Err: err}
 	}
-	return path
+	var ee *engine.Error
+	if errors.As(err, &ee) && ee.Kind == engine.KindLua {
+		if m := luaErrorLine.FindStringSubmatch(err.Error()); m != nil {
+			if line, convErr := strconv.Atoi(m[1]); convErr == nil {
+				return &LocatedError{File: path, Line: line, Err: err}
+			}
+		}
+	}
+	return &LocatedError{File: path, Err: err}
 }
 
 // seedInput puts the --input file at the prompt's declared input path,

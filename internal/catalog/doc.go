@@ -86,4 +86,9 @@
 // catalog those stats are about half of a body-only reload, and a stat
 // relative to an open directory (fstatat) was measured to save only about
 // a tenth of that, too little for a platform-specific walk.
+//
+// [WatchFile] watches one prompt file for run --watch with the same
+// platform watch and debounce loop as the catalog's [Watcher], and two
+// goroutines of its own (a pump and the loop) that [FileWatcher.Close]
+// stops and waits for.
 package catalog

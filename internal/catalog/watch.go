@@ -199,7 +199,16 @@ func (w *Watcher) addDir(ctx context.Context, dir string, top bool) error {
 func (w *Watcher) pump() {
 	defer close(w.pumpDone)
 	defer close(w.tokens)
-	events, errs := w.fsw.Events, w.fsw.Errors
+	pumpEvents(w.fsw.Events, w.fsw.Errors, w.event, func(err error) {
+		w.log.Error("filesystem watch failed", "error", err)
+		w.broken.Store(true)
+		w.poke()
+	})
+}
+
+// pumpEvents hands each platform event and error to its function until
+// the events channel closes.
+func pumpEvents(events <-chan fsnotify.Event, errs <-chan error, onEvent func(fsnotify.Event), onErr func(error)) {
 	for events != nil {
 		select {
 		case ev, ok := <-events:
@@ -207,15 +216,13 @@ func (w *Watcher) pump() {
 				events = nil
 				continue
 			}
-			w.event(ev)
+			onEvent(ev)
 		case err, ok := <-errs:
 			if !ok {
 				errs = nil
 				continue
 			}
-			w.log.Error("filesystem watch failed", "error", err)
-			w.broken.Store(true)
-			w.poke()
+			onErr(err)
 		}
 	}
 }
