@@ -41,6 +41,9 @@ var (
 	ErrDuplicateRun = errors.New("the run id was already in use")
 	// ErrClosed: the registry no longer admits or launches runs.
 	ErrClosed = errPoolClosed
+	// ErrGlobalCap: a shared store refused the run because every replica
+	// together already runs its global cap of runs.
+	ErrGlobalCap = errors.New("every run slot across the replicas is taken")
 )
 
 // Options holds the [server] limits the registry enforces.
@@ -323,8 +326,7 @@ func (r *Registry) Launch(slot *Slot, id, prompt string, run func(ctx context.Co
 		r.live--
 		r.markIdleLocked()
 		r.mu.Unlock()
-		var refused *RefusedError
-		if errors.Is(err, ErrDuplicateRun) || errors.As(err, &refused) {
+		if errors.Is(err, ErrDuplicateRun) || errors.Is(err, ErrGlobalCap) {
 			return nil, fmt.Errorf("launch run %s: %w", id, err)
 		}
 		return nil, fmt.Errorf("launch run %s: record it in the run store: %w", id, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -20,8 +21,8 @@ import (
 type Store interface {
 	// Register records rec, a running run. A record with the same id,
 	// running or finished, anywhere the store reaches, refuses it with
-	// [ErrDuplicateRun]; a store enforcing a global cap refuses with a
-	// *[RefusedError].
+	// [ErrDuplicateRun]; a store enforcing a global cap refuses with
+	// [ErrGlobalCap].
 	Register(ctx context.Context, rec Stored) error
 	// Finish writes rec as id's terminal record unless one already stands
 	// (first write wins, across replicas too) and returns the record that
@@ -34,9 +35,9 @@ type Store interface {
 	// cancels runs it owns itself, so a store that serves one process
 	// does nothing here.
 	Cancel(ctx context.Context, id string) error
-	// OnCancel sets the function a cancellation requested through another
-	// replica's Cancel is delivered to (on the store's own goroutine; it
-	// must not block). The registry sets it once, in [New].
+	// OnCancel adds a function a cancellation requested through Cancel (on
+	// this or another replica) is delivered to; it must not block. Each
+	// registry over the store adds one, in [New].
 	OnCancel(func(id string))
 	// Held is what the store holds: records (running and finished) and the
 	// value and error bytes of the finished ones. A shared store reports
@@ -141,6 +142,8 @@ type memStore struct {
 	expiring []*memRecord
 	// retainedBytes is the value and error bytes of the records in expiring.
 	retainedBytes int64
+	// cancels are the registries sharing this store (one, in a server).
+	cancels []func(string)
 }
 
 type memRecord struct{ Stored }
@@ -192,8 +195,24 @@ func (m *memStore) Lookup(_ context.Context, id string, now time.Time) (Stored, 
 	return mr.Stored, true, nil
 }
 
-func (m *memStore) Cancel(context.Context, string) error { return nil }
-func (m *memStore) OnCancel(func(string))                {}
+// Cancel hands id to every registry sharing the store; the one that owns
+// the run cancels it. In a server there is one registry, which has already
+// looked for the run itself.
+func (m *memStore) Cancel(_ context.Context, id string) error {
+	m.mu.Lock()
+	cancels := slices.Clone(m.cancels)
+	m.mu.Unlock()
+	for _, f := range cancels {
+		f(id)
+	}
+	return nil
+}
+
+func (m *memStore) OnCancel(f func(string)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cancels = append(m.cancels, f)
+}
 
 func (m *memStore) Held() (int, int64) {
 	m.mu.Lock()
