@@ -3,8 +3,8 @@ package runs
 import (
 	"context"
 	"fmt"
-	"os"
 	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"testing"

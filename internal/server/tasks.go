@@ -287,7 +287,11 @@ func (s *Server) lookupTask(method string, ss *mcp.ServerSession, p *taskParams)
 	if p.TaskID == "" {
 		return runs.View{}, invalidParams("%s needs params.taskId, the taskId a tools/call answered with (the run id)", method)
 	}
-	v, ok := s.runs.View(p.TaskID)
+	v, ok, err := s.runs.Lookup(context.Background(), p.TaskID)
+	if err != nil {
+		s.log.Error(method+" could not read the run store", "run_id", p.TaskID, "error", err.Error())
+		return runs.View{}, internalError("task %s cannot be read now: the run store does not answer; retry in a moment", strconv.Quote(p.TaskID))
+	}
 	if !ok {
 		return runs.View{}, invalidParams("there is no task %s: a task can be read while its run is going and for %s after it finishes, and older ones have been evicted; start the run again",
 			strconv.Quote(p.TaskID), humantime.Format(s.runs.RetainCompleted()))
