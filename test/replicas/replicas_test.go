@@ -56,7 +56,7 @@ const (
 
 var buildOnce sync.Once
 
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	var err error
 	buildOnce.Do(func() {
@@ -86,22 +86,25 @@ type replica struct {
 // cluster is the shared configuration: one prompts directory, one gateway,
 // one database; each replica differs only by its port.
 type cluster struct {
-	t      *testing.T
+	t      testing.TB
 	config string // prompts.toml text with PORT for the bind port
 	dir    string
 }
 
-func newCluster(t *testing.T, g *gatewaytest.Server) *cluster {
-	dsn := pgtest.Need(t, testPG)
+func newCluster(t testing.TB, g *gatewaytest.Server, shared bool) *cluster {
 	path := servertest.ConfigDir(t, `api_key = "`+token+`"`+"\nreply_deadline = \"300ms\"\nwatch = false\nbind = \"127.0.0.1:PORT\"", g, map[string]string{
 		"speak.md": "---\nname: speak\ndescription: Say one thing through the model.\npromptforge: 1\n---\n" +
 			"# Speak\n\n```lua\nmodels.default(\"writer\", \"A general assistant model\")\n```\n\n## Say\n\nSay something.\n",
+		"echo.md": "---\nname: echo\ndescription: Return the arguments unchanged.\npromptforge: 1\n---\n# Echo\n\n## Run\n\n```lua\nreturn args\n```\n",
 	})
 	text, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf := string(text) + fmt.Sprintf("\n[runs]\nstore = %q\nlease = %q\n", dsn, lease)
+	conf := string(text)
+	if shared {
+		conf += fmt.Sprintf("\n[runs]\nstore = %q\nlease = %q\n", pgtest.Need(t, testPG), lease)
+	}
 	return &cluster{t: t, config: conf, dir: filepath.Dir(path)}
 }
 
@@ -128,14 +131,15 @@ func (c *cluster) start(name string) *replica {
 	}
 	go func() { r.cmd.Wait(); close(r.done) }()
 	t.Cleanup(func() { r.stop() })
-	until(t, waitBound, name+" answers /healthz with the store ok", func() bool {
+	until(t, waitBound, name+" answers /healthz as serving", func() bool {
 		res, err := http.Get(r.url + "/healthz")
 		if err != nil {
 			return false
 		}
 		defer res.Body.Close()
 		var body map[string]string
-		return json.NewDecoder(res.Body).Decode(&body) == nil && body["store"] == "ok"
+		return json.NewDecoder(res.Body).Decode(&body) == nil && body["status"] == "serving" &&
+			(body["store"] == "ok") == strings.Contains(c.config, "[runs]")
 	}, r)
 	return r
 }
@@ -163,7 +167,7 @@ func (r *replica) kill() {
 }
 
 // until polls cond every pollPeriod until it holds, failing after bound.
-func until(t *testing.T, bound time.Duration, what string, cond func() bool, logs ...*replica) {
+func until(t testing.TB, bound time.Duration, what string, cond func() bool, logs ...*replica) {
 	t.Helper()
 	deadline := time.Now().Add(bound)
 	for !cond() {
@@ -181,7 +185,7 @@ func until(t *testing.T, bound time.Duration, what string, cond func() bool, log
 // client is a go-sdk session on one replica; tasks declares the Tasks
 // extension, for tasks/cancel.
 type client struct {
-	t  *testing.T
+	t  testing.TB
 	cs *mcp.ClientSession
 }
 
@@ -197,7 +201,7 @@ type anyResult struct {
 
 func (a *anyResult) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &a.fields) }
 
-func connect(t *testing.T, r *replica, tasks bool) *client {
+func connect(t testing.TB, r *replica, tasks bool) *client {
 	t.Helper()
 	caps := &mcp.ClientCapabilities{}
 	if tasks {
@@ -316,7 +320,7 @@ func TestThreeReplicasShareRuns(t *testing.T) {
 			gate(i).Release()
 		}
 	})
-	cl := newCluster(t, g)
+	cl := newCluster(t, g, true)
 	a, b, c := cl.start("a"), cl.start("b"), cl.start("c")
 	ca, cb, cc := connect(t, a, false), connect(t, b, true), connect(t, c, false)
 
