@@ -40,6 +40,16 @@
 // held until the run ends, even when that is long after its call was
 // answered.
 //
+// # Stores
+//
+// The records go through a [Store]: the registry keeps in memory only the
+// runs whose goroutines it runs (their cancel functions and done channels),
+// and writes each record to the store when the run is launched and when it
+// ends. The default is the in-memory store ([NewMemoryStore]), which holds
+// the retention rules below; the PostgreSQL store (package pgstore, beside
+// this one) shares the records between replicas, so a run launched on one
+// is read, and cancelled, on any. First write wins in either.
+//
 // # Retention
 //
 // A finished record stays readable for [Options.RetainCompleted] and is then

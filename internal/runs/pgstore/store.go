@@ -205,8 +205,11 @@ func (s *Store) Register(ctx context.Context, rec runs.Stored) error {
 		}
 		return nil
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, runs.ErrDuplicateRun), errors.Is(err, runs.ErrGlobalCap):
 		return err
+	case err != nil:
+		return fmt.Errorf("write the running record: %s", scrub(err, s.dsn))
 	}
 	s.mu.Lock()
 	s.owned[rec.RunID] = true
