@@ -352,6 +352,21 @@ func TestThreeReplicasShareRuns(t *testing.T) {
 		t.Fatalf("the cancelled run reads %+v; want its error to say it was cancelled", got)
 	}
 
+	// B's /metrics carry the store's latency, by operation.
+	req, _ := http.NewRequest(http.MethodGet, b.url+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, op := range []string{"lookup", "cancel", "sweep"} {
+		if want := `promptforge_run_store_seconds_count{op="` + op + `"}`; !strings.Contains(string(metrics), want) {
+			t.Errorf("B's /metrics lack %s", want)
+		}
+	}
+
 	// A killed mid-run: its run reads failed on B within the lease bound.
 	third := ca.runPastDeadline()
 	<-gate(3).Arrived()
