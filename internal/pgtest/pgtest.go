@@ -19,12 +19,12 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
 )
 
 // Server is one running PostgreSQL.
@@ -144,10 +144,11 @@ func freePort() (int, error) {
 }
 
 // Main is TestMain for a package whose tests need PostgreSQL: it starts
-// the server, runs the tests (run wraps m.Run, e.g. with goleak), stops
-// the server and exits. *srv is nil when the binaries are missing outside
-// CI; [Need] then skips.
-func Main(m *testing.M, srv **Server, run func(*testing.M) int) {
+// the server, runs the tests, checks (when they passed and checkLeaks is
+// set) that no goroutine outlived them, runs cleanup, stops the server and
+// exits. *srv is nil when the binaries are missing outside CI; [Need] then
+// skips.
+func Main(m *testing.M, srv **Server, checkLeaks bool, cleanup func()) {
 	s, err := Start()
 	switch {
 	case errors.Is(err, ErrMissing) && os.Getenv("CI") != "true":
@@ -157,7 +158,16 @@ func Main(m *testing.M, srv **Server, run func(*testing.M) int) {
 		os.Exit(1)
 	}
 	*srv = s
-	code := run(m)
+	code := m.Run()
+	if code == 0 && checkLeaks {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	if cleanup != nil {
+		cleanup()
+	}
 	if s != nil {
 		if err := s.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest:", err)
@@ -181,6 +191,3 @@ func Need(t testing.TB, srv *Server) string {
 	}
 	return dsn
 }
-
-// Quote is s as a single-quoted SQL literal, for test fixtures only.
-func Quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -2,14 +2,10 @@ package runs
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/promptforge-go/promptforge/internal/pgtest"
 )
@@ -21,16 +17,7 @@ var testPG *pgtest.Server
 // Every run goroutine must be gone when the tests end: the registry owns
 // them, and Close (or the run returning) is what stops them.
 func TestMain(m *testing.M) {
-	pgtest.Main(m, &testPG, func(m *testing.M) int {
-		code := m.Run()
-		if code == 0 {
-			if err := goleak.Find(); err != nil {
-				fmt.Fprintln(os.Stderr, "goleak:", err)
-				return 1
-			}
-		}
-		return code
-	})
+	pgtest.Main(m, &testPG, true, nil)
 }
 
 // logLine is one captured log record, flattened for assertions.

@@ -45,6 +45,17 @@ func kinds() []storeKind {
 	}
 }
 
+// eachStore runs body once per store kind, over a fresh store that keeps
+// finished records for an hour.
+func eachStore(t *testing.T, body func(t *testing.T, st runs.Store)) {
+	for _, k := range kinds() {
+		t.Run(k.name, func(t *testing.T) {
+			st, _ := k.open(t, runs.RetentionOptions{RetainCompleted: time.Hour}, 0)
+			body(t, st)
+		})
+	}
+}
+
 func openPG(t *testing.T, dsn, replica string, ret runs.RetentionOptions, globalCap int) *pgstore.Store {
 	t.Helper()
 	st, err := pgstore.Open(t.Context(), pgstore.Options{DSN: dsn, Replica: replica, Retention: ret, GlobalMaxRuns: globalCap})
@@ -96,139 +107,124 @@ func view(t *testing.T, r *runs.Registry, id string) runs.View {
 }
 
 func TestStoresAnswerInsideTheDeadlineWithTheFullRecord(t *testing.T) {
-	for _, k := range kinds() {
-		t.Run(k.name, func(t *testing.T) {
-			st, _ := k.open(t, runs.RetentionOptions{RetainCompleted: time.Hour}, 0)
-			a := replica(t, st, "a", time.Minute)
-			h := start(t, a, "r1", func(context.Context) runs.Outcome {
-				return runs.Outcome{Value: "v", Turns: 3, Tokens: runs.Tokens{Prompt: 11, Completion: 7}}
-			})
-			got := a.Settle(t.Context(), h)
-			if got.Status != runs.StatusCompleted || got.Value != "v" || got.Turns != 3 || got.Tokens != (runs.Tokens{Prompt: 11, Completion: 7}) {
-				t.Fatalf("Settle = %+v", got)
-			}
-			// Read back through the store (the owner no longer holds it).
-			v := view(t, a, "r1")
-			if v.Result != got || v.Finished.IsZero() || v.Finished.Before(v.Started) || v.Cause != nil || v.Abnormal {
-				t.Fatalf("View = %+v; want the settled record %+v with its times", v, got)
-			}
+	eachStore(t, func(t *testing.T, st runs.Store) {
+		a := replica(t, st, "a", time.Minute)
+		h := start(t, a, "r1", func(context.Context) runs.Outcome {
+			return runs.Outcome{Value: "v", Turns: 3, Tokens: runs.Tokens{Prompt: 11, Completion: 7}}
 		})
-	}
+		got := a.Settle(t.Context(), h)
+		if got.Status != runs.StatusCompleted || got.Value != "v" || got.Turns != 3 || got.Tokens != (runs.Tokens{Prompt: 11, Completion: 7}) {
+			t.Fatalf("Settle = %+v", got)
+		}
+		// Read back through the store (the owner no longer holds it).
+		v := view(t, a, "r1")
+		if v.Result != got || v.Finished.IsZero() || v.Finished.Before(v.Started) || v.Cause != nil || v.Abnormal {
+			t.Fatalf("View = %+v; want the settled record %+v with its times", v, got)
+		}
+	})
 }
 
 func TestStoresLetAnotherReplicaCollectARunPastItsDeadline(t *testing.T) {
-	for _, k := range kinds() {
-		t.Run(k.name, func(t *testing.T) {
-			st, _ := k.open(t, runs.RetentionOptions{RetainCompleted: time.Hour}, 0)
-			a := replica(t, st, "a", time.Millisecond)
-			c := replica(t, st, "c", time.Millisecond)
-			release := make(chan struct{})
-			h := start(t, a, "r1", func(context.Context) runs.Outcome {
-				<-release
-				return runs.Outcome{Value: "late"}
-			})
-			if got := a.Settle(t.Context(), h); got.Status != runs.StatusRunning {
-				t.Fatalf("Settle = %+v; want running past the deadline", got)
-			}
-			if v := view(t, c, "r1"); v.Status != runs.StatusRunning || v.Prompt != "p" {
-				t.Fatalf("C reads %+v; want running", v)
-			}
-			close(release)
-			<-h.Done()
-			if v := view(t, c, "r1"); v.Status != runs.StatusCompleted || v.Value != "late" {
-				t.Fatalf("C reads %+v; want the completed record", v)
-			}
-			if _, ok, err := c.Lookup(t.Context(), "nope"); ok || err != nil {
-				t.Fatalf("an unknown id reads %v, %v; want unknown", ok, err)
-			}
+	eachStore(t, func(t *testing.T, st runs.Store) {
+		a := replica(t, st, "a", time.Millisecond)
+		c := replica(t, st, "c", time.Millisecond)
+		release := make(chan struct{})
+		h := start(t, a, "r1", func(context.Context) runs.Outcome {
+			<-release
+			return runs.Outcome{Value: "late"}
 		})
-	}
+		if got := a.Settle(t.Context(), h); got.Status != runs.StatusRunning {
+			t.Fatalf("Settle = %+v; want running past the deadline", got)
+		}
+		if v := view(t, c, "r1"); v.Status != runs.StatusRunning || v.Prompt != "p" {
+			t.Fatalf("C reads %+v; want running", v)
+		}
+		close(release)
+		<-h.Done()
+		if v := view(t, c, "r1"); v.Status != runs.StatusCompleted || v.Value != "late" {
+			t.Fatalf("C reads %+v; want the completed record", v)
+		}
+		if _, ok, err := c.Lookup(t.Context(), "nope"); ok || err != nil {
+			t.Fatalf("an unknown id reads %v, %v; want unknown", ok, err)
+		}
+	})
 }
 
 func TestStoresRefuseADuplicateIDAcrossReplicas(t *testing.T) {
-	for _, k := range kinds() {
-		t.Run(k.name, func(t *testing.T) {
-			st, _ := k.open(t, runs.RetentionOptions{RetainCompleted: time.Hour}, 0)
-			a := replica(t, st, "a", time.Minute)
-			b := replica(t, st, "b", time.Minute)
-			a.Settle(t.Context(), start(t, a, "same", func(context.Context) runs.Outcome { return runs.Outcome{Value: "first"} }))
-			slot, err := b.Admit(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			called := false
-			h, err := b.Launch(slot, "same", "p", func(context.Context) runs.Outcome { called = true; return runs.Outcome{} })
-			if !errors.Is(err, runs.ErrDuplicateRun) || h != nil {
-				t.Fatalf("Launch of a duplicate = %v, %v; want ErrDuplicateRun", h, err)
-			}
-			if called || b.Stats().FreeSlots != 4 {
-				t.Fatalf("the refused run was called (%v) or kept its slot (%d free)", called, b.Stats().FreeSlots)
-			}
-			if v := view(t, b, "same"); v.Value != "first" {
-				t.Fatalf("record = %+v; want the first run's", v)
-			}
-		})
-	}
+	eachStore(t, func(t *testing.T, st runs.Store) {
+		a := replica(t, st, "a", time.Minute)
+		b := replica(t, st, "b", time.Minute)
+		a.Settle(t.Context(), start(t, a, "same", func(context.Context) runs.Outcome { return runs.Outcome{Value: "first"} }))
+		slot, err := b.Admit(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		called := false
+		h, err := b.Launch(slot, "same", "p", func(context.Context) runs.Outcome { called = true; return runs.Outcome{} })
+		if !errors.Is(err, runs.ErrDuplicateRun) || h != nil {
+			t.Fatalf("Launch of a duplicate = %v, %v; want ErrDuplicateRun", h, err)
+		}
+		if called || b.Stats().FreeSlots != 4 {
+			t.Fatalf("the refused run was called (%v) or kept its slot (%d free)", called, b.Stats().FreeSlots)
+		}
+		if v := view(t, b, "same"); v.Value != "first" {
+			t.Fatalf("record = %+v; want the first run's", v)
+		}
+	})
 }
 
 func TestStoresKeepTheFirstTerminalRecord(t *testing.T) {
-	for _, k := range kinds() {
-		t.Run(k.name, func(t *testing.T) {
-			st, _ := k.open(t, runs.RetentionOptions{RetainCompleted: time.Hour}, 0)
-			a := replica(t, st, "a", time.Minute)
-			release := make(chan struct{})
-			h := start(t, a, "r1", func(context.Context) runs.Outcome {
-				<-release
-				return runs.Outcome{Value: "too late"}
-			})
-			// Another replica got there first (as when the owner's lease
-			// ran out): its record stands, and the owner answers it.
-			now := time.Now()
-			first := runs.Stored{Result: runs.Failed("r1", "p", runs.MsgReplicaStopped, 0, time.Second),
-				Owner: "b", Started: now, Finished: now, Abnormal: true}
-			if got, err := st.Finish(t.Context(), first); err != nil || got.Error != runs.MsgReplicaStopped {
-				t.Fatalf("Finish = %+v, %v", got, err)
-			}
-			close(release)
-			if got := a.Settle(t.Context(), h); got.Status != runs.StatusFailed || got.Error != runs.MsgReplicaStopped {
-				t.Fatalf("Settle = %+v; want the record written first", got)
-			}
-			if v := view(t, a, "r1"); v.Status != runs.StatusFailed || !v.Abnormal {
-				t.Fatalf("View = %+v; want the first, abnormal, record", v)
-			}
+	eachStore(t, func(t *testing.T, st runs.Store) {
+		a := replica(t, st, "a", time.Minute)
+		release := make(chan struct{})
+		h := start(t, a, "r1", func(context.Context) runs.Outcome {
+			<-release
+			return runs.Outcome{Value: "too late"}
 		})
-	}
+		// Another replica got there first (as when the owner's lease
+		// ran out): its record stands, and the owner answers it.
+		now := time.Now()
+		first := runs.Stored{Result: runs.Failed("r1", "p", runs.MsgReplicaStopped, 0, time.Second),
+			Owner: "b", Started: now, Finished: now, Abnormal: true}
+		if got, err := st.Finish(t.Context(), first); err != nil || got.Error != runs.MsgReplicaStopped {
+			t.Fatalf("Finish = %+v, %v", got, err)
+		}
+		close(release)
+		if got := a.Settle(t.Context(), h); got.Status != runs.StatusFailed || got.Error != runs.MsgReplicaStopped {
+			t.Fatalf("Settle = %+v; want the record written first", got)
+		}
+		if v := view(t, a, "r1"); v.Status != runs.StatusFailed || !v.Abnormal {
+			t.Fatalf("View = %+v; want the first, abnormal, record", v)
+		}
+	})
 }
 
 func TestStoresCarryACancelToTheOwningReplica(t *testing.T) {
-	for _, k := range kinds() {
-		t.Run(k.name, func(t *testing.T) {
-			st, _ := k.open(t, runs.RetentionOptions{RetainCompleted: time.Hour}, 0)
-			a := replica(t, st, "a", time.Millisecond)
-			b := replica(t, st, "b", time.Millisecond)
-			started := make(chan struct{})
-			h := start(t, a, "r1", func(ctx context.Context) runs.Outcome {
-				close(started)
-				<-ctx.Done()
-				return runs.Outcome{Err: errors.New("stopped")}
-			})
-			<-started
-			// The PostgreSQL listener may not be LISTENing yet when the
-			// first notification goes out; cancelling again is harmless.
-			for done := false; !done; {
-				b.Cancel("r1")
-				select {
-				case <-h.Done():
-					done = true
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
-			v := view(t, b, "r1")
-			if v.Status != runs.StatusFailed || !errors.Is(v.Cause, runs.ErrRunCancelled) || !strings.Contains(v.Error, "stopped") {
-				t.Fatalf("B reads %+v; want failed, cancelled by ErrRunCancelled", v)
-			}
+	eachStore(t, func(t *testing.T, st runs.Store) {
+		a := replica(t, st, "a", time.Millisecond)
+		b := replica(t, st, "b", time.Millisecond)
+		started := make(chan struct{})
+		h := start(t, a, "r1", func(ctx context.Context) runs.Outcome {
+			close(started)
+			<-ctx.Done()
+			return runs.Outcome{Err: errors.New("stopped")}
 		})
-	}
+		<-started
+		// The PostgreSQL listener may not be LISTENing yet when the
+		// first notification goes out; cancelling again is harmless.
+		for done := false; !done; {
+			b.Cancel("r1")
+			select {
+			case <-h.Done():
+				done = true
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		v := view(t, b, "r1")
+		if v.Status != runs.StatusFailed || !errors.Is(v.Cause, runs.ErrRunCancelled) || !strings.Contains(v.Error, "stopped") {
+			t.Fatalf("B reads %+v; want failed, cancelled by ErrRunCancelled", v)
+		}
+	})
 }
 
 func TestStoresEvictByCountOldestFirstAndNeverARunningRecord(t *testing.T) {

@@ -34,13 +34,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	pgtest.Main(m, &testPG, func(m *testing.M) int {
-		defer func() {
-			if binDir != "" {
-				os.RemoveAll(binDir)
-			}
-		}()
-		return m.Run()
+	pgtest.Main(m, &testPG, false, func() {
+		if binDir != "" {
+			os.RemoveAll(binDir)
+		}
 	})
 }
 

@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.uber.org/goleak"
 
 	"github.com/promptforge-go/promptforge/internal/pgtest"
 	"github.com/promptforge-go/promptforge/internal/runs"
@@ -20,16 +18,7 @@ import (
 var testPG *pgtest.Server
 
 func TestMain(m *testing.M) {
-	pgtest.Main(m, &testPG, func(m *testing.M) int {
-		code := m.Run()
-		if code == 0 {
-			if err := goleak.Find(); err != nil {
-				fmt.Fprintln(os.Stderr, "goleak:", err)
-				return 1
-			}
-		}
-		return code
-	})
+	pgtest.Main(m, &testPG, true, nil)
 }
 
 func open(t *testing.T, ctx context.Context, dsn, replica string, lease time.Duration) *Store {
