@@ -7,10 +7,12 @@ package replicas_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
@@ -393,3 +396,71 @@ func TestThreeReplicasShareRuns(t *testing.T) {
 		}
 	}
 }
+
+// A store that is unreachable at boot fails the boot with its step, and
+// never prints the password.
+func TestUnreachableStoreFailsTheBoot(t *testing.T) {
+	cl := newCluster(t, nil, false)
+	cl.config += "\n[runs]\nstore = \"postgres://pf:hunter2@127.0.0.1:1/pf?connect_timeout=5\"\n"
+	path := filepath.Join(cl.dir, "down.toml")
+	if err := os.WriteFile(path, []byte(strings.Replace(cl.config, "PORT", "0", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(binary(t), "serve", path)
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("serve with the store down: %v, want exit 1\n%s", err, &stderr)
+	}
+	if !strings.Contains(stderr.String(), "open the run store") || strings.Contains(stderr.String(), "hunter2") {
+		t.Fatalf("stderr should name the step and not the password:\n%s", &stderr)
+	}
+}
+
+// The store going away under a serving replica: /healthz says so with a
+// 503, and check_run says the store does not answer rather than that the
+// run is unknown.
+func TestStoreOutageIsReported(t *testing.T) {
+	cl := newCluster(t, nil, true)
+	r := cl.start("a")
+	c := connect(t, r, false)
+	rec, err := c.tool("run_prompt", map[string]any{"prompt": "echo", "args": "x"})
+	if err != nil || rec.Status != "completed" {
+		t.Fatalf("run_prompt = %+v, %v", rec, err)
+	}
+	dsn := cl.config[strings.Index(cl.config, "postgres://"):]
+	dsn = dsn[:strings.Index(dsn, `"`)]
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize()
+	u.Path = "/postgres"
+	conn, err := pgx.Connect(t.Context(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	if _, err := conn.Exec(t.Context(), "DROP DATABASE "+db+" WITH (FORCE)"); err != nil {
+		t.Fatal(err)
+	}
+	until(t, waitBound, "/healthz reports the store unreachable", func() bool {
+		res, err := http.Get(r.url + "/healthz")
+		if err != nil {
+			return false
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode == http.StatusServiceUnavailable && string(body) == `{"status":"degraded","store":"unreachable"}`
+	}, r)
+	res, err := c.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "check_run", Arguments: map[string]any{"run_id": rec.RunID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := servertest.TextOf(t, res); !res.IsError || !strings.Contains(text, "the run store does not answer") {
+		t.Fatalf("check_run with the store gone: %q (error %v)", text, res.IsError)
+	}
+}
+
