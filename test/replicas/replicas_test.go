@@ -463,4 +463,3 @@ func TestStoreOutageIsReported(t *testing.T) {
 		t.Fatalf("check_run with the store gone: %q (error %v)", text, res.IsError)
 	}
 }
-
