@@ -11,10 +11,14 @@
 //
 // # Ownership
 //
-// [Registry.Launch] registers a run and starts the goroutine that drives it
-// under one lock, so a run id is never visible without something that will
-// bring it to a terminal record, and a duplicate id is refused before
-// anything starts. The call that waits on a run ([Registry.Settle]) holds
+// [Registry.Launch] counts the run as live under the registry's lock, writes
+// its running record to the store (outside the lock: a shared store is a
+// network round trip), and only then starts the goroutine that drives it;
+// nothing between the write and the start can fail, so a stored run id is
+// never left without something that will bring it to a terminal record
+// (short of the process dying, which a shared store's lease covers), and a
+// duplicate id is refused, by the store, before anything starts. Close
+// waits for every run counted live, including one between those steps. The call that waits on a run ([Registry.Settle]) holds
 // only a [Handle]. If its context ends before the reply deadline, because the
 // client cancelled or went away, Settle cancels the run; once the deadline
 // has passed nothing the call does can reach the run any more.
