@@ -11,6 +11,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/config"
 	"github.com/promptforge-go/promptforge/internal/modelset"
+	"github.com/promptforge-go/promptforge/internal/runs"
 	"github.com/promptforge-go/promptforge/internal/server"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
@@ -112,8 +113,21 @@ func Boot(ctx context.Context, o BootOptions) error {
 		logger.Warn("input_file and output_file may reach everything under a file root; set [paths].files in the configuration to the directories callers need",
 			"root", r, "config", o.ConfigPath)
 	}
+	store, replica, err := openRunStore(ctx, cfg, metrics, logger)
+	if err != nil {
+		return step(StepRunStore, err)
+	}
+	var runStore runs.Store
+	if store != nil {
+		// Deferred before srv.Close, so it runs after: the registry
+		// writes its last records first.
+		defer store.Close()
+		runStore, httpOpts.Health = store, store.Health
+	}
 	own, promptsDirs := ownFiles(o.ConfigPath, cfg)
 	srv, err := server.New(server.Options{
+		RunStore:    runStore,
+		Replica:     replica,
 		Catalog:     handle,
 		Limits:      limitsOf(cfg),
 		Client:      env.client,

@@ -71,6 +71,7 @@ type Config struct {
 	Gateway Gateway
 	Catalog Catalog
 	Tools   Tools
+	Runs    Runs
 	// Prompts holds the [prompts.NAME] blocks by NAME; never nil.
 	Prompts map[string]PromptBlock
 	// Models holds the [models."<id>"] tables by model id; never nil.
@@ -197,6 +198,7 @@ func defaults() *Config {
 		},
 		Paths:   Paths{Prompts: []string{DefaultPromptsDir}},
 		Gateway: Gateway{Timeout: DefaultGatewayTimeout, RequestTimeout: DefaultRequestTimeout, ThinkingSwitch: DefaultThinkingSwitch, Refresh: DefaultGatewayRefresh},
+		Runs:    Runs{Lease: DefaultRunsLease},
 		Prompts: map[string]PromptBlock{},
 		Models:  ModelTable{},
 	}
@@ -270,6 +272,7 @@ func (c *Config) FileRoots() ([]string, error) {
 //   - [paths].files — the file roots the server checks paths against;
 //   - [tools].* — the live tool set, built once at boot (the reference
 //     neither applies nor reports these; we report them);
+//   - [runs].* — the run store, opened once at boot;
 //   - [models."<id>"] — overrides merged into the boot model catalog, one
 //     entry per id added, removed or changed, ids sorted.
 //
@@ -302,6 +305,7 @@ func (c *Config) DiffUnreloadable(next *Config) []string {
 	add((c.Paths.Files == nil) != (next.Paths.Files == nil) || !slices.Equal(c.Paths.Files, next.Paths.Files), "[paths].files")
 	add(c.Tools.WebFetch != next.Tools.WebFetch, "[tools].web_fetch")
 	add(c.Tools.WebSearch != next.Tools.WebSearch, "[tools].web_search")
+	diffRuns(c.Runs, next.Runs, add)
 	ids := slices.Sorted(maps.Keys(c.Models))
 	for id := range maps.Keys(next.Models) {
 		if _, ok := c.Models[id]; !ok {

@@ -178,6 +178,7 @@ func TestParseMinimalConfigFillsDefaults(t *testing.T) {
 		Paths: Paths{Prompts: []string{"prompts"}},
 		Gateway: Gateway{URL: "http://127.0.0.1:8081/v1", APIKey: mustSecret(t, "gateway-key"), Timeout: 10 * time.Second,
 			RequestTimeout: 120 * time.Second, ThinkingSwitch: "chat_template_kwargs", Refresh: 5 * time.Minute},
+		Runs:    Runs{Lease: 10 * time.Second},
 		Prompts: map[string]PromptBlock{},
 		Models:  ModelTable{},
 	}
@@ -1023,7 +1024,8 @@ func decodeLog(t *testing.T, b []byte) map[string]any {
 
 func TestFullReferenceConfig(t *testing.T) {
 	path := filepath.Join("testdata", "full.toml")
-	env := map[string]string{"PROMPTFORGE_MCP_API_KEY": "server-token", "PROMPTFORGE_GATEWAY_API_KEY": "gateway-token"}
+	env := map[string]string{"PROMPTFORGE_MCP_API_KEY": "server-token", "PROMPTFORGE_GATEWAY_API_KEY": "gateway-token",
+		"PF_RUNS_STORE": "postgres://pf:pw@db:5432/pf"}
 	cfg, err := Loader{LookupEnv: vars(env)}.Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -1043,6 +1045,8 @@ func TestFullReferenceConfig(t *testing.T) {
 	want.Gateway.URL = "http://127.0.0.1:8081/v1"
 	want.Gateway.APIKey = mustSecret(t, "gateway-token")
 	want.Catalog = Catalog{Include: []string{"**/*.md"}, Exclude: []string{"**/_*.md", "drafts/**"}, Tools: []string{"greet", "report_*"}}
+	store := mustSecret(t, "postgres://pf:pw@db:5432/pf")
+	want.Runs.Store = &store
 	want.Prompts = map[string]PromptBlock{
 		"research_person": {Enabled: true, File: "people/research-person.md"},
 		"drafty":          {Enabled: false},

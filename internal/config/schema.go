@@ -19,6 +19,7 @@ type rawConfig struct {
 	Gateway *rawGateway         `toml:"gateway"`
 	Catalog *rawCatalog         `toml:"catalog"`
 	Tools   *rawTools           `toml:"tools"`
+	Runs    *rawRuns            `toml:"runs"`
 	Prompts map[string]rawBlock `toml:"prompts"`
 	Models  map[string]rawModel `toml:"models"`
 }
@@ -80,7 +81,7 @@ type rawModel struct {
 func tableKeys(table tomlPath) (keys []string, ok bool) {
 	switch {
 	case len(table) == 0:
-		return []string{"server", "paths", "gateway", "catalog", "tools", "prompts", "models"}, true
+		return []string{"server", "paths", "gateway", "catalog", "tools", "runs", "prompts", "models"}, true
 	case len(table) == 1:
 		switch table[0] {
 		case "server":
@@ -94,6 +95,8 @@ func tableKeys(table tomlPath) (keys []string, ok bool) {
 			return []string{"include", "exclude", "tools"}, true
 		case "tools":
 			return []string{"web_fetch", "web_search"}, true
+		case "runs":
+			return runsKeys, true
 		}
 	case len(table) == 2 && table[0] == "prompts":
 		return []string{"enabled", "file"}, true
@@ -129,6 +132,8 @@ func expectedType(p tomlPath) string {
 		return str
 	case len(p) != 2:
 		return ""
+	case p[0] == "runs":
+		return runsExpectedType(p[1])
 	}
 	switch p[0] + "." + p[1] {
 	case "server.bind":

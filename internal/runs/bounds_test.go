@@ -44,9 +44,10 @@ func TestZeroBoundsMeanTheDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close(t.Context())
-	if r.maxRetainedRuns != DefaultMaxRetainedRuns || r.maxRetainedBytes != DefaultMaxRetainedBytes {
+	o := r.store.(*memStore).opts
+	if o.MaxRetainedRuns != DefaultMaxRetainedRuns || o.MaxRetainedBytes != DefaultMaxRetainedBytes {
 		t.Errorf("bounds = %d runs, %d bytes; want %d, %d",
-			r.maxRetainedRuns, r.maxRetainedBytes, DefaultMaxRetainedRuns, DefaultMaxRetainedBytes)
+			o.MaxRetainedRuns, o.MaxRetainedBytes, DefaultMaxRetainedRuns, DefaultMaxRetainedBytes)
 	}
 	if DefaultMaxRetainedRuns != 10_000 || DefaultMaxRetainedBytes != 64*1024*1024 {
 		t.Errorf("defaults = %d, %d; want 10000 and 64 MiB", DefaultMaxRetainedRuns, DefaultMaxRetainedBytes)

@@ -11,10 +11,14 @@
 //
 // # Ownership
 //
-// [Registry.Launch] registers a run and starts the goroutine that drives it
-// under one lock, so a run id is never visible without something that will
-// bring it to a terminal record, and a duplicate id is refused before
-// anything starts. The call that waits on a run ([Registry.Settle]) holds
+// [Registry.Launch] counts the run as live under the registry's lock, writes
+// its running record to the store (outside the lock: a shared store is a
+// network round trip), and only then starts the goroutine that drives it;
+// nothing between the write and the start can fail, so a stored run id is
+// never left without something that will bring it to a terminal record
+// (short of the process dying, which a shared store's lease covers), and a
+// duplicate id is refused, by the store, before anything starts. Close
+// waits for every run counted live, including one between those steps. The call that waits on a run ([Registry.Settle]) holds
 // only a [Handle]. If its context ends before the reply deadline, because the
 // client cancelled or went away, Settle cancels the run; once the deadline
 // has passed nothing the call does can reach the run any more.
@@ -39,6 +43,16 @@
 // it is granted a slot passes the slot on, so none is ever lost. A slot is
 // held until the run ends, even when that is long after its call was
 // answered.
+//
+// # Stores
+//
+// The records go through a [Store]: the registry keeps in memory only the
+// runs whose goroutines it runs (their cancel functions and done channels),
+// and writes each record to the store when the run is launched and when it
+// ends. The default is the in-memory store ([NewMemoryStore]), which holds
+// the retention rules below; the PostgreSQL store (package pgstore, beside
+// this one) shares the records between replicas, so a run launched on one
+// is read, and cancelled, on any. First write wins in either.
 //
 // # Retention
 //

@@ -7,13 +7,17 @@ import (
 	"sync"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/promptforge-go/promptforge/internal/pgtest"
 )
+
+// testPG is the PostgreSQL the store tests (stores_test.go) run against;
+// nil when it is not installed outside CI.
+var testPG *pgtest.Server
 
 // Every run goroutine must be gone when the tests end: the registry owns
 // them, and Close (or the run returning) is what stops them.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	pgtest.Main(m, &testPG, true, nil)
 }
 
 // logLine is one captured log record, flattened for assertions.

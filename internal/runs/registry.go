@@ -13,13 +13,15 @@ import (
 
 // Log messages an operator (and the tests) match on.
 const (
-	msgRefused    = "no run slot came free: refusing the call, which can be retried"
-	msgOutlived   = "the run outlived its call and is collectable by run id"
-	msgTerminal   = "run reached its terminal state"
-	msgAbnormal   = "the run ended abnormally and is recorded as failed"
-	msgEvicted    = "evicted run records past the retention window"
-	msgOverBound  = "evicted the oldest finished run records to stay within the retention bounds"
-	msgPanicStack = "stack of the abnormally ended run"
+	msgRefused     = "no run slot came free: refusing the call, which can be retried"
+	msgOutlived    = "the run outlived its call and is collectable by run id"
+	msgTerminal    = "run reached its terminal state"
+	msgAbnormal    = "the run ended abnormally and is recorded as failed"
+	msgEvicted     = "evicted run records past the retention window"
+	msgOverBound   = "evicted the oldest finished run records to stay within the retention bounds"
+	msgPanicStack  = "stack of the abnormally ended run"
+	msgStoreFinish = "the run store did not take the run's terminal record; this replica answered it, others may read it as running until the store takes it"
+	msgStoreRead   = "the run store could not be read"
 )
 
 // Causes a run's context is cancelled with; the engine sees them through
@@ -39,6 +41,9 @@ var (
 	ErrDuplicateRun = errors.New("the run id was already in use")
 	// ErrClosed: the registry no longer admits or launches runs.
 	ErrClosed = errPoolClosed
+	// ErrGlobalCap: a shared store refused the run because every replica
+	// together already runs its global cap of runs.
+	ErrGlobalCap = errors.New("every run slot across the replicas is taken")
 )
 
 // Options holds the [server] limits the registry enforces.
@@ -58,6 +63,13 @@ type Options struct {
 
 	// Logger receives the registry's lines; nil discards them.
 	Logger *slog.Logger
+	// Store keeps the records; nil is the in-memory store over the
+	// retention bounds above. A store given here applies its own
+	// retention, and its owner closes it after the registry.
+	Store Store
+	// Replica names this process in the records it owns; empty is
+	// "local".
+	Replica string
 	// OnTerminal, when set, is called once per launched run with its terminal
 	// record, after the record is collectable. It runs on the run's goroutine
 	// and must not block; the server uses it for duration histograms.
@@ -108,7 +120,8 @@ func (h *Handle) RunID() string { return h.rec.id }
 // Done is closed once the run's terminal record is written.
 func (h *Handle) Done() <-chan struct{} { return h.rec.done }
 
-// record is one run, still going or finished and not yet evicted.
+// record is one run this process owns, while its goroutine lives. The
+// store holds what others read; this holds what only the owner can use.
 type record struct {
 	id, prompt string
 	started    time.Time
@@ -116,10 +129,8 @@ type record struct {
 	done       chan struct{} // closed with the first terminal result
 
 	// guarded by Registry.mu
-	finished   bool
-	finishedAt time.Time
-	result     Result
-	end        ending
+	finished bool
+	result   Result
 }
 
 // ending is how a run ended, beyond its record: what a caller that tells
@@ -136,16 +147,21 @@ func (rec *record) snapshotLocked() Result {
 	return Running(rec.id, rec.prompt, time.Since(rec.started))
 }
 
+// storeTimeout bounds each store write the registry makes on a run's
+// behalf, which no caller's context covers: a store that does not answer
+// in this long is treated as unreachable.
+const storeTimeout = 10 * time.Second
+
 // Registry is every run this process has started. One serves the whole
 // server, across all sessions. It is safe for concurrent use.
 type Registry struct {
 	admissionTimeout time.Duration
 	replyDeadline    time.Duration
 	retain           time.Duration
-	maxRetainedRuns  int
-	maxRetainedBytes int64
 	log              *slog.Logger
 	onTerminal       func(Result)
+	store            Store
+	replica          string
 
 	slots *slotPool
 	// base parents every run's context, so Close reaches runs whose calls
@@ -155,19 +171,14 @@ type Registry struct {
 
 	started, completed, failed, refused atomic.Uint64
 
-	mu      sync.Mutex
-	records map[string]*record
-	// expiring holds finished records in finishing order. RetainCompleted is
-	// fixed, so they also expire in this order and a sweep stops at the first
-	// record still inside its window. The size bounds evict from the same
-	// end, so every eviction takes the oldest finished record.
-	expiring []*record
-	// retainedBytes is the value and error bytes of the records in expiring.
-	retainedBytes int64
-	live          int // run goroutines not yet returned
-	closed        bool
-	idle          chan struct{} // closed once closed && live == 0
-	idleSet       bool
+	mu sync.Mutex
+	// owned are the runs whose goroutines this process runs, from Launch
+	// until their terminal record is written.
+	owned   map[string]*record
+	live    int // run goroutines not yet returned
+	closed  bool
+	idle    chan struct{} // closed once closed && live == 0
+	idleSet bool
 }
 
 // New builds a registry over the limits in opts.
@@ -193,32 +204,41 @@ func New(opts Options) (*Registry, error) {
 	if opts.MaxRetainedBytes < 0 {
 		return nil, fmt.Errorf("create the run registry: max_retained_bytes is %d; set it to 1 or more, or 0 for the default", opts.MaxRetainedBytes)
 	}
-	maxRuns, maxBytes := opts.MaxRetainedRuns, opts.MaxRetainedBytes
-	if maxRuns == 0 {
-		maxRuns = DefaultMaxRetainedRuns
-	}
-	if maxBytes == 0 {
-		maxBytes = DefaultMaxRetainedBytes
-	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	store := opts.Store
+	if store == nil {
+		store = NewMemoryStore(RetentionOptions{
+			RetainCompleted:  opts.RetainCompleted,
+			MaxRetainedRuns:  opts.MaxRetainedRuns,
+			MaxRetainedBytes: opts.MaxRetainedBytes,
+			Logger:           logger,
+		})
+	}
+	replica := opts.Replica
+	if replica == "" {
+		replica = "local"
+	}
 	base, stop := context.WithCancelCause(context.Background())
-	return &Registry{
+	r := &Registry{
 		admissionTimeout: opts.AdmissionTimeout,
 		replyDeadline:    opts.ReplyDeadline,
 		retain:           opts.RetainCompleted,
-		maxRetainedRuns:  maxRuns,
-		maxRetainedBytes: maxBytes,
 		log:              logger,
 		onTerminal:       opts.OnTerminal,
+		store:            store,
+		replica:          replica,
 		slots:            newSlotPool(opts.MaxConcurrentRuns),
 		base:             base,
 		stop:             stop,
-		records:          make(map[string]*record),
+		owned:            make(map[string]*record),
 		idle:             make(chan struct{}),
-	}, nil
+	}
+	// A cancellation sent to another replica reaches the run here.
+	store.OnCancel(func(id string) { r.cancelOwned(id) })
+	return r, nil
 }
 
 // AdmissionTimeout is how long Admit waits for a slot.
@@ -268,13 +288,13 @@ func (r *Registry) Launch(slot *Slot, id, prompt string, run func(ctx context.Co
 	}
 
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.sweepLocked()
 	if r.closed {
+		r.mu.Unlock()
 		slot.Release()
 		return nil, fmt.Errorf("launch run %s: %w", id, ErrClosed)
 	}
-	if _, taken := r.records[id]; taken {
+	if _, taken := r.owned[id]; taken {
+		r.mu.Unlock()
 		slot.Release()
 		return nil, fmt.Errorf("launch run %s: %w", id, ErrDuplicateRun)
 	}
@@ -286,11 +306,32 @@ func (r *Registry) Launch(slot *Slot, id, prompt string, run func(ctx context.Co
 		cancel:  cancel,
 		done:    make(chan struct{}),
 	}
-	r.records[id] = rec
+	// Owned before it is stored: a cancellation that arrives as soon as
+	// the record is readable finds the run and cancels its context, which
+	// the run sees when it starts.
+	r.owned[id] = rec
 	r.live++
+	r.mu.Unlock()
+
+	// The store round trip is made outside the lock, which every check_run
+	// takes; a shared store may take a network round trip here.
+	sctx, done := context.WithTimeout(context.Background(), storeTimeout)
+	err := r.store.Register(sctx, Stored{Result: Running(id, prompt, 0), Owner: r.replica, Started: rec.started})
+	done()
+	if err != nil {
+		cancel(nil)
+		slot.Release()
+		r.mu.Lock()
+		delete(r.owned, id)
+		r.live--
+		r.markIdleLocked()
+		r.mu.Unlock()
+		if errors.Is(err, ErrDuplicateRun) || errors.Is(err, ErrGlobalCap) {
+			return nil, fmt.Errorf("launch run %s: %w", id, err)
+		}
+		return nil, fmt.Errorf("launch run %s: record it in the run store: %w", id, err)
+	}
 	r.started.Add(1)
-	// Started under the lock: the record and the goroutine that will finish
-	// it are never observed apart.
 	go r.supervise(ctx, rec, slot, run)
 	return &Handle{rec: rec}, nil
 }
@@ -378,27 +419,32 @@ func (r *Registry) abnormalEnd(rec *record, p any) Result {
 
 // finish records res as rec's terminal result unless one is already there
 // (first write wins, so a late writer cannot rewrite an outcome a caller may
-// already have read), and returns the result that stands.
+// already have read, and across replicas a run already marked failed by
+// another stays failed), and returns the result that stands. A store that
+// cannot be written leaves the caller its result; the store's own retry
+// (or the lease) settles what others read.
 func (r *Registry) finish(rec *record, res Result, end ending) Result {
+	stored := Stored{
+		Result: res, Owner: r.replica, Started: rec.started, Finished: time.Now(),
+		Cause: end.cause, Abnormal: end.abnormal,
+	}
+	sctx, done := context.WithTimeout(context.Background(), storeTimeout)
+	standing, err := r.store.Finish(sctx, stored)
+	done()
+	if err != nil {
+		r.log.Error(msgStoreFinish, "run_id", rec.id, "error", err.Error())
+		standing = stored
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.sweepLocked()
 	if rec.finished {
 		return rec.result
 	}
 	rec.finished = true
-	rec.finishedAt = time.Now()
-	rec.result = res
-	rec.end = end
+	rec.result = standing.Result
 	close(rec.done)
-	// Only a record still in the map can expire; one evicted or replaced
-	// has nothing left to sweep.
-	if r.records[rec.id] == rec {
-		r.expiring = append(r.expiring, rec)
-		r.retainedBytes += resultBytes(res)
-		r.boundLocked()
-	}
-	return res
+	delete(r.owned, rec.id)
+	return standing.Result
 }
 
 // Settle waits up to ReplyDeadline for h's run and returns what the caller
@@ -472,40 +518,78 @@ type View struct {
 }
 
 // View returns what [Registry.Check] returns for id, with the times and
-// the ending, read together so they cannot disagree.
+// the ending, read together so they cannot disagree. A store that cannot be
+// read makes the run read as unknown, with one ERROR line; callers that can
+// say so use [Registry.Lookup].
 func (r *Registry) View(id string) (View, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.sweepLocked()
-	rec, ok := r.records[id]
-	if !ok {
+	v, ok, err := r.Lookup(context.Background(), id)
+	if err != nil {
+		r.log.Error(msgStoreRead, "run_id", id, "error", err.Error())
 		return View{}, false
 	}
-	v := View{Result: rec.snapshotLocked(), Started: rec.started}
-	if rec.finished {
-		v.Finished, v.Cause, v.Abnormal = rec.finishedAt, rec.end.cause, rec.end.abnormal
+	return v, ok
+}
+
+// Lookup is View with the store's error: a run this process owns is read
+// from memory, any other from the store.
+func (r *Registry) Lookup(ctx context.Context, id string) (View, bool, error) {
+	r.mu.Lock()
+	rec, mine := r.owned[id]
+	if mine && !rec.finished {
+		v := View{Result: rec.snapshotLocked(), Started: rec.started}
+		r.mu.Unlock()
+		return v, true, nil
 	}
-	return v, true
+	r.mu.Unlock()
+	now := time.Now()
+	st, ok, err := r.store.Lookup(ctx, id, now)
+	if err != nil {
+		return View{}, false, fmt.Errorf("read run %s from the run store: %w", id, err)
+	}
+	if !ok {
+		return View{}, false, nil
+	}
+	v := View{Result: st.Result, Started: st.Started}
+	if st.Status == StatusRunning {
+		v.Result = Running(st.RunID, st.Prompt, now.Sub(st.Started))
+		return v, true, nil
+	}
+	v.Finished, v.Cause, v.Abnormal = st.Finished, st.Cause, st.Abnormal
+	return v, true, nil
 }
 
 // Cancel asks the run id names to stop, with [ErrRunCancelled] as the cause.
 // Unknown and finished runs are left alone, and cancelling twice is harmless.
+// A run another replica owns is reached through the store.
 func (r *Registry) Cancel(id string) {
+	if r.cancelOwned(id) {
+		return
+	}
+	ctx, done := context.WithTimeout(context.Background(), storeTimeout)
+	defer done()
+	if err := r.store.Cancel(ctx, id); err != nil {
+		r.log.Error("the run store did not pass the cancellation on to the run's replica", "run_id", id, "error", err.Error())
+	}
+}
+
+// cancelOwned cancels id if this process runs it, and says whether it does.
+func (r *Registry) cancelOwned(id string) bool {
 	r.mu.Lock()
-	r.sweepLocked()
-	rec, ok := r.records[id]
+	rec, ok := r.owned[id]
 	r.mu.Unlock()
 	if ok {
 		rec.cancel(ErrRunCancelled)
 	}
+	return ok
 }
 
 // Stats reads the registry's counters.
 func (r *Registry) Stats() Stats {
 	free, waiting := r.slots.state()
 	r.mu.Lock()
-	inFlight, records, retained := r.live, len(r.records), r.retainedBytes
+	inFlight := r.live
 	r.mu.Unlock()
+	records, retained := r.store.Held()
 	return Stats{
 		RetainedBytes: retained,
 		Started:       r.started.Load(),
@@ -546,60 +630,4 @@ func (r *Registry) markIdleLocked() {
 		r.idleSet = true
 		close(r.idle)
 	}
-}
-
-// sweepLocked evicts finished records whose retention window has closed:
-// now - finishedAt >= RetainCompleted, so a record is still there one
-// instant before the window ends and gone exactly at its end.
-func (r *Registry) sweepLocked() {
-	now := time.Now()
-	n := 0
-	for n < len(r.expiring) && now.Sub(r.expiring[n].finishedAt) >= r.retain {
-		n++
-	}
-	if n == 0 {
-		return
-	}
-	r.evictOldestLocked(n)
-	r.log.Debug(msgEvicted, "evicted", n)
-}
-
-// boundLocked evicts the oldest finished records until the count and byte
-// bounds hold. The newest record is never evicted here: it has just been
-// written and its caller may be about to read it, so a single record larger
-// than MaxRetainedBytes stays (alone) until its window closes or the next
-// finished run pushes it out.
-func (r *Registry) boundLocked() {
-	n := 0
-	count, size := len(r.expiring), r.retainedBytes
-	for n < len(r.expiring)-1 && (count > r.maxRetainedRuns || size > r.maxRetainedBytes) {
-		size -= resultBytes(r.expiring[n].result)
-		count--
-		n++
-	}
-	if n == 0 {
-		return
-	}
-	r.evictOldestLocked(n)
-	r.log.Debug(msgOverBound, "evicted", n, "retained_runs", len(r.expiring), "retained_bytes", r.retainedBytes)
-}
-
-// evictOldestLocked drops the n oldest finished records. Clearing the slots
-// lets the records be collected now; the next append that outgrows the array
-// copies only the records still waiting.
-func (r *Registry) evictOldestLocked(n int) {
-	for i, rec := range r.expiring[:n] {
-		if r.records[rec.id] == rec {
-			delete(r.records, rec.id)
-		}
-		r.retainedBytes -= resultBytes(rec.result)
-		r.expiring[i] = nil
-	}
-	r.expiring = r.expiring[n:]
-}
-
-// resultBytes is what a finished record holds that a caller controls the
-// size of; ids, names and counters are small and bounded by the count.
-func resultBytes(res Result) int64 {
-	return int64(len(res.Value) + len(res.Error))
 }

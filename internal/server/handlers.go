@@ -220,7 +220,12 @@ func (s *Server) checkRun(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if err != nil {
 		return nil, err
 	}
-	res, ok := s.runs.Check(id)
+	v, ok, err := s.runs.Lookup(ctx, id)
+	if err != nil {
+		s.log.Error("check_run could not read the run store", "run_id", id, "error", err.Error())
+		return textResult(fmt.Sprintf("run %s cannot be read now: the run store does not answer; retry in a moment", strconv.Quote(id))), nil
+	}
+	res := v.Result
 	if !ok {
 		return textResult(fmt.Sprintf("there is no run %s: a run can be collected while it is going and for %s after it finishes, and older runs have been evicted; start it again with run_prompt",
 			strconv.Quote(id), humantime.Format(s.runs.RetainCompleted()))), nil

@@ -197,6 +197,8 @@ func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, 
 		return runs.Failed(id, entry.Name(), msgDuplicateRun, 0, 0), nil
 	case errors.Is(err, runs.ErrClosed):
 		return runs.Result{}, refused(msgShuttingDown)
+	case errors.Is(err, runs.ErrGlobalCap):
+		return runs.Result{}, refused("every run slot across the replicas is busy ([runs].global_max_runs); retry in a moment")
 	case err != nil:
 		return runs.Failed(id, entry.Name(), err.Error(), 0, 0), nil
 	}

@@ -74,6 +74,11 @@ type Options struct {
 	// the record is collectable. It runs on the run's goroutine and must
 	// not block.
 	OnTerminal func(runs.Result)
+	// RunStore keeps the run records; nil keeps them in memory. Replica
+	// names this process in the records it owns ([runs] in prompts.toml,
+	// docs/deployment.md). The caller closes the store after Close.
+	RunStore runs.Store
+	Replica  string
 }
 
 // Server is the MCP server over one catalog and one run registry, shared
@@ -137,6 +142,8 @@ func New(opts Options) (*Server, error) {
 		ReplyDeadline:     opts.Limits.ReplyDeadline,
 		RetainCompleted:   opts.Limits.RetainCompleted,
 		Logger:            logger,
+		Store:             opts.RunStore,
+		Replica:           opts.Replica,
 		OnTerminal: func(res runs.Result) {
 			metrics.runEnded(res)
 			if onTerminal != nil {

@@ -119,6 +119,11 @@ type taskParams struct {
 type taskRenderers struct {
 	mu sync.Mutex
 	m  map[string]renderFunc
+	// pruneAt is the size at which put next prunes: each prune looks every
+	// entry up in the registry, which with a shared run store is a
+	// database round trip, so pruning when the table has doubled keeps
+	// the cost per put constant.
+	pruneAt int
 }
 
 func (t *taskRenderers) put(reg *runs.Registry, id string, render renderFunc) {
@@ -128,14 +133,21 @@ func (t *taskRenderers) put(reg *runs.Registry, id string, render renderFunc) {
 		t.m = map[string]renderFunc{}
 	}
 	// Pruned here, on the rare path (a run outliving its deadline), so
-	// the table never holds more entries than the registry holds records.
-	for old := range t.m {
-		if _, ok := reg.Check(old); !ok {
-			delete(t.m, old)
+	// the table holds at most about twice the entries the registry holds
+	// records.
+	if len(t.m) >= t.pruneAt {
+		for old := range t.m {
+			if _, ok := reg.Check(old); !ok {
+				delete(t.m, old)
+			}
 		}
+		t.pruneAt = max(minPruneAt, 2*len(t.m))
 	}
 	t.m[id] = render
 }
+
+// minPruneAt: below this many entries the table is not pruned at all.
+const minPruneAt = 64
 
 // get is the renderer the run id was answered with, runResult (run_prompt's
 // record) for a run that was never answered as a task: its running reply
@@ -287,7 +299,11 @@ func (s *Server) lookupTask(method string, ss *mcp.ServerSession, p *taskParams)
 	if p.TaskID == "" {
 		return runs.View{}, invalidParams("%s needs params.taskId, the taskId a tools/call answered with (the run id)", method)
 	}
-	v, ok := s.runs.View(p.TaskID)
+	v, ok, err := s.runs.Lookup(context.Background(), p.TaskID)
+	if err != nil {
+		s.log.Error(method+" could not read the run store", "run_id", p.TaskID, "error", err.Error())
+		return runs.View{}, internalError("task %s cannot be read now: the run store does not answer; retry in a moment", strconv.Quote(p.TaskID))
+	}
 	if !ok {
 		return runs.View{}, invalidParams("there is no task %s: a task can be read while its run is going and for %s after it finishes, and older ones have been evicted; start the run again",
 			strconv.Quote(p.TaskID), humantime.Format(s.runs.RetainCompleted()))

@@ -64,6 +64,9 @@ type HTTPOptions struct {
 	// Metrics serves /metrics, behind the same checks as /mcp; nil
 	// answers 404 there.
 	Metrics http.Handler
+	// Health, when set, is the shared run store's check, which /healthz
+	// reports (see healthz).
+	Health func(context.Context) error
 }
 
 // ResolveAllowedHosts applies mcp-server §9.3: a configured list is used as
@@ -132,10 +135,7 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 		keepAliveSSE(keepAlive, stateless),
 	))))
 	mux.Handle("/metrics", guard(metrics))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"status":"serving"}`)
-	})
+	mux.Handle("/healthz", healthz(opts.Health))
 	mux.HandleFunc("/", http.NotFound)
 	return mux, nil
 }
