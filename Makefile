@@ -19,6 +19,9 @@ test: fmt-check vet
 .PHONY: fuzz-smoke
 fuzz-smoke:
 	$(GO) test -run '^$$' -fuzz '^FuzzAdmitURL$$' -fuzztime 20s ./internal/tools/
+	# The config loader (prompts.toml and prompts.env): no panic, every
+	# failure a described *config.Error, every success within its limits.
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 15s ./internal/config/
 
 vet:
 	$(GO) vet ./...

@@ -378,6 +378,17 @@ func (p *parser) buildServer(r *rawServer, s *Server) error {
 		}
 		s.MaxConcurrentRuns = int(n)
 	}
+	if r.AllowedOrigins != nil {
+		s.AllowedOrigins = slices.Clone(*r.AllowedOrigins)
+	}
+	if r.MaxSessions != nil {
+		n := *r.MaxSessions
+		if n < 1 || n > math.MaxInt32 {
+			return p.fail(at("max_sessions"),
+				fmt.Sprintf("[server].max_sessions must be at least 1 (it is how many HTTP sessions may be open at once): %d", n))
+		}
+		s.MaxSessions = int(n)
+	}
 	for _, d := range []struct {
 		key string
 		raw *string
