@@ -31,7 +31,7 @@ const (
 	// MB: far above the handful of clients a deployment serves, and low
 	// enough that a client looping on initialize cannot exhaust the process.
 	DefaultMaxSessions = 512
-	DefaultPromptsDir      = "prompts"
+	DefaultPromptsDir  = "prompts"
 	// DefaultGatewayTimeout is [gateway].timeout's default. The gateway
 	// client's zero-value default (gateway.DefaultModelsTimeout, for hosts
 	// without a prompts.toml) is the same value.
