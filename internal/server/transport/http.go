@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -56,8 +55,15 @@ type HTTPOptions struct {
 	// AllowedHosts are the Host authorities requests may name (required;
 	// see ResolveAllowedHosts). An entry without a port matches any port.
 	AllowedHosts []string
+	// AllowedOrigins are the browser origins ("scheme://host[:port]") a
+	// request's Origin may be; empty means only the server's own (the
+	// request's Host and port). See originPolicy.
+	AllowedOrigins []string
 	// KeepAlive is the SSE comment interval; 0 means DefaultKeepAlive.
 	KeepAlive time.Duration
+	// MaxSessions caps the live stateful sessions; 0 means
+	// DefaultMaxSessions. See sessionLimit.
+	MaxSessions int
 	// DrainTimeout bounds a graceful shutdown's wait for calls in flight;
 	// 0 means DefaultDrainTimeout.
 	DrainTimeout time.Duration
@@ -91,6 +97,10 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	origins, err := parseAllowedOrigins(opts.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
 	keepAlive := opts.KeepAlive
 	if keepAlive <= 0 {
 		keepAlive = DefaultKeepAlive
@@ -117,7 +127,7 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 		PropagateRequestCancellation: true,
 	})
 	guard := func(h http.Handler) http.Handler {
-		return bearer([]byte(token), hostCheck(hosts, h))
+		return bearer([]byte(token), hostCheck(hosts, origins, h))
 	}
 	metrics := opts.Metrics
 	if metrics == nil {
@@ -128,7 +138,7 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 	// headers), so the stateful path's body stays unread for
 	// cancelOnDisconnect.
 	mux.Handle("/mcp", guard(taskNameHeader(byEra(
-		cancelOnDisconnect(b.Calls, log, keepAliveSSE(keepAlive, stateful)),
+		cancelOnDisconnect(b.Calls, log, newSessionLimit(b.MCP, b.Calls, log, opts.MaxSessions).wrap(keepAliveSSE(keepAlive, stateful))),
 		keepAliveSSE(keepAlive, stateless),
 	))))
 	mux.Handle("/metrics", guard(metrics))
@@ -237,8 +247,8 @@ func parseAllowedHosts(entries []string) ([]authority, error) {
 
 // hostCheck is the DNS-rebinding defence: a browser page that rebinds its
 // own name to this server still sends its own name as Host, and a page of
-// another site sends its own Origin.
-func hostCheck(allowed []authority, next http.Handler) http.Handler {
+// another site sends its own Origin (originPolicy).
+func hostCheck(allowed []authority, origins originPolicy, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := parseAuthority(r.Host)
 		if !ok {
@@ -249,7 +259,7 @@ func hostCheck(allowed []authority, next http.Handler) http.Handler {
 			http.Error(w, "Forbidden: Host header is not allowed", http.StatusForbidden)
 			return
 		}
-		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(allowed, origin) {
+		if !origins.allows(got, r) {
 			http.Error(w, "Forbidden: Origin is not allowed", http.StatusForbidden)
 			return
 		}
@@ -264,21 +274,6 @@ func allows(allowed []authority, got authority) bool {
 		}
 	}
 	return false
-}
-
-// originAllowed is the transport spec's Origin rule (both eras: "Servers
-// MUST validate the Origin header"): a browser page that is not served from
-// an allowed authority may not drive the server, even with a Host that
-// passes (a rebound name on an allowed port). Clients that are not browsers
-// send no Origin and are not affected; "null" (a sandboxed or file page) is
-// refused.
-func originAllowed(allowed []authority, origin string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	got, ok := parseAuthority(u.Host)
-	return ok && allows(allowed, got)
 }
 
 // cancelOnDisconnect makes a client that drops its POST cancel the calls
@@ -351,20 +346,8 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 // callIDs returns the ids of the tools/call requests in an MCP POST body
 // (one message or a batch).
 func callIDs(body []byte) []json.RawMessage {
-	type msg struct {
-		Method string          `json:"method"`
-		ID     json.RawMessage `json:"id"`
-	}
-	var batch []msg
-	if err := json.Unmarshal(body, &batch); err != nil {
-		var one msg
-		if json.Unmarshal(body, &one) != nil {
-			return nil
-		}
-		batch = []msg{one}
-	}
 	var ids []json.RawMessage
-	for _, m := range batch {
+	for _, m := range messages(body) {
 		if m.Method == "tools/call" && len(m.ID) > 0 && string(m.ID) != "null" {
 			ids = append(ids, m.ID)
 		}
@@ -452,12 +435,18 @@ func (k *keepAliveWriter) writeHeaderLocked(code int) {
 	}
 }
 
+// Write also gives the SDK's code-0 JSON-RPC errors a valid code
+// (validCodes): every MCP reply over HTTP passes here.
 func (k *keepAliveWriter) Write(p []byte) (int, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.writeHeaderLocked(http.StatusOK)
 	k.last = time.Now()
-	return k.ResponseWriter.Write(p)
+	fixed := validCodes(p)
+	if _, err := k.ResponseWriter.Write(fixed); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func (k *keepAliveWriter) Flush() {
