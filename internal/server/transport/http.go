@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,12 @@ const (
 	// away without a DELETE would otherwise hold its session for the life
 	// of the process; a session with a request in progress is not idle.
 	SessionIdleTimeout = 10 * time.Minute
+	// DefaultBodyTimeout bounds how long a request body may take to arrive
+	// once its headers have: 4 MiB (the body cap) in 30 s is about 1.1
+	// Mbit/s, slower than any client an MCP server expects, and a client
+	// that trickles a body (a slow-loris, authenticated or not) holds its
+	// connection and goroutine no longer than that.
+	DefaultBodyTimeout = 30 * time.Second
 	// readHeaderTimeout bounds how long a connection may take to send its
 	// request headers (a slow-loris defence).
 	readHeaderTimeout = 10 * time.Second
@@ -64,6 +71,9 @@ type HTTPOptions struct {
 	// MaxSessions caps the live stateful sessions; 0 means
 	// DefaultMaxSessions. See sessionLimit.
 	MaxSessions int
+	// BodyTimeout bounds each request body's arrival; 0 means
+	// DefaultBodyTimeout. See bodyDeadline.
+	BodyTimeout time.Duration
 	// DrainTimeout bounds a graceful shutdown's wait for calls in flight;
 	// 0 means DefaultDrainTimeout.
 	DrainTimeout time.Duration
@@ -126,8 +136,12 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 		// and frees its slot (the SDK's answer to go-sdk#1093).
 		PropagateRequestCancellation: true,
 	})
+	bodyTimeout := opts.BodyTimeout
+	if bodyTimeout <= 0 {
+		bodyTimeout = DefaultBodyTimeout
+	}
 	guard := func(h http.Handler) http.Handler {
-		return bearer([]byte(token), hostCheck(hosts, origins, h))
+		return bodyDeadline(bodyTimeout, bearer([]byte(token), hostCheck(hosts, origins, h)))
 	}
 	metrics := opts.Metrics
 	if metrics == nil {
@@ -137,10 +151,10 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 	// taskNameHeader reads only 2026-07-28 requests (the era with routing
 	// headers), so the stateful path's body stays unread for
 	// cancelOnDisconnect.
-	mux.Handle("/mcp", guard(taskNameHeader(byEra(
+	mux.Handle("/mcp", guard(bufferBody(taskNameHeader(byEra(
 		cancelOnDisconnect(b.Calls, log, newSessionLimit(b.MCP, b.Calls, log, opts.MaxSessions).wrap(keepAliveSSE(keepAlive, stateful))),
 		keepAliveSSE(keepAlive, stateless),
-	))))
+	)))))
 	mux.Handle("/metrics", guard(metrics))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -327,10 +341,78 @@ func cancelOnDisconnect(calls *Calls, log *slog.Logger, next http.Handler) http.
 	})
 }
 
+// bodyDeadline bounds how long r's body may take to arrive (net/http's
+// ReadTimeout would also bound the SSE responses' background read, ending
+// long calls): the connection's read deadline is set when the headers are
+// in and cleared once the body has been read to its end. Unauthenticated
+// requests are covered too: net/http discards an unread body after the
+// handler, within the same deadline.
+func bodyDeadline(timeout time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			rc := http.NewResponseController(w)
+			if rc.SetReadDeadline(time.Now().Add(timeout)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, timeout: timeout}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// deadlineBody clears the read deadline at the body's end, so that the
+// connection's later reads (net/http's watch for a client going away
+// during a long SSE response) are not cut off. A failed read keeps the
+// deadline, so nothing afterwards waits on a trickling client.
+type deadlineBody struct {
+	io.ReadCloser
+	rc      *http.ResponseController
+	timeout time.Duration
+	done    bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) && !b.done {
+		b.done = true
+		b.rc.SetReadDeadline(time.Time{})
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("%w: %w", errBodyTimeout{b.timeout}, err)
+	}
+	return n, err
+}
+
+// errBodyTimeout is a body that did not arrive within its deadline.
+type errBodyTimeout struct{ timeout time.Duration }
+
+func (e errBodyTimeout) Error() string {
+	return fmt.Sprintf("the request body did not arrive within %s: send the whole body with its headers", e.timeout)
+}
+
+// bufferBody reads every POST's body once, within the body deadline and
+// the body cap, before any handler (ours or the SDK's) sees it.
+func bufferBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			if _, ok := readBody(w, r); !ok {
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // readBody reads r's body, at most maxBodyBytes (413 beyond), and puts a
-// copy back for the handler after it; false means the answer is written.
+// copy back for the handler after it; false means the answer is written
+// (408 for a body that did not arrive in time).
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	var slow errBodyTimeout
+	if errors.As(err, &slow) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, slow.Error(), http.StatusRequestTimeout)
+		return nil, false
+	}
 	if err != nil {
 		http.Error(w, "failed to read body", http.StatusBadRequest)
 		return nil, false

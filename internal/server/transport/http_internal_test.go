@@ -176,3 +176,33 @@ func TestHTTPServerBoundsIdleConnections(t *testing.T) {
 		t.Fatalf("ReadHeaderTimeout %v, IdleTimeout %v: both must be set", srv.ReadHeaderTimeout, srv.IdleTimeout)
 	}
 }
+
+// deadlineRecorder records the read deadlines a handler sets through
+// http.ResponseController.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	deadlines []time.Time
+}
+
+func (d *deadlineRecorder) SetReadDeadline(t time.Time) error {
+	d.deadlines = append(d.deadlines, t)
+	return nil
+}
+
+// The body deadline is lifted once the body has been read, so a long call
+// answered over SSE is not cut off by it (net/http reads the connection in
+// the background after the body, to notice a client going away); a request
+// without a body sets none.
+func TestBodyDeadlineIsLiftedAfterTheBody(t *testing.T) {
+	handler := bodyDeadline(time.Minute, bufferBody(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+	handler.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0"}`)))
+	if len(rec.deadlines) != 2 || rec.deadlines[0].IsZero() || !rec.deadlines[1].IsZero() {
+		t.Fatalf("deadlines %v, want one set and then cleared", rec.deadlines)
+	}
+	rec = &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+	handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/mcp", nil))
+	if len(rec.deadlines) != 0 {
+		t.Fatalf("deadlines %v on a request without a body", rec.deadlines)
+	}
+}
