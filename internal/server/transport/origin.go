@@ -55,6 +55,14 @@ type originPolicy struct {
 	listed map[origin]bool
 }
 
+// CheckAllowedOrigins refuses an [server].allowed_origins entry that is not
+// an origin, as HTTPHandler would, so a command can report it before
+// serving.
+func CheckAllowedOrigins(entries []string) error {
+	_, err := parseAllowedOrigins(entries)
+	return err
+}
+
 func parseAllowedOrigins(entries []string) (originPolicy, error) {
 	p := originPolicy{}
 	for _, e := range entries {
