@@ -45,13 +45,14 @@ func replyOf(t *testing.T, resp *http.Response) rpcError {
 }
 
 // waitFor polls cond until it holds (a state another goroutine reaches
-// over the network, which no synctest bubble spans), failing after 10 s.
-func waitFor(t *testing.T, cond func() bool) {
+// over the network, which no synctest bubble spans), failing after 10 s
+// with what was awaited.
+func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("the condition never held")
+			t.Fatalf("%s never happened", what)
 		}
 		time.Sleep(time.Millisecond)
 	}
