@@ -8,43 +8,33 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
-// pipeListener hands ServeHTTP the server ends of net.Pipe connections, so
-// a whole HTTP exchange, deadlines included, runs on a synctest bubble's
-// clock.
-type pipeListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
+// dialPipeServer serves the harness with ServeHTTP on a pipe listener, on
+// the synctest bubble's clock, and connects one client; the server stops
+// and the connection closes when the test ends.
+func dialPipeServer(t *testing.T) net.Conn {
+	t.Helper()
+	h := newHarness(t, fixture{})
+	ln := servertest.NewPipeListener()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- transport.ServeHTTP(ctx, ln, h.srv.Backend(), transport.HTTPOptions{APIKey: testToken, AllowedHosts: []string{"localhost"}})
+	}()
+	t.Cleanup(func() { cancel(); <-served })
+	conn, err := ln.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
-func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9310} }
-
-func (l *pipeListener) dial() net.Conn {
-	client, server := net.Pipe()
-	l.conns <- server
-	return client
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
 
 // A client that sends its headers and then trickles the body, one byte a
@@ -61,17 +51,7 @@ func TestSlowRequestBodiesAreCutOff(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := newHarness(t, fixture{})
-				ln := newPipeListener()
-				ctx, cancel := context.WithCancel(context.Background())
-				served := make(chan error, 1)
-				go func() {
-					served <- transport.ServeHTTP(ctx, ln, h.srv.Backend(), transport.HTTPOptions{APIKey: testToken, AllowedHosts: []string{"localhost"}})
-				}()
-				defer func() { cancel(); <-served }()
-
-				conn := ln.dial()
-				defer conn.Close()
+				conn := dialPipeServer(t)
 				start := time.Now()
 				body := initializeBody
 				head := fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: localhost\r\nAuthorization: %s\r\nContent-Type: application/json\r\n"+
@@ -119,16 +99,7 @@ func TestSlowRequestBodiesAreCutOff(t *testing.T) {
 
 	t.Run("whole body", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			h := newHarness(t, fixture{})
-			ln := newPipeListener()
-			ctx, cancel := context.WithCancel(context.Background())
-			served := make(chan error, 1)
-			go func() {
-				served <- transport.ServeHTTP(ctx, ln, h.srv.Backend(), transport.HTTPOptions{APIKey: testToken, AllowedHosts: []string{"localhost"}})
-			}()
-			defer func() { cancel(); <-served }()
-			conn := ln.dial()
-			defer conn.Close()
+			conn := dialPipeServer(t)
 			body := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
 			go fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
 				"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s", testToken, len(body), body)

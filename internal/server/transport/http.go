@@ -318,11 +318,7 @@ func cancelOnDisconnect(calls *Calls, log *slog.Logger, next http.Handler) http.
 				log.Debug("cancelled the calls of a session the client ended", "calls", n)
 			}
 		}
-		if r.Method != http.MethodPost {
-			next.ServeHTTP(w, r)
-			return
-		}
-		body, ok := readBody(w, r)
+		body, ok := postBody(w, r, next)
 		if !ok {
 			return
 		}
@@ -400,6 +396,16 @@ func bufferBody(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// postBody hands a request that is not a POST to next and returns false;
+// a POST's body it returns as readBody does (false: answered).
+func postBody(w http.ResponseWriter, r *http.Request, next http.Handler) ([]byte, bool) {
+	if r.Method != http.MethodPost {
+		next.ServeHTTP(w, r)
+		return nil, false
+	}
+	return readBody(w, r)
 }
 
 // readBody reads r's body, at most maxBodyBytes (413 beyond), and puts a

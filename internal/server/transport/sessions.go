@@ -86,11 +86,7 @@ func (l *sessionLimit) wrap(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if r.Method != http.MethodPost {
-			next.ServeHTTP(w, r)
-			return
-		}
-		body, ok := readBody(w, r)
+		body, ok := postBody(w, r, next)
 		if !ok {
 			return
 		}
