@@ -39,23 +39,25 @@ func dialPipeServer(t *testing.T) net.Conn {
 
 // A client that sends its headers and then trickles the body, one byte a
 // second, is cut off at the body deadline (#11 item 6): authenticated, it
-// gets 408 saying what to do; unauthenticated, its 401 comes at once and
-// the connection closes at the same deadline. A body sent whole is served.
+// gets 408 saying what to do; unauthenticated, or on a route that reads no
+// body, its answer comes at once and the connection closes at the same
+// deadline. A body sent whole is served.
 func TestSlowRequestBodiesAreCutOff(t *testing.T) {
 	for _, tc := range []struct {
-		name, auth string
-		status     int
+		name, path, auth string
+		status           int
 	}{
-		{"authenticated", "Bearer " + testToken, http.StatusRequestTimeout},
-		{"unauthenticated", "Bearer wrong", http.StatusUnauthorized},
+		{"authenticated", "/mcp", "Bearer " + testToken, http.StatusRequestTimeout},
+		{"unauthenticated", "/mcp", "Bearer wrong", http.StatusUnauthorized},
+		{"a route that reads no body", "/healthz", "", http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				conn := dialPipeServer(t)
 				start := time.Now()
 				body := initializeBody
-				head := fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: localhost\r\nAuthorization: %s\r\nContent-Type: application/json\r\n"+
-					"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n", tc.auth, len(body))
+				head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: localhost\r\nAuthorization: %s\r\nContent-Type: application/json\r\n"+
+					"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n", tc.path, tc.auth, len(body))
 				stop, trickled := make(chan struct{}), make(chan struct{})
 				go func() {
 					defer close(trickled)

@@ -141,7 +141,7 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 		bodyTimeout = DefaultBodyTimeout
 	}
 	guard := func(h http.Handler) http.Handler {
-		return bodyDeadline(bodyTimeout, bearer([]byte(token), hostCheck(hosts, origins, h)))
+		return bearer([]byte(token), hostCheck(hosts, origins, h))
 	}
 	metrics := opts.Metrics
 	if metrics == nil {
@@ -161,7 +161,9 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 		io.WriteString(w, `{"status":"serving"}`)
 	})
 	mux.HandleFunc("/", http.NotFound)
-	return mux, nil
+	// Every route: net/http discards a body nobody read (an unauthenticated
+	// one, one sent to /healthz) after the handler, within the deadline.
+	return bodyDeadline(bodyTimeout, mux), nil
 }
 
 // bearer refuses a request whose Authorization is not "Bearer <token>"

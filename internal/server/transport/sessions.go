@@ -118,6 +118,11 @@ func (l *sessionLimit) touch(sid string, post bool, delta int) {
 	defer l.mu.Unlock()
 	u := l.use[sid]
 	if u == nil {
+		// Ids the SDK does not know (it answers them 404) must not pile
+		// up: past twice the cap, the ended and unknown ones are dropped.
+		if len(l.use) >= 2*l.max {
+			l.liveLocked()
+		}
 		u = &sessionUse{}
 		l.use[sid] = u
 	}
