@@ -30,7 +30,8 @@ const CodeRequestCancelled = -32001
 // the bare "context canceled"). No upstream issue found. Two layers give
 // them valid codes, by the same rule (codeFor): ErrorCodes for the errors
 // a handler returns, on every transport; validCodes on the HTTP wire for
-// the two the SDK makes before any middleware runs.
+// the two the SDK makes before any middleware runs and for any other
+// uncoded error.
 
 // codeFor is the code of an uncoded error: a cancellation
 // CodeRequestCancelled, a request the session's state refuses -32600
@@ -46,9 +47,13 @@ func codeFor(msg string) int64 {
 	}
 }
 
-// ErrorCodes is a receiving middleware giving every error a handler or a
-// middleware returns a valid JSON-RPC code (see codeFor); coded errors
-// pass unchanged and every message is kept. Register it last
+// ErrorCodes is a receiving middleware giving a valid JSON-RPC code to the
+// uncoded errors it can judge: a cancellation (CodeRequestCancelled) and a
+// refused initialize (-32600), on every transport, each keeping its
+// message. Other errors pass unchanged: the SDK recognises its own
+// sentinels after the middleware (jsonrpc2.ErrNotHandled, an unknown
+// method, becomes -32601 in Connection.processResult), and validCodes
+// codes what is left on HTTP. Register it last
 // (mcp.Server.AddReceivingMiddleware wraps what is already there, so the
 // last is outermost) so it sees every other middleware's errors.
 func ErrorCodes(next mcp.MethodHandler) mcp.MethodHandler {
@@ -61,11 +66,14 @@ func ErrorCodes(next mcp.MethodHandler) mcp.MethodHandler {
 		if errors.As(err, &coded) && coded.Code != 0 {
 			return res, err
 		}
-		code := codeFor(err.Error())
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			code = CodeRequestCancelled
+		switch {
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			return nil, &jsonrpc.Error{Code: CodeRequestCancelled, Message: err.Error()}
+		case method == "initialize":
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+		default:
+			return res, err
 		}
-		return nil, &jsonrpc.Error{Code: code, Message: err.Error()}
 	}
 }
 

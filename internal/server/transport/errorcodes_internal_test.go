@@ -35,22 +35,33 @@ func TestValidCodesOnTheWire(t *testing.T) {
 	}
 }
 
-// A handler's uncoded error gets a valid code; a coded one is unchanged.
+// A handler's cancellation and a refused initialize get a valid code; a
+// coded error, and any other (the SDK's own sentinels among them, which it
+// must still recognise), pass unchanged.
 func TestErrorCodesMiddleware(t *testing.T) {
+	boom := errors.New("boom")
 	for _, tc := range []struct {
-		err  error
-		want int64
+		method string
+		err    error
+		want   int64 // 0: the error itself comes back
 	}{
-		{context.Canceled, CodeRequestCancelled},
-		{fmt.Errorf("wait for a run slot: %w", context.DeadlineExceeded), CodeRequestCancelled},
-		{errors.New("boom"), jsonrpc.CodeInternalError},
-		{&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad cursor"}, jsonrpc.CodeInvalidParams},
+		{"tools/call", context.Canceled, CodeRequestCancelled},
+		{"prompts/get", fmt.Errorf("wait for a run slot: %w", context.DeadlineExceeded), CodeRequestCancelled},
+		{"initialize", errors.New(`duplicate "initialize" received`), jsonrpc.CodeInvalidRequest},
+		{"tools/call", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad cursor"}, jsonrpc.CodeInvalidParams},
+		{"foo/bar", boom, 0},
 	} {
 		h := ErrorCodes(func(context.Context, string, mcp.Request) (mcp.Result, error) { return nil, tc.err })
-		_, err := h(context.Background(), "tools/call", nil)
+		_, err := h(context.Background(), tc.method, nil)
+		if tc.want == 0 {
+			if err != tc.err {
+				t.Errorf("%s: %v became %#v, want it unchanged", tc.method, tc.err, err)
+			}
+			continue
+		}
 		var coded *jsonrpc.Error
 		if !errors.As(err, &coded) || coded.Code != tc.want || coded.Message != tc.err.Error() {
-			t.Errorf("%v became %#v, want code %d and the same message", tc.err, err, tc.want)
+			t.Errorf("%s: %v became %#v, want code %d and the same message", tc.method, tc.err, err, tc.want)
 		}
 	}
 }

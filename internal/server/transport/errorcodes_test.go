@@ -67,7 +67,7 @@ func openSession(t *testing.T, url string) string {
 	if resp.StatusCode != http.StatusOK || session == "" {
 		t.Fatalf("initialize: %d", resp.StatusCode)
 	}
-	drain(post(t, context.Background(), url, "Bearer "+testToken, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, ""))
+	drain(post(t, context.Background(), url, "Bearer "+testToken, session, `{"jsonrpc":"2.0","method":"roots/list"}`, ""))
 	return session
 }
 
