@@ -105,10 +105,11 @@
 //     Connection.handleAsync) and a call on a session never initialized
 //     (ServerSession.handle; over HTTP a POST without Mcp-Session-Id, which
 //     sessionLimit answers with 400 and -32600 itself). ErrorCodes, a
-//     receiving middleware the server registers last, codes what handlers
-//     return on every transport; validCodes, in keepAliveWriter.Write,
-//     codes what the SDK writes on HTTP before any middleware. stdio is
-//     covered by ErrorCodes only. No upstream issue found.
+//     receiving middleware the server registers last, codes cancellations
+//     and a refused initialize on every transport; validCodes, in
+//     keepAliveWriter.Write, codes every code-0 error the SDK writes on
+//     HTTP, before or after any middleware. stdio has ErrorCodes only. No
+//     upstream issue found.
 //   - The SDK's INFO lines are dropped (SDKLogger): it logs every session's
 //     lifecycle at INFO (mcp/server.go: Server.Connect, Server.bind,
 //     Server.disconnect, ServerSession.initialized; upstream
