@@ -27,6 +27,16 @@ prompt-tests:
 .PHONY: fuzz-smoke
 fuzz-smoke:
 	$(GO) test -run '^$$' -fuzz '^FuzzAdmitURL$$' -fuzztime 20s ./internal/tools/
+	# The config loader (prompts.toml and prompts.env): no panic, every
+	# failure a described *config.Error, every success within its limits.
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 15s ./internal/config/
+
+# The bounded chaos test alone (it also runs in `test`): a few thousand
+# calls with random cancels, dropped connections and gateway faults, then
+# no run, slot, call or goroutine may be left behind.
+.PHONY: chaos
+chaos:
+	$(GO) test -race -count=1 -run '^TestChaosLeavesNothingBehind$$' -v ./internal/server/transport/
 
 vet:
 	$(GO) vet ./...

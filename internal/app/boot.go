@@ -85,7 +85,11 @@ func Boot(ctx context.Context, o BootOptions) error {
 		if err != nil {
 			return step(StepServe, err)
 		}
-		httpOpts = transport.HTTPOptions{APIKey: cfg.Server.APIKey.Reveal(), AllowedHosts: hosts, DrainTimeout: o.DrainTimeout}
+		if err := transport.CheckAllowedOrigins(cfg.Server.AllowedOrigins); err != nil {
+			return step(StepServe, err)
+		}
+		httpOpts = transport.HTTPOptions{APIKey: cfg.Server.APIKey.Reveal(), AllowedHosts: hosts, DrainTimeout: o.DrainTimeout,
+			AllowedOrigins: cfg.Server.AllowedOrigins, MaxSessions: cfg.Server.MaxSessions}
 	case Stdio:
 	default:
 		return step(StepServe, fmt.Errorf("unknown transport %d", o.Transport))

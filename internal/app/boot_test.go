@@ -121,6 +121,12 @@ func TestHTTPRefusalsComeBeforeAnythingSlow(t *testing.T) {
 	if !errors.As(err, &se) || se.Step != StepServe || !strings.Contains(err.Error(), "allowed_hosts") {
 		t.Fatalf("got %v", err)
 	}
+
+	os.WriteFile(path, []byte("[server]\napi_key = \"k\"\nallowed_origins = [\"null\"]\n[paths]\nprompts = \"/nonexistent\"\n[gateway]\nurl = \"http://127.0.0.1:1/v1\"\napi_key = \"k\"\n"), 0o644)
+	err = Boot(context.Background(), BootOptions{ConfigPath: path, Transport: HTTP})
+	if !errors.As(err, &se) || se.Step != StepServe || !strings.Contains(err.Error(), `[server].allowed_origins entry "null"`) {
+		t.Fatalf("got %v", err)
+	}
 }
 
 func TestBootReportsABindFailure(t *testing.T) {

@@ -69,6 +69,9 @@ func Check(ctx context.Context, o CheckOptions) error {
 	if _, err := transport.ResolveAllowedHosts(cfg.Server.Bind, cfg.Server.AllowedHosts); err != nil {
 		problems = append(problems, err)
 	}
+	if err := transport.CheckAllowedOrigins(cfg.Server.AllowedOrigins); err != nil {
+		problems = append(problems, err)
+	}
 
 	names := make([]string, 0, cat.Len())
 	for _, e := range cat.All() {

@@ -26,7 +26,12 @@ const (
 	DefaultRetainCompleted = time.Hour
 	DefaultWatch           = true
 	DefaultWatchDebounce   = 500 * time.Millisecond
-	DefaultPromptsDir      = "prompts"
+	// DefaultMaxSessions is [server].max_sessions' default. A live HTTP
+	// session costs about 15 KB and a goroutine, so 512 of them are a few
+	// MB: far above the handful of clients a deployment serves, and low
+	// enough that a client looping on initialize cannot exhaust the process.
+	DefaultMaxSessions = 512
+	DefaultPromptsDir  = "prompts"
 	// DefaultGatewayTimeout is [gateway].timeout's default. The gateway
 	// client's zero-value default (gateway.DefaultModelsTimeout, for hosts
 	// without a prompts.toml) is the same value.
@@ -115,7 +120,14 @@ type Server struct {
 	// APIKey is the bearer token HTTP clients must present; nil when the
 	// key is absent (or was an unset ${VAR}), which the stdio transport
 	// accepts and the HTTP transport refuses.
-	APIKey            *secret.Secret
+	APIKey *secret.Secret
+	// AllowedOrigins are the browser origins ("scheme://host[:port]") HTTP
+	// requests may carry; empty means an Origin must name an allowed host
+	// on the port the request came to (the server's own pages).
+	AllowedOrigins []string
+	// MaxSessions caps the live stateful HTTP sessions; a new one beyond
+	// it is refused.
+	MaxSessions       int
 	MaxConcurrentRuns int
 	AdmissionTimeout  time.Duration
 	ReplyDeadline     time.Duration
@@ -190,6 +202,7 @@ func defaults() *Config {
 		Server: Server{
 			Bind:              netip.MustParseAddrPort(DefaultBind),
 			MaxConcurrentRuns: DefaultMaxConcurrentRuns,
+			MaxSessions:       DefaultMaxSessions,
 			AdmissionTimeout:  DefaultAdmissionTimeout,
 			ReplyDeadline:     DefaultReplyDeadline,
 			RetainCompleted:   DefaultRetainCompleted,
@@ -298,6 +311,8 @@ func (c *Config) DiffUnreloadable(next *Config) []string {
 	add(!slices.Equal(c.Paths.Prompts, next.Paths.Prompts), "[paths].prompts")
 	add(c.Gateway.URL != next.Gateway.URL, "[gateway].url")
 	add(c.Gateway.APIKey != next.Gateway.APIKey, "[gateway].api_key")
+	add(!slices.Equal(a.AllowedOrigins, b.AllowedOrigins), "[server].allowed_origins")
+	add(a.MaxSessions != b.MaxSessions, "[server].max_sessions")
 	add(c.Gateway.Timeout != next.Gateway.Timeout, "[gateway].timeout")
 	add(c.Gateway.RequestTimeout != next.Gateway.RequestTimeout, "[gateway].request_timeout")
 	add(c.Gateway.ThinkingSwitch != next.Gateway.ThinkingSwitch, "[gateway].thinking_switch")

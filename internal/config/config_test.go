@@ -169,6 +169,7 @@ func TestParseMinimalConfigFillsDefaults(t *testing.T) {
 		Server: Server{
 			Bind:              netip.MustParseAddrPort("127.0.0.1:9310"),
 			MaxConcurrentRuns: 4,
+			MaxSessions:       512,
 			AdmissionTimeout:  30 * time.Second,
 			ReplyDeadline:     45 * time.Second,
 			RetainCompleted:   3600 * time.Second,
@@ -423,6 +424,9 @@ func TestValidationErrors(t *testing.T) {
 	}{
 		{"max_concurrent_runs zero", strings.Replace(minimal, "[server]", "[server]\nmax_concurrent_runs = 0", 1), "max_concurrent_runs", 3},
 		{"max_concurrent_runs negative", strings.Replace(minimal, "[server]", "[server]\nmax_concurrent_runs = -1", 1), "at least 1", 3},
+		{"max_sessions zero", strings.Replace(minimal, "[server]", "[server]\nmax_sessions = 0", 1), "[server].max_sessions must be at least 1", 3},
+		{"max_sessions a string", strings.Replace(minimal, "[server]", "[server]\nmax_sessions = \"many\"", 1), "max_sessions", 3},
+		{"allowed_origins a string", strings.Replace(minimal, "[server]", "[server]\nallowed_origins = \"https://a\"", 1), "allowed_origins", 3},
 		{"bind not an address", strings.Replace(minimal, "[server]", "[server]\nbind = \"not-an-address\"", 1), "[server].bind", 3},
 		{"bind host name", strings.Replace(minimal, "[server]", "[server]\nbind = \"localhost:9310\"", 1), "[server].bind", 3},
 		{"bind without port", strings.Replace(minimal, "[server]", "[server]\nbind = \"127.0.0.1\"", 1), "[server].bind", 3},
@@ -782,9 +786,11 @@ reply_deadline = "1s"
 retain_completed = "1s"
 watch = false
 watch_debounce = "1s"
-allowed_hosts = ["h"]`), []string{"[server].bind", "[server].api_key", "[server].max_concurrent_runs",
+allowed_hosts = ["h"]
+allowed_origins = ["https://app.example"]
+max_sessions = 3`), []string{"[server].bind", "[server].api_key", "[server].max_concurrent_runs",
 			"[server].admission_timeout", "[server].reply_deadline", "[server].retain_completed", "[server].watch",
-			"[server].watch_debounce", "[server].allowed_hosts"}},
+			"[server].watch_debounce", "[server].allowed_hosts", "[server].allowed_origins", "[server].max_sessions"}},
 		{"our additions", edit("api_key = \"gateway-key\"", `api_key = "other-key"
 timeout = "1s"
 request_timeout = "1s"
@@ -1039,6 +1045,7 @@ func TestFullReferenceConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	want.Server.AllowedHosts = []string{"localhost", "127.0.0.1"}
+	want.Server.AllowedOrigins = []string{}
 	key := mustSecret(t, "server-token")
 	want.Server.APIKey = &key
 	want.Paths.Files = []string{"."}

@@ -373,13 +373,24 @@ func (p *parser) buildServer(r *rawServer, s *Server) error {
 	if r.AllowedHosts != nil {
 		s.AllowedHosts = slices.Clone(*r.AllowedHosts)
 	}
-	if r.MaxConcurrentRuns != nil {
-		n := *r.MaxConcurrentRuns
-		if n < 1 || n > math.MaxInt32 {
-			return p.fail(at("max_concurrent_runs"),
-				fmt.Sprintf("[server].max_concurrent_runs must be at least 1 (it is how many runs may execute at once): %d", n))
+	if r.AllowedOrigins != nil {
+		s.AllowedOrigins = slices.Clone(*r.AllowedOrigins)
+	}
+	for _, c := range []struct {
+		key, what string
+		raw       *int64
+		dst       *int
+	}{
+		{"max_concurrent_runs", "how many runs may execute at once", r.MaxConcurrentRuns, &s.MaxConcurrentRuns},
+		{"max_sessions", "how many HTTP sessions may be open at once", r.MaxSessions, &s.MaxSessions},
+	} {
+		if c.raw == nil {
+			continue
 		}
-		s.MaxConcurrentRuns = int(n)
+		if n := *c.raw; n < 1 || n > math.MaxInt32 {
+			return p.fail(at(c.key), fmt.Sprintf("[server].%s must be at least 1 (it is %s): %d", c.key, c.what, n))
+		}
+		*c.dst = int(*c.raw)
 	}
 	for _, d := range []struct {
 		key string

@@ -29,6 +29,8 @@ type rawServer struct {
 	AllowedHosts      *[]string `toml:"allowed_hosts"`
 	APIKey            *string   `toml:"api_key"`
 	MaxConcurrentRuns *int64    `toml:"max_concurrent_runs"`
+	AllowedOrigins    *[]string `toml:"allowed_origins"`
+	MaxSessions       *int64    `toml:"max_sessions"`
 	AdmissionTimeout  *string   `toml:"admission_timeout"`
 	ReplyDeadline     *string   `toml:"reply_deadline"`
 	RetainCompleted   *string   `toml:"retain_completed"`
@@ -86,7 +88,7 @@ func tableKeys(table tomlPath) (keys []string, ok bool) {
 		switch table[0] {
 		case "server":
 			return []string{"bind", "allowed_hosts", "api_key", "max_concurrent_runs", "admission_timeout",
-				"reply_deadline", "retain_completed", "watch", "watch_debounce"}, true
+				"reply_deadline", "retain_completed", "watch", "watch_debounce", "allowed_origins", "max_sessions"}, true
 		case "paths":
 			return []string{"prompts", "files"}, true
 		case "gateway":
@@ -138,14 +140,14 @@ func expectedType(p tomlPath) string {
 	switch p[0] + "." + p[1] {
 	case "server.bind":
 		return `a string such as "127.0.0.1:9310"`
-	case "server.max_concurrent_runs":
+	case "server.max_concurrent_runs", "server.max_sessions":
 		return "a positive integer"
 	case "server.admission_timeout", "server.reply_deadline", "server.retain_completed",
 		"server.watch_debounce", "gateway.timeout", "gateway.request_timeout", "gateway.refresh":
 		return duration
 	case "server.watch", "tools.web_fetch", "tools.web_search":
 		return boolean
-	case "server.allowed_hosts", "paths.files", "catalog.include", "catalog.exclude", "catalog.tools":
+	case "server.allowed_hosts", "server.allowed_origins", "paths.files", "catalog.include", "catalog.exclude", "catalog.tools":
 		return strings_
 	case "paths.prompts":
 		return "a string or an array of strings"

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net"
 	"net/http"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/secret"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
 )
 
 // memGateway is a gated chat-completions endpoint served over an in-memory
@@ -24,7 +24,7 @@ import (
 // "eventually" once release is closed; a request whose client gives up is
 // dropped.
 type memGateway struct {
-	ln      *pipeListener
+	ln      *servertest.PipeListener
 	srv     *http.Server
 	tr      *http.Transport
 	client  *gateway.Client
@@ -37,7 +37,7 @@ type memGateway struct {
 func newMemGateway(t testing.TB) *memGateway {
 	t.Helper()
 	g := &memGateway{
-		ln:      newPipeListener(),
+		ln:      servertest.NewPipeListener(),
 		arrived: make(chan struct{}, 1024),
 		release: make(chan struct{}),
 		served:  make(chan struct{}),
@@ -49,7 +49,7 @@ func newMemGateway(t testing.TB) *memGateway {
 		defer close(g.served)
 		g.srv.Serve(g.ln)
 	}()
-	g.tr = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return g.ln.dial(ctx) }}
+	g.tr = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return g.ln.Dial(ctx) }}
 	var err error
 	g.client, err = gateway.New(gateway.Options{BaseURL: "http://gateway.test/v1", APIKey: secret.MustNew("mem-key"), HTTPClient: &http.Client{Transport: g.tr}})
 	if err != nil {
@@ -84,47 +84,3 @@ func (g *memGateway) chat(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Write([]byte(`{"id":"x","object":"chat.completion","created":0,"model":"test-model","choices":[{"index":0,"message":{"role":"assistant","content":"eventually"},"finish_reason":"stop"}]}`))
 }
-
-// pipeListener hands the server ends of net.Pipe pairs to Accept.
-type pipeListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-func (l *pipeListener) dial(ctx context.Context) (net.Conn, error) {
-	client, server := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.closed:
-		return nil, errors.New("the in-memory gateway is closed")
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "gateway.test:80" }

@@ -211,6 +211,8 @@ func New(opts Options) (*Server, error) {
 	if err := s.registerTasks(s.mcp); err != nil {
 		return nil, fmt.Errorf("create the MCP server: %w", err)
 	}
+	// Last, so that it is outermost and every error reply gets a valid code.
+	s.mcp.AddReceivingMiddleware(transport.ErrorCodes)
 	s.follow()
 	// The Handle outlives no server in practice (both are the process's);
 	// after Close a reload still re-registers, which is harmless.

@@ -4,7 +4,9 @@
 // What it owns: the tools/call tracker ([Calls]) that a shutdown waits on
 // and an HTTP DELETE cancels through; the HTTP face ([ServeHTTP],
 // [HTTPHandler]: the bearer check, the Host check and [ResolveAllowedHosts],
-// the body cap, /healthz and the routing of /metrics, graceful shutdown);
+// the Origin check (originPolicy, [CheckAllowedOrigins]), the body cap and
+// the body read deadline (bodyDeadline), the session cap (sessionLimit),
+// /healthz and the routing of /metrics, graceful shutdown);
 // the routing of each /mcp request to the handler of its protocol era
 // (byEra); the stdio face ([ServeStdio]: line framing and the drain at the end of
 // input); and the filter on the SDK's own log lines ([SDKLogger]).
@@ -88,6 +90,26 @@
 //     resources/read and prompts/get (mcp/streamable_headers.go,
 //     validateMcpHeaders). The refusal is the SDK's own for those: HTTP 400
 //     with JSON-RPC -32020. No upstream issue found.
+//   - Live stateful sessions are capped (sessionLimit): the SDK creates a
+//     session for every initialize POST and keeps it until
+//     StreamableHTTPOptions.SessionTimeout, without limit and without a
+//     hook on creation or expiry (StreamableHTTPHandler.serveStatefulPOST,
+//     mcp/streamable.go). They are counted through mcp.Server.Sessions
+//     when a new one is asked for, and closed idle ones the way a DELETE
+//     closes them. No upstream issue found.
+//   - No JSON-RPC error goes out with code 0 (ErrorCodes, validCodes,
+//     sessionLimit): the SDK sends every error that is not a
+//     *jsonrpc.Error with code 0 (internal/jsonrpc2/messages.go,
+//     toWireError): a duplicate initialize (ServerSession.initialize), a
+//     call cancelled before its handler started (internal/jsonrpc2/conn.go,
+//     Connection.handleAsync) and a call on a session never initialized
+//     (ServerSession.handle; over HTTP a POST without Mcp-Session-Id, which
+//     sessionLimit answers with 400 and -32600 itself). ErrorCodes, a
+//     receiving middleware the server registers last, codes cancellations
+//     and a refused initialize on every transport; validCodes, in
+//     keepAliveWriter.Write, codes every code-0 error the SDK writes on
+//     HTTP, before or after any middleware. stdio has ErrorCodes only. No
+//     upstream issue found.
 //   - The SDK's INFO lines are dropped (SDKLogger): it logs every session's
 //     lifecycle at INFO (mcp/server.go: Server.Connect, Server.bind,
 //     Server.disconnect, ServerSession.initialized; upstream

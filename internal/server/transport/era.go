@@ -56,11 +56,7 @@ func byEra(stateful, stateless http.Handler) http.Handler {
 			}
 			return
 		}
-		if r.Method != http.MethodPost {
-			stateful.ServeHTTP(w, r)
-			return
-		}
-		body, ok := readBody(w, r)
+		body, ok := postBody(w, r, stateful)
 		if !ok {
 			return
 		}

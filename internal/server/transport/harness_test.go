@@ -16,6 +16,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/server"
 	"github.com/promptforge-go/promptforge/internal/server/servertest"
+	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
 // The transports are tested under the real server and its four tools,
@@ -45,6 +46,7 @@ type fixture struct {
 	prompts map[string]string // nil: echo and summarize
 	limits  server.Limits     // zero: defaultLimits
 	opts    func(*server.Options)
+	http    func(*transport.HTTPOptions) // newHTTPHarness's options beyond its defaults
 }
 
 func defaultLimits() server.Limits {

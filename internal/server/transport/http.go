@@ -12,7 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +32,12 @@ const (
 	// away without a DELETE would otherwise hold its session for the life
 	// of the process; a session with a request in progress is not idle.
 	SessionIdleTimeout = 10 * time.Minute
+	// DefaultBodyTimeout bounds how long a request body may take to arrive
+	// once its headers have: 4 MiB (the body cap) in 30 s is about 1.1
+	// Mbit/s, slower than any client an MCP server expects, and a client
+	// that trickles a body (a slow-loris, authenticated or not) holds its
+	// connection and goroutine no longer than that.
+	DefaultBodyTimeout = 30 * time.Second
 	// readHeaderTimeout bounds how long a connection may take to send its
 	// request headers (a slow-loris defence).
 	readHeaderTimeout = 10 * time.Second
@@ -56,8 +62,18 @@ type HTTPOptions struct {
 	// AllowedHosts are the Host authorities requests may name (required;
 	// see ResolveAllowedHosts). An entry without a port matches any port.
 	AllowedHosts []string
+	// AllowedOrigins are the browser origins ("scheme://host[:port]") a
+	// request's Origin may be; empty means only the server's own (the
+	// request's Host and port). See originPolicy.
+	AllowedOrigins []string
 	// KeepAlive is the SSE comment interval; 0 means DefaultKeepAlive.
 	KeepAlive time.Duration
+	// MaxSessions caps the live stateful sessions; 0 means
+	// DefaultMaxSessions. See sessionLimit.
+	MaxSessions int
+	// BodyTimeout bounds each request body's arrival; 0 means
+	// DefaultBodyTimeout. See bodyDeadline.
+	BodyTimeout time.Duration
 	// DrainTimeout bounds a graceful shutdown's wait for calls in flight;
 	// 0 means DefaultDrainTimeout.
 	DrainTimeout time.Duration
@@ -94,6 +110,10 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	origins, err := parseAllowedOrigins(opts.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
 	keepAlive := opts.KeepAlive
 	if keepAlive <= 0 {
 		keepAlive = DefaultKeepAlive
@@ -119,8 +139,12 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 		// and frees its slot (the SDK's answer to go-sdk#1093).
 		PropagateRequestCancellation: true,
 	})
+	bodyTimeout := opts.BodyTimeout
+	if bodyTimeout <= 0 {
+		bodyTimeout = DefaultBodyTimeout
+	}
 	guard := func(h http.Handler) http.Handler {
-		return bearer([]byte(token), hostCheck(hosts, h))
+		return bearer([]byte(token), hostCheck(hosts, origins, h))
 	}
 	metrics := opts.Metrics
 	if metrics == nil {
@@ -130,14 +154,16 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 	// taskNameHeader reads only 2026-07-28 requests (the era with routing
 	// headers), so the stateful path's body stays unread for
 	// cancelOnDisconnect.
-	mux.Handle("/mcp", guard(taskNameHeader(byEra(
-		cancelOnDisconnect(b.Calls, log, keepAliveSSE(keepAlive, stateful)),
+	mux.Handle("/mcp", guard(bufferBody(taskNameHeader(byEra(
+		cancelOnDisconnect(b.Calls, log, newSessionLimit(b.MCP, b.Calls, log, opts.MaxSessions).wrap(keepAliveSSE(keepAlive, stateful))),
 		keepAliveSSE(keepAlive, stateless),
-	))))
+	)))))
 	mux.Handle("/metrics", guard(metrics))
 	mux.Handle("/healthz", healthz(opts.Health))
 	mux.HandleFunc("/", http.NotFound)
-	return mux, nil
+	// Every route: net/http discards a body nobody read (an unauthenticated
+	// one, one sent to /healthz) after the handler, within the deadline.
+	return bodyDeadline(bodyTimeout, mux), nil
 }
 
 // bearer refuses a request whose Authorization is not "Bearer <token>"
@@ -237,8 +263,8 @@ func parseAllowedHosts(entries []string) ([]authority, error) {
 
 // hostCheck is the DNS-rebinding defence: a browser page that rebinds its
 // own name to this server still sends its own name as Host, and a page of
-// another site sends its own Origin.
-func hostCheck(allowed []authority, next http.Handler) http.Handler {
+// another site sends its own Origin (originPolicy).
+func hostCheck(allowed []authority, origins originPolicy, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := parseAuthority(r.Host)
 		if !ok {
@@ -249,7 +275,7 @@ func hostCheck(allowed []authority, next http.Handler) http.Handler {
 			http.Error(w, "Forbidden: Host header is not allowed", http.StatusForbidden)
 			return
 		}
-		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(allowed, origin) {
+		if !origins.allows(got, r) {
 			http.Error(w, "Forbidden: Origin is not allowed", http.StatusForbidden)
 			return
 		}
@@ -264,21 +290,6 @@ func allows(allowed []authority, got authority) bool {
 		}
 	}
 	return false
-}
-
-// originAllowed is the transport spec's Origin rule (both eras: "Servers
-// MUST validate the Origin header"): a browser page that is not served from
-// an allowed authority may not drive the server, even with a Host that
-// passes (a rebound name on an allowed port). Clients that are not browsers
-// send no Origin and are not affected; "null" (a sandboxed or file page) is
-// refused.
-func originAllowed(allowed []authority, origin string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	got, ok := parseAuthority(u.Host)
-	return ok && allows(allowed, got)
 }
 
 // cancelOnDisconnect makes a client that drops its POST cancel the calls
@@ -309,11 +320,7 @@ func cancelOnDisconnect(calls *Calls, log *slog.Logger, next http.Handler) http.
 				log.Debug("cancelled the calls of a session the client ended", "calls", n)
 			}
 		}
-		if r.Method != http.MethodPost {
-			next.ServeHTTP(w, r)
-			return
-		}
-		body, ok := readBody(w, r)
+		body, ok := postBody(w, r, next)
 		if !ok {
 			return
 		}
@@ -332,10 +339,88 @@ func cancelOnDisconnect(calls *Calls, log *slog.Logger, next http.Handler) http.
 	})
 }
 
+// bodyDeadline bounds how long r's body may take to arrive (net/http's
+// ReadTimeout would also bound the SSE responses' background read, ending
+// long calls): the connection's read deadline is set when the headers are
+// in and cleared once the body has been read to its end. Unauthenticated
+// requests are covered too: net/http discards an unread body after the
+// handler, within the same deadline.
+func bodyDeadline(timeout time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			rc := http.NewResponseController(w)
+			if rc.SetReadDeadline(time.Now().Add(timeout)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, timeout: timeout}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// deadlineBody clears the read deadline at the body's end, so that the
+// connection's later reads (net/http's watch for a client going away
+// during a long SSE response) are not cut off. A failed read keeps the
+// deadline, so nothing afterwards waits on a trickling client.
+type deadlineBody struct {
+	io.ReadCloser
+	rc      *http.ResponseController
+	timeout time.Duration
+	done    bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) && !b.done {
+		b.done = true
+		b.rc.SetReadDeadline(time.Time{})
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("%w: %w", errBodyTimeout{b.timeout}, err)
+	}
+	return n, err
+}
+
+// errBodyTimeout is a body that did not arrive within its deadline.
+type errBodyTimeout struct{ timeout time.Duration }
+
+func (e errBodyTimeout) Error() string {
+	return fmt.Sprintf("the request body did not arrive within %s: send the whole body with its headers", e.timeout)
+}
+
+// bufferBody reads every POST's body once, within the body deadline and
+// the body cap, before any handler (ours or the SDK's) sees it.
+func bufferBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			if _, ok := readBody(w, r); !ok {
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// postBody hands a request that is not a POST to next and returns false;
+// a POST's body it returns as readBody does (false: answered).
+func postBody(w http.ResponseWriter, r *http.Request, next http.Handler) ([]byte, bool) {
+	if r.Method != http.MethodPost {
+		next.ServeHTTP(w, r)
+		return nil, false
+	}
+	return readBody(w, r)
+}
+
 // readBody reads r's body, at most maxBodyBytes (413 beyond), and puts a
-// copy back for the handler after it; false means the answer is written.
+// copy back for the handler after it; false means the answer is written
+// (408 for a body that did not arrive in time).
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	var slow errBodyTimeout
+	if errors.As(err, &slow) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, slow.Error(), http.StatusRequestTimeout)
+		return nil, false
+	}
 	if err != nil {
 		http.Error(w, "failed to read body", http.StatusBadRequest)
 		return nil, false
@@ -351,20 +436,8 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 // callIDs returns the ids of the tools/call requests in an MCP POST body
 // (one message or a batch).
 func callIDs(body []byte) []json.RawMessage {
-	type msg struct {
-		Method string          `json:"method"`
-		ID     json.RawMessage `json:"id"`
-	}
-	var batch []msg
-	if err := json.Unmarshal(body, &batch); err != nil {
-		var one msg
-		if json.Unmarshal(body, &one) != nil {
-			return nil
-		}
-		batch = []msg{one}
-	}
 	var ids []json.RawMessage
-	for _, m := range batch {
+	for _, m := range messages(body) {
 		if m.Method == "tools/call" && len(m.ID) > 0 && string(m.ID) != "null" {
 			ids = append(ids, m.ID)
 		}
@@ -452,12 +525,18 @@ func (k *keepAliveWriter) writeHeaderLocked(code int) {
 	}
 }
 
+// Write also gives the SDK's code-0 JSON-RPC errors a valid code
+// (validCodes): every MCP reply over HTTP passes here.
 func (k *keepAliveWriter) Write(p []byte) (int, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.writeHeaderLocked(http.StatusOK)
 	k.last = time.Now()
-	return k.ResponseWriter.Write(p)
+	fixed := validCodes(p)
+	if _, err := k.ResponseWriter.Write(fixed); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func (k *keepAliveWriter) Flush() {

@@ -30,37 +30,84 @@ func TestAuthorityMatching(t *testing.T) {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodGet, "/mcp", nil)
 		req.Host = tc.host
-		hostCheck(allowed, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(rec, req)
+		hostCheck(allowed, originPolicy{}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(rec, req)
 		if got := rec.Code == http.StatusOK; got != tc.ok {
 			t.Errorf("Host %q: status %d, want allowed=%v", tc.host, rec.Code, tc.ok)
 		}
 	}
 }
 
-// A browser page from another site is refused even with an allowed Host;
-// a page served from an allowed authority, and a client sending no Origin,
-// pass.
+// A browser page from another site is refused even with an allowed Host,
+// and so is a page of another port on an allowed name (another local app),
+// "null", an Origin with userinfo or a path, a scheme that is not http(s)
+// and two Origins; the server's own pages (same host and port, the default
+// port spelled or not) and a client sending no Origin pass. A configured
+// allowed_origins list replaces the same-origin rule.
 func TestOriginMatching(t *testing.T) {
-	allowed, err := parseAllowedHosts([]string{"localhost", "127.0.0.1", "::1"})
+	allowed, err := parseAllowedHosts([]string{"localhost", "127.0.0.1", "::1", "mcp.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := parseAllowedOrigins([]string{"https://app.example", "http://LOCALHOST:6274"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		origin string
-		ok     bool
+		host    string
+		origins []string
+		policy  originPolicy
+		ok      bool
 	}{
-		{"", true}, {"http://localhost:9310", true}, {"http://127.0.0.1", true}, {"https://[::1]:8443", true},
-		{"https://evil.example", false}, {"http://localhost.evil.example:9310", false}, {"null", false}, {"localhost", false},
+		{"localhost:9310", nil, originPolicy{}, true},
+		{"localhost:9310", []string{"http://localhost:9310"}, originPolicy{}, true},
+		{"localhost:9310", []string{"HTTP://LocalHost:09310/"}, originPolicy{}, true},
+		{"[::1]:9310", []string{"http://[::1]:9310"}, originPolicy{}, true},
+		{"mcp.example", []string{"https://mcp.example"}, originPolicy{}, true},
+		{"mcp.example", []string{"https://mcp.example:443"}, originPolicy{}, true},
+		{"mcp.example", []string{"http://mcp.example"}, originPolicy{}, true},
+		{"mcp.example", []string{"https://mcp.example:8443"}, originPolicy{}, false},
+		{"localhost:9310", []string{"http://localhost:6274"}, originPolicy{}, false},
+		{"localhost:9310", []string{"http://127.0.0.1:9310"}, originPolicy{}, false},
+		{"localhost:9310", []string{"http://localhost"}, originPolicy{}, false},
+		{"localhost:9310", []string{"https://evil.example"}, originPolicy{}, false},
+		{"localhost:9310", []string{"http://localhost.evil.example:9310"}, originPolicy{}, false},
+		{"localhost:9310", []string{"null"}, originPolicy{}, false},
+		{"localhost:9310", []string{"localhost"}, originPolicy{}, false},
+		{"localhost:9310", []string{"http://evil@localhost:9310"}, originPolicy{}, false},
+		{"localhost:9310", []string{"http://localhost:9310/page"}, originPolicy{}, false},
+		{"localhost:9310", []string{"ws://localhost:9310"}, originPolicy{}, false},
+		{"localhost:9310", []string{"file://localhost:9310"}, originPolicy{}, false},
+		{"localhost:9310", []string{"http://localhost:9310", "https://evil.example"}, originPolicy{}, false},
+		{"localhost:9310", []string{"https://app.example"}, listed, true},
+		{"localhost:9310", []string{"https://app.example:443"}, listed, true},
+		{"localhost:9310", []string{"http://localhost:6274"}, listed, true},
+		{"localhost:9310", []string{"http://app.example"}, listed, false},
+		{"localhost:9310", []string{"http://localhost:9310"}, listed, false},
+		{"localhost:9310", nil, listed, true},
 	} {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
-		req.Host = "localhost:9310"
-		if tc.origin != "" {
-			req.Header.Set("Origin", tc.origin)
+		req.Host = tc.host
+		for _, o := range tc.origins {
+			req.Header.Add("Origin", o)
 		}
-		hostCheck(allowed, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(rec, req)
+		hostCheck(allowed, tc.policy, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(rec, req)
 		if got := rec.Code == http.StatusOK; got != tc.ok {
-			t.Errorf("Origin %q: status %d, want allowed=%v", tc.origin, rec.Code, tc.ok)
+			t.Errorf("Host %q, Origin %q, listed %v: status %d, want allowed=%v", tc.host, tc.origins, tc.policy.listed, rec.Code, tc.ok)
+		}
+		if !tc.ok && (rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "Origin is not allowed")) {
+			t.Errorf("Origin %q refused with %d %q, want 403 naming the Origin", tc.origins, rec.Code, rec.Body.String())
+		}
+	}
+}
+
+// A bad allowed_origins entry is refused when the transport is built,
+// naming the entry and the form to write.
+func TestAllowedOriginsEntriesAreChecked(t *testing.T) {
+	for _, bad := range []string{"null", "app.example", "https://app.example/path", "ftp://app.example", "https://u@app.example", ""} {
+		_, err := parseAllowedOrigins([]string{bad})
+		if err == nil || !strings.Contains(err.Error(), "[server].allowed_origins entry") || !strings.Contains(err.Error(), "scheme://host") {
+			t.Errorf("entry %q: %v, want a refusal naming the entry", bad, err)
 		}
 	}
 }
@@ -127,5 +174,35 @@ func TestHTTPServerBoundsIdleConnections(t *testing.T) {
 	srv := httpServer(http.NotFoundHandler(), discard())
 	if srv.ReadHeaderTimeout <= 0 || srv.IdleTimeout <= 0 {
 		t.Fatalf("ReadHeaderTimeout %v, IdleTimeout %v: both must be set", srv.ReadHeaderTimeout, srv.IdleTimeout)
+	}
+}
+
+// deadlineRecorder records the read deadlines a handler sets through
+// http.ResponseController.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	deadlines []time.Time
+}
+
+func (d *deadlineRecorder) SetReadDeadline(t time.Time) error {
+	d.deadlines = append(d.deadlines, t)
+	return nil
+}
+
+// The body deadline is lifted once the body has been read, so a long call
+// answered over SSE is not cut off by it (net/http reads the connection in
+// the background after the body, to notice a client going away); a request
+// without a body sets none.
+func TestBodyDeadlineIsLiftedAfterTheBody(t *testing.T) {
+	handler := bodyDeadline(time.Minute, bufferBody(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+	handler.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0"}`)))
+	if len(rec.deadlines) != 2 || rec.deadlines[0].IsZero() || !rec.deadlines[1].IsZero() {
+		t.Fatalf("deadlines %v, want one set and then cleared", rec.deadlines)
+	}
+	rec = &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+	handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/mcp", nil))
+	if len(rec.deadlines) != 0 {
+		t.Fatalf("deadlines %v on a request without a body", rec.deadlines)
 	}
 }

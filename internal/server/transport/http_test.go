@@ -44,9 +44,11 @@ func newHTTPHarness(t *testing.T, f fixture, hosts []string) *httpHarness {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	hh := &httpHarness{harness: h, url: "http://" + ln.Addr().String(), cancel: cancel, served: make(chan error, 1)}
-	go func() {
-		hh.served <- transport.ServeHTTP(ctx, ln, h.srv.Backend(), transport.HTTPOptions{APIKey: testToken, AllowedHosts: hosts, DrainTimeout: 5 * time.Second, Metrics: h.metrics.Handler()})
-	}()
+	opts := transport.HTTPOptions{APIKey: testToken, AllowedHosts: hosts, DrainTimeout: 5 * time.Second, Metrics: h.metrics.Handler()}
+	if f.http != nil {
+		f.http(&opts)
+	}
+	go func() { hh.served <- transport.ServeHTTP(ctx, ln, h.srv.Backend(), opts) }()
 	t.Cleanup(func() { hh.stop(t) })
 	return hh
 }
@@ -84,6 +86,20 @@ const (
 // empty) and fails the test if the server answered with another.
 func (hh *httpHarness) clientAt(t *testing.T, opts *mcp.ClientOptions, noStandalone bool, version string) *mcp.ClientSession {
 	t.Helper()
+	cs, err := hh.connect(t, opts, noStandalone, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cs.InitializeResult().ProtocolVersion; version != "" && got != version {
+		t.Fatalf("asked for protocol %s, the server answered %s", version, got)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// connect is clientAt's go-sdk client, its connection failure returned.
+func (hh *httpHarness) connect(t *testing.T, opts *mcp.ClientOptions, noStandalone bool, version string) (*mcp.ClientSession, error) {
+	t.Helper()
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	transport := &mcp.StreamableClientTransport{
@@ -96,15 +112,7 @@ func (hh *httpHarness) clientAt(t *testing.T, opts *mcp.ClientOptions, noStandal
 	if version != "" {
 		sessOpts = &mcp.ClientSessionOptions{ProtocolVersion: version}
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "1"}, opts).Connect(context.Background(), transport, sessOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := cs.InitializeResult().ProtocolVersion; version != "" && got != version {
-		t.Fatalf("asked for protocol %s, the server answered %s", version, got)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "1"}, opts).Connect(context.Background(), transport, sessOpts)
 }
 
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`

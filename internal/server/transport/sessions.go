@@ -1,0 +1,291 @@
+package transport
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const (
+	// DefaultMaxSessions is the live stateful HTTP sessions allowed when
+	// HTTPOptions.MaxSessions is 0; [server].max_sessions' default
+	// (config.DefaultMaxSessions) is the same value.
+	DefaultMaxSessions = 512
+	// SessionIdleUnderPressure is how long a session may sit unused once
+	// three quarters of the session cap are taken: a new session then
+	// closes those idle longer, so clients that went away without a DELETE
+	// make room for live ones well before SessionIdleTimeout.
+	SessionIdleUnderPressure = time.Minute
+	// sessionRetryAfter is the Retry-After of a refused session, in
+	// seconds: by then a session idle under pressure has been closed.
+	sessionRetryAfter = 60
+	// codeServerBusy is the JSON-RPC error of a refused session: in the
+	// range JSON-RPC 2.0 reserves for implementation-defined server errors
+	// (-32000 to -32099); MCP defines no code for it.
+	codeServerBusy = -32000
+)
+
+// sessionLimit caps the stateful HTTP sessions, which go-sdk v1.8.0 does
+// not: StreamableHTTPHandler.serveStatefulPOST (mcp/streamable.go) creates
+// a session for every POST without Mcp-Session-Id and keeps it until
+// StreamableHTTPOptions.SessionTimeout, with no limit on how many (no
+// upstream issue found). Each costs memory and a goroutine, so a client
+// looping on initialize could exhaust the process.
+//
+// The live sessions are the mcp.Server's sessions that have an id (the
+// stateless era's throwaway sessions and stdio have none); the SDK offers
+// no hook when its handler creates or expires one, so they are counted
+// when a new one is asked for. Last use is what this handler sees: a
+// request naming the session, with POSTs in progress keeping it busy, as
+// the SDK's own idle timer counts it.
+type sessionLimit struct {
+	server *mcp.Server
+	calls  *Calls
+	log    *slog.Logger
+	max    int
+
+	mu       sync.Mutex
+	pending  int                    // session-opening POSTs being served
+	use      map[string]*sessionUse // by session id
+	closed   map[string]bool        // closed here, until the SDK drops them
+	lastWarn time.Time
+}
+
+type sessionUse struct {
+	last  time.Time
+	posts int
+}
+
+func newSessionLimit(server *mcp.Server, calls *Calls, log *slog.Logger, max int) *sessionLimit {
+	if max <= 0 {
+		max = DefaultMaxSessions
+	}
+	return &sessionLimit{server: server, calls: calls, log: log, max: max,
+		use: map[string]*sessionUse{}, closed: map[string]bool{}}
+}
+
+// wrap serves next (the stateful handler) under the cap. A POST without a
+// session id opens a session only when it is an initialize; any other call
+// there is refused as the transport spec asks (400), with a valid JSON-RPC
+// error: the SDK would answer it inside a throwaway session with code 0
+// ("method is invalid during session initialization", ServerSession.handle
+// in mcp/server.go, which runs before any middleware; no upstream issue
+// found).
+func (l *sessionLimit) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sid := r.Header.Get(headerSessionID); sid != "" {
+			l.touch(sid, r.Method == http.MethodPost, 1)
+			defer l.touch(sid, r.Method == http.MethodPost, -1)
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, ok := postBody(w, r, next)
+		if !ok {
+			return
+		}
+		opens, stray := sessionlessCalls(body)
+		if stray != nil {
+			writeRPCError(w, http.StatusBadRequest, stray, jsonrpc.CodeInvalidRequest,
+				"no session: send initialize first and name the session it returns in the Mcp-Session-Id header (or speak protocol 2026-07-28, which needs no session)")
+			return
+		}
+		if !opens {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if !l.reserve() {
+			w.Header().Set("Retry-After", strconv.Itoa(sessionRetryAfter))
+			writeRPCError(w, http.StatusServiceUnavailable, initializeID(body), codeServerBusy,
+				fmt.Sprintf("the server has %d live MCP sessions, its limit ([server].max_sessions): end sessions you no longer use (HTTP DELETE), retry later, or ask the operator to raise the limit", l.max))
+			return
+		}
+		defer func() { l.opened(w.Header().Get(headerSessionID)) }()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// touch records a request on session sid; posts counts the POSTs in
+// progress, which keep a session from being idle.
+func (l *sessionLimit) touch(sid string, post bool, delta int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	u := l.use[sid]
+	if u == nil {
+		// Ids the SDK does not know (it answers them 404) must not pile
+		// up: past twice the cap, the ended and unknown ones are dropped.
+		if len(l.use) >= 2*l.max {
+			l.liveLocked()
+		}
+		u = &sessionUse{}
+		l.use[sid] = u
+	}
+	u.last = time.Now()
+	if post {
+		u.posts += delta
+	}
+}
+
+// reserve admits one new session, closing sessions idle for
+// SessionIdleUnderPressure first when three quarters of the cap are
+// taken; false means the cap is reached.
+func (l *sessionLimit) reserve() bool {
+	l.mu.Lock()
+	live := l.liveLocked()
+	var idle []string
+	if len(live)+l.pending >= l.max*3/4 {
+		now := time.Now()
+		for _, sid := range live {
+			if u := l.use[sid]; u.posts == 0 && now.Sub(u.last) >= SessionIdleUnderPressure {
+				idle = append(idle, sid)
+				l.closed[sid] = true
+			}
+		}
+	}
+	ok := len(live)-len(idle)+l.pending < l.max
+	if ok {
+		l.pending++
+	}
+	warn := !ok && time.Now().Sub(l.lastWarn) >= time.Minute
+	if warn {
+		l.lastWarn = time.Now()
+	}
+	l.mu.Unlock()
+	if len(idle) > 0 {
+		l.closeSessions(idle)
+	}
+	if warn {
+		l.log.Warn("refused a new HTTP session: the session limit is reached; raise [server].max_sessions if these clients are expected",
+			"max_sessions", l.max)
+	}
+	return ok
+}
+
+// opened ends a reservation; sid is the session the POST opened, if any.
+func (l *sessionLimit) opened(sid string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending--
+	if sid != "" && l.use[sid] == nil {
+		l.use[sid] = &sessionUse{last: time.Now()}
+	}
+}
+
+// liveLocked lists the open sessions' ids and forgets the ones that are
+// gone; l.mu is held.
+func (l *sessionLimit) liveLocked() []string {
+	var live []string
+	present := map[string]bool{}
+	for ss := range l.server.Sessions() {
+		sid := ss.ID()
+		if sid == "" {
+			continue
+		}
+		present[sid] = true
+		if l.closed[sid] {
+			continue
+		}
+		if l.use[sid] == nil {
+			l.use[sid] = &sessionUse{last: time.Now()}
+		}
+		live = append(live, sid)
+	}
+	for sid := range l.use {
+		if !present[sid] && l.use[sid].posts == 0 {
+			delete(l.use, sid)
+		}
+	}
+	for sid := range l.closed {
+		if !present[sid] {
+			delete(l.closed, sid)
+		}
+	}
+	return live
+}
+
+// closeSessions ends idle sessions the way a DELETE does: calls first
+// (ServerSession.Close waits for them; see [Calls]), then the session,
+// whose close removes it from the SDK's handler.
+func (l *sessionLimit) closeSessions(ids []string) {
+	want := map[string]bool{}
+	for _, sid := range ids {
+		want[sid] = true
+		l.calls.CancelSession(sid)
+	}
+	for ss := range l.server.Sessions() {
+		if want[ss.ID()] {
+			ss.Close()
+		}
+	}
+	l.log.Debug("closed HTTP sessions idle under session pressure", "sessions", len(ids), "idle_for", SessionIdleUnderPressure)
+}
+
+// sessionlessCalls reads a POST without a session id: opens is whether it
+// carries an initialize, stray the id of its first other request (ping
+// aside, which the SDK answers without a session), nil when none.
+func sessionlessCalls(body []byte) (opens bool, stray json.RawMessage) {
+	for _, m := range messages(body) {
+		switch {
+		case m.Method == "initialize":
+			opens = true
+		case len(m.ID) > 0 && string(m.ID) != "null" && m.Method != "" && m.Method != "ping" && stray == nil:
+			stray = m.ID
+		}
+	}
+	return opens, stray
+}
+
+// initializeID is the id of the initialize in body, for its refusal.
+func initializeID(body []byte) json.RawMessage {
+	for _, m := range messages(body) {
+		if m.Method == "initialize" {
+			return m.ID
+		}
+	}
+	return nil
+}
+
+type message struct {
+	Method string          `json:"method"`
+	ID     json.RawMessage `json:"id"`
+}
+
+// messages decodes an MCP POST body, one message or a batch; nil when it
+// is neither (the SDK answers that itself).
+func messages(body []byte) []message {
+	var batch []message
+	if err := json.Unmarshal(body, &batch); err == nil {
+		return batch
+	}
+	var one message
+	if json.Unmarshal(body, &one) != nil {
+		return nil
+	}
+	return []message{one}
+}
+
+// writeRPCError answers with a JSON-RPC error response under id (null
+// when nil), as the transport spec's HTTP errors carry one.
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int64, msg string) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	body, err := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      id,
+		"error":   map[string]any{"code": code, "message": msg},
+	})
+	if err != nil {
+		http.Error(w, msg, status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
