@@ -83,7 +83,22 @@ func (l *sessionLimit) wrap(next http.Handler) http.Handler {
 		if sid := r.Header.Get(headerSessionID); sid != "" {
 			l.touch(sid, r.Method == http.MethodPost, 1)
 			defer l.touch(sid, r.Method == http.MethodPost, -1)
-			next.ServeHTTP(w, r)
+			if r.Method != http.MethodDelete {
+				next.ServeHTTP(w, r)
+				return
+			}
+			// The SDK answers a DELETE before the session leaves
+			// Server.Sessions (the session's close finishes after the
+			// reply), so a client that ends one session and opens
+			// another at once would be refused; an ended session stops
+			// counting as soon as its DELETE succeeded.
+			sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+			next.ServeHTTP(sw, r)
+			if sw.status < 300 {
+				l.mu.Lock()
+				l.closed[sid] = true
+				l.mu.Unlock()
+			}
 			return
 		}
 		body, ok := postBody(w, r, next)
@@ -106,8 +121,13 @@ func (l *sessionLimit) wrap(next http.Handler) http.Handler {
 				fmt.Sprintf("the server has %d live MCP sessions, its limit ([server].max_sessions): end sessions you no longer use (HTTP DELETE), retry later, or ask the operator to raise the limit", l.max))
 			return
 		}
-		defer func() { l.opened(w.Header().Get(headerSessionID)) }()
-		next.ServeHTTP(w, r)
+		// The reservation ends when the reply's header goes out (the
+		// session is in Server.Sessions by then), not when the handler
+		// returns: a client holding the reply could otherwise open its
+		// next session while this one still counts twice.
+		ow := &openingWriter{ResponseWriter: w, l: l}
+		defer ow.done()
+		next.ServeHTTP(ow, r)
 	})
 }
 
@@ -289,3 +309,51 @@ func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code i
 	w.WriteHeader(status)
 	w.Write(body)
 }
+
+// statusWriter records the status of a reply that carries no body worth
+// wrapping (a DELETE's).
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// openingWriter ends a session reservation at the reply's header.
+type openingWriter struct {
+	http.ResponseWriter
+	l    *sessionLimit
+	sent bool
+}
+
+func (o *openingWriter) done() {
+	if !o.sent {
+		o.sent = true
+		o.l.opened(o.Header().Get(headerSessionID))
+	}
+}
+
+func (o *openingWriter) WriteHeader(code int) {
+	o.done()
+	o.ResponseWriter.WriteHeader(code)
+}
+
+func (o *openingWriter) Write(b []byte) (int, error) {
+	o.done()
+	return o.ResponseWriter.Write(b)
+}
+
+func (o *openingWriter) Flush() {
+	o.done()
+	if f, ok := o.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (o *openingWriter) Unwrap() http.ResponseWriter { return o.ResponseWriter }
