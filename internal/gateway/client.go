@@ -51,7 +51,7 @@ func New(cfg Options) (*Client, error) {
 	if err := validateKey(cfg.APIKey.Reveal()); err != nil {
 		return nil, err
 	}
-	if cfg.Timeout < 0 || cfg.ModelsTimeout < 0 {
+	if cfg.Timeout < 0 || cfg.ModelsTimeout < 0 || cfg.EmbeddingsTimeout < 0 {
 		return nil, configError("gateway timeout is negative: use a positive duration, or 0 for the default")
 	}
 	if cfg.ThinkingSwitch != "" && !cfg.ThinkingSwitch.Valid() {
@@ -67,6 +67,7 @@ func New(cfg Options) (*Client, error) {
 		switchDefault: cfg.ThinkingSwitch,
 		http:          cfg.HTTPClient,
 	}
+	c.embeddingsTimeout = orDefault(cfg.EmbeddingsTimeout, DefaultEmbeddingsTimeout)
 	if c.http == nil {
 		c.http = &http.Client{Transport: NewTransport()}
 	}
@@ -348,6 +349,8 @@ func timeoutSetting(op string) string {
 		return "[gateway].request_timeout in prompts.toml"
 	case opModels:
 		return "[gateway].timeout in prompts.toml"
+	case opEmbeddings:
+		return "[retrieval].timeout in prompts.toml"
 	}
 	return "the gateway timeout"
 }
