@@ -178,8 +178,10 @@ func TestParseMinimalConfigFillsDefaults(t *testing.T) {
 		Paths: Paths{Prompts: []string{"prompts"}},
 		Gateway: Gateway{URL: "http://127.0.0.1:8081/v1", APIKey: mustSecret(t, "gateway-key"), Timeout: 10 * time.Second,
 			RequestTimeout: 120 * time.Second, ThinkingSwitch: "chat_template_kwargs", Refresh: 5 * time.Minute},
-		Prompts: map[string]PromptBlock{},
-		Models:  ModelTable{},
+		Tools:     Tools{Search: WebSearch{Provider: SearchGateway}},
+		Retrieval: Retrieval{Timeout: 30 * time.Second},
+		Prompts:   map[string]PromptBlock{},
+		Models:    ModelTable{},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("minimal config =\n%+v\nwant\n%+v", cfg, want)
@@ -1051,6 +1053,7 @@ func TestFullReferenceConfig(t *testing.T) {
 		"llama3.1:8b": {Description: "General chat and summarisation; weak at code.", Context: 131072, Thinking: "never", ToolDialect: ToolDialectOpenAI,
 			ThinkingSwitch: ThinkingSwitchReasoningEffort},
 	}
+	want.Retrieval.EmbeddingsModel, want.Retrieval.Cache = "nomic-embed-text", ".promptforge/vectors.cache"
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("full.toml =\n%+v\nwant\n%+v", cfg, want)
 	}
@@ -1060,7 +1063,7 @@ func TestFullReferenceConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, table := range []tomlPath{{"server"}, {"paths"}, {"gateway"}, {"catalog"}, {"tools"}, {"prompts", "x"}, {"models", "x"}} {
+	for _, table := range []tomlPath{{"server"}, {"paths"}, {"gateway"}, {"catalog"}, {"tools"}, {"retrieval"}, {"prompts", "x"}, {"models", "x"}} {
 		keys, _ := tableKeys(table)
 		for _, k := range keys {
 			if !bytes.Contains(data, []byte("\n"+k+" = ")) {

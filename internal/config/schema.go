@@ -14,13 +14,15 @@ import (
 // defaults are applied, and durations are strings because their syntax is
 // ours to check. The decoder refuses any key not declared here.
 type rawConfig struct {
-	Server  *rawServer          `toml:"server"`
-	Paths   *rawPaths           `toml:"paths"`
-	Gateway *rawGateway         `toml:"gateway"`
-	Catalog *rawCatalog         `toml:"catalog"`
-	Tools   *rawTools           `toml:"tools"`
-	Prompts map[string]rawBlock `toml:"prompts"`
-	Models  map[string]rawModel `toml:"models"`
+	Server  *rawServer  `toml:"server"`
+	Paths   *rawPaths   `toml:"paths"`
+	Gateway *rawGateway `toml:"gateway"`
+	Catalog *rawCatalog `toml:"catalog"`
+	Tools   *rawTools   `toml:"tools"`
+	// Retrieval is [retrieval] (retrieval.go).
+	Retrieval *rawRetrieval       `toml:"retrieval"`
+	Prompts   map[string]rawBlock `toml:"prompts"`
+	Models    map[string]rawModel `toml:"models"`
 }
 
 type rawServer struct {
@@ -57,8 +59,10 @@ type rawCatalog struct {
 }
 
 type rawTools struct {
-	WebFetch  *bool `toml:"web_fetch"`
-	WebSearch *bool `toml:"web_search"`
+	WebFetch *bool `toml:"web_fetch"`
+	// WebSearch is a boolean or the [tools.web_search] table
+	// (buildWebSearch checks which).
+	WebSearch any `toml:"web_search"`
 }
 
 type rawBlock struct {
@@ -80,7 +84,7 @@ type rawModel struct {
 func tableKeys(table tomlPath) (keys []string, ok bool) {
 	switch {
 	case len(table) == 0:
-		return []string{"server", "paths", "gateway", "catalog", "tools", "prompts", "models"}, true
+		return []string{"server", "paths", "gateway", "catalog", "tools", "prompts", "models", "retrieval"}, true
 	case len(table) == 1:
 		switch table[0] {
 		case "server":
@@ -94,6 +98,8 @@ func tableKeys(table tomlPath) (keys []string, ok bool) {
 			return []string{"include", "exclude", "tools"}, true
 		case "tools":
 			return []string{"web_fetch", "web_search"}, true
+		case "retrieval":
+			return []string{"embeddings_model", "cache", "timeout"}, true
 		}
 	case len(table) == 2 && table[0] == "prompts":
 		return []string{"enabled", "file"}, true
@@ -136,15 +142,17 @@ func expectedType(p tomlPath) string {
 	case "server.max_concurrent_runs":
 		return "a positive integer"
 	case "server.admission_timeout", "server.reply_deadline", "server.retain_completed",
-		"server.watch_debounce", "gateway.timeout", "gateway.request_timeout", "gateway.refresh":
+		"server.watch_debounce", "gateway.timeout", "gateway.request_timeout", "gateway.refresh", "retrieval.timeout":
 		return duration
-	case "server.watch", "tools.web_fetch", "tools.web_search":
+	case "server.watch", "tools.web_fetch":
 		return boolean
+	case "tools.web_search":
+		return "true, false or a table"
 	case "server.allowed_hosts", "paths.files", "catalog.include", "catalog.exclude", "catalog.tools":
 		return strings_
 	case "paths.prompts":
 		return "a string or an array of strings"
-	case "server.api_key", "gateway.url", "gateway.api_key", "gateway.thinking_switch":
+	case "server.api_key", "gateway.url", "gateway.api_key", "gateway.thinking_switch", "retrieval.embeddings_model", "retrieval.cache":
 		return str
 	}
 	return ""
