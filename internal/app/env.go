@@ -51,6 +51,8 @@ type envPlan struct {
 	webFetch  bool
 	webSearch bool
 	fileRoots []string
+	// retrieval is [retrieval] (retrieval.go).
+	retrieval retrievalPlan
 	// referenceCLI is the run command without prompts.toml, which behaves
 	// as the reference CLI: a model catalog that cannot be fetched fails
 	// the run, whatever the reason, and the fetch is not narrated.
@@ -81,6 +83,7 @@ func planConfig(cfg *config.Config) (envPlan, error) {
 		webFetch:  cfg.Tools.WebFetch,
 		webSearch: cfg.Tools.WebSearch,
 		fileRoots: roots,
+		retrieval: retrievalPlan{model: cfg.Retrieval.EmbeddingsModel, cache: cfg.RetrievalCache(), timeout: cfg.Retrieval.Timeout},
 	}, nil
 }
 

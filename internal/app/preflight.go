@@ -60,6 +60,11 @@ func preflight(ctx context.Context, plan envPlan, cat *catalog.Catalog, w io.Wri
 		return err
 	}
 	defer env.Close()
+	rank, err := plan.ranking(nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	defer rank.Close()
 
 	fmt.Fprintln(w, "\nprompt needs:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -70,7 +75,7 @@ func preflight(ctx context.Context, plan envPlan, cat *catalog.Catalog, w io.Wri
 		if e.Broken() || p == nil {
 			continue
 		}
-		res := engine.Probe(ctx, p, engine.Options{Models: served.Models, Tools: env.tools})
+		res := engine.Probe(ctx, p, engine.Options{Models: served.Models, Tools: env.tools, Ranking: rank.run})
 		if problem := res.Problem(); problem != "" {
 			unbound = append(unbound, e.Name()+": "+problem)
 		}

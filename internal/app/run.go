@@ -88,6 +88,11 @@ func RunOnce(ctx context.Context, o RunOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	rank, err := plan.ranking(nil, logger)
+	if err != nil {
+		return "", fmt.Errorf("prepare the tool environment: %w", err)
+	}
+	defer rank.Close()
 	env, err := plan.build(ctx, nil, logger)
 	if err != nil {
 		if o.ConfigPath != "" {
@@ -108,6 +113,7 @@ func RunOnce(ctx context.Context, o RunOptions) (string, error) {
 		Client:   env.client,
 		ModelSet: env.models,
 		Tools:    env.tools,
+		Ranking:  rank.run,
 		Observer: engine.LogObserver(logger, runNarration()),
 	})
 	// The summary says what the run cost, a failed run too: its tokens

@@ -144,3 +144,21 @@ func decodeEmbeddings(body []byte, n int) ([][]float32, string) {
 	}
 	return out, ""
 }
+
+// ModelEmbedder is [Client.Embed] bound to one model: the embedder
+// internal/match's rankers ask for.
+type ModelEmbedder struct {
+	c     *Client
+	model string
+}
+
+// Embedder returns c's embeddings call for model.
+func (c *Client) Embedder(model string) ModelEmbedder { return ModelEmbedder{c: c, model: model} }
+
+// Embed embeds texts with the bound model (see [Client.Embed]).
+func (e ModelEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return e.c.Embed(ctx, e.model, texts)
+}
+
+// Model is the bound model id.
+func (e ModelEmbedder) Model() string { return e.model }
