@@ -173,7 +173,9 @@ func scriptedSynonyms() map[string]string {
 		"code":      "code program source script",
 		"cheap":     "cheap fast quick lightweight inexpensive",
 		"vision":    "vision image images picture photo screenshot",
-		"reason":    "careful analysis analyze analyse deep reasoning",
+		"reason":    "careful carefully analysis analyze analyse deep reasoning tricky",
+		"long":      "book books codebase codebases entire whole",
+		"local":     "local private machine offline",
 	}
 }
 
