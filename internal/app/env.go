@@ -83,7 +83,8 @@ func planConfig(cfg *config.Config) (envPlan, error) {
 		webFetch:  cfg.Tools.WebFetch,
 		webSearch: cfg.Tools.WebSearch,
 		fileRoots: roots,
-		retrieval: retrievalPlan{model: cfg.Retrieval.EmbeddingsModel, cache: cfg.RetrievalCache(), timeout: cfg.Retrieval.Timeout},
+		retrieval: retrievalPlan{model: cfg.Retrieval.EmbeddingsModel, cache: cfg.RetrievalCache(), timeout: cfg.Retrieval.Timeout,
+			tools: cfg.Retrieval.Tools, models: cfg.Retrieval.Models, prompts: cfg.Retrieval.Prompts},
 	}, nil
 }
 

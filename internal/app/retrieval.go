@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/promptforge-go/promptforge/internal/config"
 	"github.com/promptforge-go/promptforge/internal/embedcache"
 	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/gateway"
@@ -21,9 +22,25 @@ type retrievalPlan struct {
 	model   string
 	cache   string
 	timeout time.Duration
+	// tools, models and prompts override the embedding policies'
+	// thresholds ([retrieval.tools] and so on).
+	tools, models, prompts config.Thresholds
 	// retryAfter is the Fallback ranker's retry delay; zero takes
 	// match.DefaultRetryAfter. Only tests set it.
 	retryAfter time.Duration
+}
+
+// withThresholds returns p with the thresholds t sets.
+func withThresholds(p match.Policy, t config.Thresholds) match.Policy {
+	for _, f := range []struct {
+		v   *float64
+		dst *float64
+	}{{t.SimilarityFloor, &p.SimilarityFloor}, {t.Margin, &p.Margin}, {t.SoloFloor, &p.SoloFloor}, {t.DuplicateThreshold, &p.DuplicateThreshold}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	return p
 }
 
 // ranking is how needs are ranked for one process: runs and probes take
@@ -83,7 +100,14 @@ func (p envPlan) ranking(m *server.Metrics, logger *slog.Logger) (*ranking, erro
 	})
 	r.closers = append(r.closers, func() { _ = cache.Close() })
 	ranker := match.NewFallback(cache, match.FallbackOptions{Logger: logger, RetryAfter: p.retrieval.retryAfter})
-	tools, models, prompts := match.EmbeddingPolicy(), match.EmbeddingModelPolicy(), match.EmbeddingRetrievalPolicy()
+	tools := withThresholds(match.EmbeddingPolicy(), p.retrieval.tools)
+	models := withThresholds(match.EmbeddingModelPolicy(), p.retrieval.models)
+	prompts := withThresholds(match.EmbeddingRetrievalPolicy(), p.retrieval.prompts)
+	for use, pol := range map[string]match.Policy{"tools": tools, "models": models, "prompts": prompts} {
+		if err := pol.Validate(); err != nil {
+			return nil, p.wrap("check [retrieval."+use+"]", "", err)
+		}
+	}
 	r.run = engine.Ranking{Ranker: ranker, ToolPolicy: &tools, ModelPolicy: &models}
 	r.prompts, r.promptPolicy = ranker, &prompts
 	logger.Info("needs are ranked by embeddings", "model", p.retrieval.model, "cache", p.retrieval.cache)

@@ -1054,6 +1054,10 @@ func TestFullReferenceConfig(t *testing.T) {
 			ThinkingSwitch: ThinkingSwitchReasoningEffort},
 	}
 	want.Retrieval.EmbeddingsModel, want.Retrieval.Cache = "nomic-embed-text", ".promptforge/vectors.cache"
+	f := func(v float64) *float64 { return &v }
+	want.Retrieval.Tools = Thresholds{SimilarityFloor: f(0.825), Margin: f(0.05), SoloFloor: f(0.5), DuplicateThreshold: f(0.98)}
+	want.Retrieval.Models = Thresholds{SoloFloor: f(0.3)}
+	want.Retrieval.Prompts = Thresholds{SimilarityFloor: f(0)}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("full.toml =\n%+v\nwant\n%+v", cfg, want)
 	}

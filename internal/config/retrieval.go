@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -40,6 +41,19 @@ type Retrieval struct {
 	Cache string
 	// Timeout bounds one embeddings request.
 	Timeout time.Duration
+	// Tools, Models and Prompts override the embedding ranker's decision
+	// thresholds for tools.need, models.need and need_prompt
+	// ([retrieval.tools] and so on); nil fields keep the defaults.
+	Tools, Models, Prompts Thresholds
+}
+
+// Thresholds are one use's decision thresholds (gateway-picker-webfetch
+// §2.5), each in [0, 1]; nil leaves the default.
+type Thresholds struct {
+	SimilarityFloor    *float64
+	Margin             *float64
+	SoloFloor          *float64
+	DuplicateThreshold *float64
 }
 
 // WebSearch is how web_search searches: [tools].web_search = true, or the
@@ -58,10 +72,24 @@ type WebSearch struct {
 }
 
 type rawRetrieval struct {
-	EmbeddingsModel *string `toml:"embeddings_model"`
-	Cache           *string `toml:"cache"`
-	Timeout         *string `toml:"timeout"`
+	EmbeddingsModel *string        `toml:"embeddings_model"`
+	Cache           *string        `toml:"cache"`
+	Timeout         *string        `toml:"timeout"`
+	Tools           *rawThresholds `toml:"tools"`
+	Models          *rawThresholds `toml:"models"`
+	Prompts         *rawThresholds `toml:"prompts"`
 }
+
+type rawThresholds struct {
+	SimilarityFloor    *float64 `toml:"similarity_floor"`
+	Margin             *float64 `toml:"margin"`
+	SoloFloor          *float64 `toml:"solo_floor"`
+	DuplicateThreshold *float64 `toml:"duplicate_threshold"`
+}
+
+// thresholdKeys are the keys of [retrieval.tools], [retrieval.models] and
+// [retrieval.prompts].
+var thresholdKeys = []string{"similarity_floor", "margin", "solo_floor", "duplicate_threshold"}
 
 // RetrievalCache is [retrieval].cache read against Dir; "" when unset.
 func (c *Config) RetrievalCache() string {
@@ -100,8 +128,35 @@ func (p *parser) buildRetrieval(r *rawRetrieval, dst *Retrieval) error {
 		}
 		dst.Timeout = v
 	}
-	if dst.EmbeddingsModel == "" && (r.Cache != nil || r.Timeout != nil) {
-		return p.fail(tomlPath{"retrieval"}, "[retrieval] sets cache or timeout without embeddings_model: set embeddings_model to a model the gateway serves for /embeddings, or remove the table")
+	for _, u := range []struct {
+		name string
+		raw  *rawThresholds
+		dst  *Thresholds
+	}{{"tools", r.Tools, &dst.Tools}, {"models", r.Models, &dst.Models}, {"prompts", r.Prompts, &dst.Prompts}} {
+		if u.raw == nil {
+			continue
+		}
+		for _, f := range []struct {
+			key string
+			v   *float64
+			dst **float64
+		}{
+			{"similarity_floor", u.raw.SimilarityFloor, &u.dst.SimilarityFloor},
+			{"margin", u.raw.Margin, &u.dst.Margin},
+			{"solo_floor", u.raw.SoloFloor, &u.dst.SoloFloor},
+			{"duplicate_threshold", u.raw.DuplicateThreshold, &u.dst.DuplicateThreshold},
+		} {
+			if f.v == nil {
+				continue
+			}
+			if math.IsNaN(*f.v) || *f.v < 0 || *f.v > 1 {
+				return p.fail(tomlPath{"retrieval", u.name, f.key}, fmt.Sprintf("[retrieval.%s].%s must be a number from 0 to 1: %v", u.name, f.key, *f.v))
+			}
+			*f.dst = f.v
+		}
+	}
+	if dst.EmbeddingsModel == "" && (r.Cache != nil || r.Timeout != nil || r.Tools != nil || r.Models != nil || r.Prompts != nil) {
+		return p.fail(tomlPath{"retrieval"}, "[retrieval] sets cache, timeout or thresholds without embeddings_model: set embeddings_model to a model the gateway serves for /embeddings, or remove the table")
 	}
 	return nil
 }
@@ -209,7 +264,16 @@ func (c *Config) diffRetrieval(next *Config) []string {
 	add(c.Retrieval.EmbeddingsModel != next.Retrieval.EmbeddingsModel, "[retrieval].embeddings_model")
 	add(c.Retrieval.Cache != next.Retrieval.Cache, "[retrieval].cache")
 	add(c.Retrieval.Timeout != next.Retrieval.Timeout, "[retrieval].timeout")
+	add(!c.Retrieval.Tools.equal(next.Retrieval.Tools), "[retrieval.tools]")
+	add(!c.Retrieval.Models.equal(next.Retrieval.Models), "[retrieval.models]")
+	add(!c.Retrieval.Prompts.equal(next.Retrieval.Prompts), "[retrieval.prompts]")
 	a, b := c.Tools.Search, next.Tools.Search
 	add(a.Provider != b.Provider || a.URL != b.URL || a.APIKey != b.APIKey, "[tools.web_search]")
 	return out
+}
+
+func (t Thresholds) equal(u Thresholds) bool {
+	same := func(a, b *float64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+	return same(t.SimilarityFloor, u.SimilarityFloor) && same(t.Margin, u.Margin) &&
+		same(t.SoloFloor, u.SoloFloor) && same(t.DuplicateThreshold, u.DuplicateThreshold)
 }

@@ -78,3 +78,27 @@ func TestRetrievalAndSearchNeedARestart(t *testing.T) {
 		t.Errorf("diff %q, want %q", got, want)
 	}
 }
+
+func TestRetrievalThresholds(t *testing.T) {
+	cfg := mustParse(t, minimal+"[retrieval]\nembeddings_model = \"m\"\n[retrieval.tools]\nsimilarity_floor = 0.45\nmargin = 0.02\n[retrieval.prompts]\nsimilarity_floor = 0.3\nsolo_floor = 0.3\nduplicate_threshold = 1.0\n", nil)
+	r := cfg.Retrieval
+	if r.Tools.SimilarityFloor == nil || *r.Tools.SimilarityFloor != 0.45 || *r.Tools.Margin != 0.02 || r.Tools.SoloFloor != nil ||
+		*r.Prompts.SimilarityFloor != 0.3 || *r.Prompts.DuplicateThreshold != 1 || r.Models.SimilarityFloor != nil {
+		t.Errorf("thresholds %+v", r)
+	}
+	for _, tc := range []struct{ extra, want string }{
+		{"[retrieval]\nembeddings_model = \"m\"\n[retrieval.tools]\nmargin = 1.5\n", "[retrieval.tools].margin must be a number from 0 to 1: 1.5"},
+		{"[retrieval]\nembeddings_model = \"m\"\n[retrieval.models]\nsolo_floor = -0.1\n", "[retrieval.models].solo_floor must be a number from 0 to 1"},
+		{"[retrieval]\nembeddings_model = \"m\"\n[retrieval.models]\nfloor = 0.1\n", "takes similarity_floor, margin, solo_floor, duplicate_threshold"},
+		{"[retrieval]\nembeddings_model = \"m\"\n[retrieval.tools]\nmargin = \"x\"\n", "a number from 0 to 1"},
+		{"[retrieval.tools]\nmargin = 0.1\n", "without embeddings_model"},
+	} {
+		if e := parseErr(t, minimal+tc.extra, nil); !strings.Contains(e.Error(), tc.want) {
+			t.Errorf("%q: error %q, want %q", tc.extra, e.Error(), tc.want)
+		}
+	}
+	next := mustParse(t, minimal+"[retrieval]\nembeddings_model = \"m\"\n[retrieval.tools]\nsimilarity_floor = 0.5\nmargin = 0.02\n[retrieval.prompts]\nsimilarity_floor = 0.3\nsolo_floor = 0.3\nduplicate_threshold = 1.0\n", nil)
+	if got := strings.Join(cfg.DiffUnreloadable(next), " "); got != "[retrieval.tools]" {
+		t.Errorf("diff %q", got)
+	}
+}

@@ -99,8 +99,10 @@ func tableKeys(table tomlPath) (keys []string, ok bool) {
 		case "tools":
 			return []string{"web_fetch", "web_search"}, true
 		case "retrieval":
-			return []string{"embeddings_model", "cache", "timeout"}, true
+			return []string{"embeddings_model", "cache", "timeout", "tools", "models", "prompts"}, true
 		}
+	case len(table) == 2 && table[0] == "retrieval" && slices.Contains([]string{"tools", "models", "prompts"}, table[1]):
+		return thresholdKeys, true
 	case len(table) == 2 && table[0] == "prompts":
 		return []string{"enabled", "file"}, true
 	case len(table) == 2 && table[0] == "models":
@@ -123,6 +125,10 @@ func expectedType(p tomlPath) string {
 		return table
 	case len(p) == 2 && (p[0] == "prompts" || p[0] == "models"):
 		return table
+	case len(p) == 2 && p[0] == "retrieval" && (p[1] == "tools" || p[1] == "models" || p[1] == "prompts"):
+		return table
+	case len(p) == 3 && p[0] == "retrieval":
+		return "a number from 0 to 1"
 	case len(p) == 3 && p[0] == "prompts":
 		if p[2] == "enabled" {
 			return boolean

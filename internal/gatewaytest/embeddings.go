@@ -134,7 +134,13 @@ func NewScriptedEmbedder(dims int) *ScriptedEmbedder {
 	}
 	for concept, words := range scriptedSynonyms() {
 		for _, w := range strings.Fields(words) {
-			e.concept[scriptedStem(w)] = concept
+			st := scriptedStem(w)
+			if c, dup := e.concept[st]; dup && c != concept {
+				// Which concept won would depend on map order: the
+				// vectors must be the same on every run.
+				panic(fmt.Sprintf("gatewaytest: the synonym table maps %q to both %q and %q", st, c, concept))
+			}
+			e.concept[st] = concept
 		}
 	}
 	return e
@@ -175,7 +181,7 @@ func scriptedSynonyms() map[string]string {
 		"vision":    "vision image images picture photo screenshot",
 		"reason":    "careful carefully analysis analyze analyse deep reasoning tricky",
 		"long":      "book books codebase codebases entire whole",
-		"local":     "local private machine offline",
+		"private":   "private machine offline",
 	}
 }
 

@@ -302,9 +302,9 @@ func TestEvalBinding(t *testing.T) {
 		row(c.use, "lexical", "lexical defaults", lexical[c.use])
 		row(c.use, "embeddings", "embedding defaults", defaults[c.use])
 		row(c.use, "embeddings", "calibrated on this set", calibrated[c.use])
-		fmt.Fprintf(&calibration, "  %s: similarity_floor %.3f, margin %.3f, solo_floor %.3f\n", c.use, p.SimilarityFloor, p.Margin, p.SoloFloor)
+		fmt.Fprintf(&calibration, "[retrieval.%ss]\nsimilarity_floor = %.3f\nmargin = %.3f\nsolo_floor = %.3f\n", c.use, p.SimilarityFloor, p.Margin, p.SoloFloor)
 	}
-	fmt.Fprintf(&out, "\nThresholds calibrated on this set for %s:\n%s", model, calibration.String())
+	fmt.Fprintf(&out, "\nThresholds calibrated on this set for %s, as prompts.toml takes them:\n\n%s", model, calibration.String())
 	if testing.Verbose() {
 		fmt.Fprintln(&out, "\nMisses:")
 		for _, c := range cats {
