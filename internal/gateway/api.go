@@ -48,6 +48,9 @@ type Client struct {
 	http              *http.Client
 	// disabled, when non-empty, is why this client refuses every call.
 	disabled string
+	// searchName is who a search failure names ("" is the gateway at
+	// base): a search provider's client sets it.
+	searchName string
 }
 
 // Thinking is a model's reasoning switch mode from the catalog.

@@ -246,6 +246,9 @@ type exchange struct {
 	// errorReadFails makes a broken non-2xx body a transport error, where
 	// otherwise the status alone is reported.
 	errorReadFails bool
+	// header holds headers besides the client's own (a search
+	// provider's key header).
+	header http.Header
 }
 
 // send sends one request and returns the status and body: the full body
@@ -268,7 +271,12 @@ func (c *Client) send(ctx context.Context, x exchange) (int, []byte, *Error) {
 	if err != nil {
 		return 0, nil, &Error{Kind: KindConfig, Op: op, msg: "cannot build the gateway request " + op + ": " + err.Error(), err: err}
 	}
-	req.Header.Set("Authorization", c.auth)
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
+	}
+	for k, v := range x.header {
+		req.Header[k] = v
+	}
 	req.Header.Set("Accept", "application/json")
 	if x.body != nil {
 		req.Header.Set("Content-Type", "application/json")
