@@ -227,35 +227,19 @@ func TestSearchProviderUnreachableAndConfig(t *testing.T) {
 
 func TestSearchProviderTimeoutOnAFakeClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ln := newPipeListener()
-		stop := make(chan struct{})
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-r.Context().Done():
-			case <-stop:
+		silentServer(func(hc *http.Client) {
+			b, err := gateway.NewSearchBackend(gateway.SearchOptions{Provider: gateway.ProviderSearxng, URL: "http://searx.test", HTTPClient: hc})
+			if err != nil {
+				t.Fatal(err)
 			}
-		})}
-		served := make(chan struct{})
-		go func() {
-			defer close(served)
-			_ = srv.Serve(ln)
-		}()
-		tr := &http.Transport{DialContext: ln.dial}
-		b, err := gateway.NewSearchBackend(gateway.SearchOptions{Provider: gateway.ProviderSearxng, URL: "http://searx.test", HTTPClient: &http.Client{Transport: tr}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		_, err = b.Search(t.Context(), json.RawMessage(`{"query":"q"}`))
-		if got := time.Since(start); got != gateway.SearchTimeout {
-			t.Errorf("gave up after %v, want %v", got, gateway.SearchTimeout)
-		}
-		if ge := asError(t, err, gateway.KindTransport); !ge.Timeout() || !strings.Contains(err.Error(), "SearXNG at http://searx.test did not answer within 30s") {
-			t.Errorf("error %v", err)
-		}
-		close(stop)
-		tr.CloseIdleConnections()
-		_ = srv.Close()
-		<-served
+			start := time.Now()
+			_, err = b.Search(t.Context(), json.RawMessage(`{"query":"q"}`))
+			if got := time.Since(start); got != gateway.SearchTimeout {
+				t.Errorf("gave up after %v, want %v", got, gateway.SearchTimeout)
+			}
+			if ge := asError(t, err, gateway.KindTransport); !ge.Timeout() || !strings.Contains(err.Error(), "SearXNG at http://searx.test did not answer within 30s") {
+				t.Errorf("error %v", err)
+			}
+		})
 	})
 }
