@@ -208,7 +208,7 @@ func calibrate(t testing.TB, idx match.Index, c catalog, base match.Policy, case
 	found := false
 	for fl := 0.0; fl <= 0.95001; fl += 0.025 {
 		for _, margin := range []float64{0.01, 0.025, 0.05, 0.1} {
-			for solo := 0.0; solo <= fl+1e-9; solo += 0.05 {
+			for solo := 0.0; solo <= fl+1e-9; solo += 0.1 {
 				p := base
 				p.SimilarityFloor, p.Margin, p.SoloFloor = fl, margin, solo
 				if c.use == "prompt" {
