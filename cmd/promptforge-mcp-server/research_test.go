@@ -58,3 +58,31 @@ func TestRunTheShippedResearchExampleWithSearxng(t *testing.T) {
 		t.Fatalf("tool result sent as %q", last)
 	}
 }
+
+// check embeds one text with [retrieval]'s model and fails, naming what
+// to do, when the server cannot embed with it.
+func TestCheckTriesTheEmbeddingsModel(t *testing.T) {
+	g := gatewaytest.New(t)
+	path := writeConfig(t, `api_key = "k"`, g.URL(), g.APIKey(), map[string]string{"echo.md": promptText("echo", "return args")})
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("[retrieval]\nembeddings_model = \"nomic-embed-text\"\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	g.RespondEmbeddings(gatewaytest.NewScriptedEmbedder(0).Respond)
+	code, out, errOut := call(t, nil, "check", path)
+	if code != exitOK || !strings.Contains(out, "embeddings model nomic-embed-text: answers (256 dimensions)") {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	g.RespondEmbeddings(func(gatewaytest.Request) gatewaytest.Reply {
+		return gatewaytest.Status(404, `{"error":{"message":"model \"nomic-embed-text\" not found, try pulling it first","type":"api_error"}}`)
+	})
+	code, _, errOut = call(t, nil, "check", path)
+	if code != exitFailure || !strings.Contains(errOut, `the embeddings model "nomic-embed-text" cannot be used`) || !strings.Contains(errOut, "try pulling it first") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+}
