@@ -144,7 +144,11 @@ func (ix *fallbackIndex) embedded(ctx context.Context) (Index, error) {
 		ix.f.failed(err)
 		return nil, nil
 	}
-	ix.f.answered()
+	if len(ix.docs) > 0 {
+		// An empty catalog embeds nothing, so it proves nothing about
+		// the server.
+		ix.f.answered()
+	}
 	ix.emb.Store(&e)
 	return e, nil
 }
@@ -168,7 +172,9 @@ func (ix *fallbackIndex) scoreFrom(ctx context.Context, need string) ([]float64,
 	if e != nil && ix.f.usable() {
 		scores, err := e.Score(ctx, need)
 		if err == nil {
-			ix.f.answered()
+			if len(ix.docs) > 0 {
+				ix.f.answered()
+			}
 			return scores, e, nil
 		}
 		if ctx.Err() != nil {

@@ -203,3 +203,25 @@ func TestPolicyLexicalIsValidated(t *testing.T) {
 		t.Fatal("a nested fallback was accepted")
 	}
 }
+
+func TestFallbackEmptyCatalogSaysNothingAboutTheServer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		e := &conceptEmbedder{down: true}
+		f := NewFallback(e, FallbackOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if _, err := f.Index(t.Context(), fallbackDocs()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(DefaultRetryAfter)
+		empty, err := f.Index(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := Resolve(t.Context(), empty, embPolicy(), "anything"); err != nil || d.Outcome != Absent {
+			t.Fatalf("empty catalog: %v, %v", d, err)
+		}
+		if strings.Contains(logs.String(), "answer again") {
+			t.Errorf("an empty index claimed the server answers:\n%s", logs.String())
+		}
+	})
+}
