@@ -94,17 +94,19 @@ func (b *SearchBackend) BaseURL() string { return b.c.base }
 // CloseIdleConnections releases the backend's idle connections.
 func (b *SearchBackend) CloseIdleConnections() { b.c.CloseIdleConnections() }
 
-// searchArgs are the validated web_search arguments (tools' closed
-// schema), as the gateway contract names them.
-type searchArgs struct {
+// SearchQuery is the body of a search (gateway-picker-webfetch §1.7):
+// the web_search tool encodes its validated arguments as one, absent and
+// blank optional fields left out, and a [SearchBackend] decodes it into
+// its provider's parameters.
+type SearchQuery struct {
 	Query          string   `json:"query"`
-	Count          int      `json:"count"`
-	Freshness      string   `json:"freshness"`
-	Country        string   `json:"country"`
-	SearchLang     string   `json:"search_lang"`
-	Safesearch     string   `json:"safesearch"`
-	IncludeDomains []string `json:"include_domains"`
-	ExcludeDomains []string `json:"exclude_domains"`
+	Count          uint64   `json:"count,omitempty"`
+	Freshness      string   `json:"freshness,omitempty"`
+	Country        string   `json:"country,omitempty"`
+	SearchLang     string   `json:"search_lang,omitempty"`
+	Safesearch     string   `json:"safesearch,omitempty"`
+	IncludeDomains []string `json:"include_domains,omitempty"`
+	ExcludeDomains []string `json:"exclude_domains,omitempty"`
 }
 
 // searchHit is one result in the gateway's reply shape.
@@ -123,7 +125,7 @@ type searchHit struct {
 // include_domains and exclude_domains filter by host, a domain matching
 // itself and its subdomains (both providers, which have no such filter).
 func (b *SearchBackend) Search(ctx context.Context, query json.RawMessage) (json.RawMessage, error) {
-	var a searchArgs
+	var a SearchQuery
 	if err := json.Unmarshal(query, &a); err != nil || strings.TrimSpace(a.Query) == "" {
 		return nil, &Error{Kind: KindConfig, Op: b.op(), msg: "the search arguments are not an object with a query"}
 	}
@@ -144,7 +146,7 @@ func (b *SearchBackend) Search(ctx context.Context, query json.RawMessage) (json
 		return nil, &Error{Kind: KindMalformed, Op: b.op(), Status: status, msg: "backend reply is malformed: " + problem}
 	}
 	hits = filterHits(hits, a)
-	if a.Count > 0 && len(hits) > a.Count {
+	if a.Count > 0 && uint64(len(hits)) > a.Count {
 		hits = hits[:a.Count]
 	}
 	if hits == nil {
@@ -168,12 +170,12 @@ func (b *SearchBackend) op() string {
 }
 
 // request is the path and query of one search.
-func (b *SearchBackend) request(a searchArgs) string {
+func (b *SearchBackend) request(a SearchQuery) string {
 	v := url.Values{}
 	v.Set("q", strings.TrimSpace(a.Query))
 	if b.provider == ProviderBrave {
 		if a.Count > 0 {
-			v.Set("count", strconv.Itoa(min(a.Count, maxBraveCount)))
+			v.Set("count", strconv.FormatUint(min(a.Count, maxBraveCount), 10))
 		}
 		for k, s := range map[string]string{"freshness": a.Freshness, "country": a.Country, "search_lang": a.SearchLang, "safesearch": a.Safesearch} {
 			if s != "" {
@@ -283,7 +285,7 @@ func (b *SearchBackend) parse(data []byte) ([]searchHit, string) {
 }
 
 // filterHits applies include_domains and exclude_domains by host.
-func filterHits(hits []searchHit, a searchArgs) []searchHit {
+func filterHits(hits []searchHit, a SearchQuery) []searchHit {
 	if len(a.IncludeDomains) == 0 && len(a.ExcludeDomains) == 0 {
 		return hits
 	}

@@ -131,18 +131,10 @@ func webSearchSchema() json.RawMessage {
 	return b
 }
 
-// searchRequest is the body sent to the gateway: the validated arguments,
-// with absent and blank optional fields left out.
-type searchRequest struct {
-	Query          string   `json:"query"`
-	Count          uint64   `json:"count,omitempty"`
-	Freshness      string   `json:"freshness,omitempty"`
-	Country        string   `json:"country,omitempty"`
-	SearchLang     string   `json:"search_lang,omitempty"`
-	Safesearch     string   `json:"safesearch,omitempty"`
-	IncludeDomains []string `json:"include_domains,omitempty"`
-	ExcludeDomains []string `json:"exclude_domains,omitempty"`
-}
+// searchRequest is the body sent to the backend: the validated
+// arguments, with absent and blank optional fields left out (the
+// gateway's SearchQuery, which every backend reads).
+type searchRequest = gateway.SearchQuery
 
 // parseSearchArgs validates raw against the closed schema. JSON null and
 // blank strings count as absent for optional fields, as the gateway
