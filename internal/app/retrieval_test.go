@@ -9,7 +9,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/promptforge-go/promptforge/internal/config"
+	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/match"
+	"github.com/promptforge-go/promptforge/internal/secret"
 	"github.com/promptforge-go/promptforge/internal/server"
 	"github.com/promptforge-go/promptforge/internal/server/servertest"
 )
@@ -105,5 +109,32 @@ func TestBootFallsBackToLexicalWhenEmbeddingsFail(t *testing.T) {
 	text := log.text()
 	if n := strings.Count(text, "falls back to the lexical ranker"); n != 1 || !strings.Contains(text, "try pulling it first") {
 		t.Errorf("fallback logged %d times:\n%s", n, text)
+	}
+}
+
+func TestRetrievalThresholdsReachThePolicies(t *testing.T) {
+	floor, solo := 0.275, 0.2
+	g := gatewaytest.New(t)
+	plan := envPlan{gateway: &gateway.Options{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey())},
+		retrieval: retrievalPlan{model: "m", tools: config.Thresholds{SimilarityFloor: &floor, SoloFloor: &solo}}}
+	r, err := plan.ranking(nil, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	tp, mp := r.run.ToolPolicy, r.run.ModelPolicy
+	if tp.SimilarityFloor != 0.275 || tp.SoloFloor != 0.2 || tp.Margin != match.EmbeddingPolicy().Margin || tp.Lexical == nil || *tp.Lexical != match.LexicalPolicy() {
+		t.Errorf("tools policy %+v", tp)
+	}
+	if want := match.EmbeddingModelPolicy(); mp.SimilarityFloor != want.SimilarityFloor || mp.SoloFloor != want.SoloFloor || mp.Lexical == nil || *mp.Lexical != match.LexicalModelPolicy() {
+		t.Errorf("models policy %+v", mp)
+	}
+	if r.prompts == nil || r.promptPolicy.SimilarityFloor != 0 {
+		t.Errorf("prompts %v %+v", r.prompts, r.promptPolicy)
+	}
+	// Without a model nothing changes: the lexical defaults.
+	r, err = envPlan{gateway: plan.gateway}.ranking(nil, discard())
+	if err != nil || r.run.Ranker != nil || r.prompts != nil {
+		t.Fatalf("lexical plan: %+v, %v", r, err)
 	}
 }

@@ -1,10 +1,12 @@
 package match_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -199,32 +201,46 @@ func evaluate(t testing.TB, idx match.Index, c catalog, p match.Policy, cases []
 }
 
 // calibrate sweeps use's thresholds for the embedding ranker and returns
-// the policy with the best precision@1 among those with the fewest false
-// binds (ties: the higher floor, which is the safer one).
+// a policy with the best precision@1 among those with the fewest false
+// binds. Many usually tie; the middle one of them (ordered by floor, then
+// solo floor, then margin) is returned, so the choice sits inside the
+// region that scores best rather than on its edge.
 func calibrate(t testing.TB, idx match.Index, c catalog, base match.Policy, cases []evalCase) (match.Policy, figures) {
 	t.Helper()
-	var best match.Policy
-	var bestF figures
-	found := false
+	type candidate struct {
+		p match.Policy
+		f figures
+	}
+	var best []candidate
 	for fl := 0.0; fl <= 0.95001; fl += 0.025 {
 		for _, margin := range []float64{0.01, 0.025, 0.05, 0.1} {
-			for solo := 0.0; solo <= fl+1e-9; solo += 0.1 {
+			solos := []float64{fl}
+			if c.use != "prompt" { // need_prompt's solo floor is its floor
+				solos = solos[:0]
+				for solo := 0.0; solo <= fl+1e-9; solo += 0.1 {
+					solos = append(solos, solo)
+				}
+			}
+			for _, solo := range solos {
 				p := base
 				p.SimilarityFloor, p.Margin, p.SoloFloor = fl, margin, solo
-				if c.use == "prompt" {
-					p.SoloFloor = fl
-				}
 				f := evaluate(t, idx, c, p, cases)
-				better := !found || f.bound < bestF.bound ||
-					(f.bound == bestF.bound && f.right > bestF.right) ||
-					(f.bound == bestF.bound && f.right == bestF.right && p.SimilarityFloor > best.SimilarityFloor)
-				if better {
-					best, bestF, found = p, f, true
+				switch {
+				case len(best) == 0 || f.bound < best[0].f.bound || (f.bound == best[0].f.bound && f.right > best[0].f.right):
+					best = []candidate{{p, f}}
+				case f.bound == best[0].f.bound && f.right == best[0].f.right:
+					best = append(best, candidate{p, f})
 				}
 			}
 		}
 	}
-	return best, bestF
+	// The sweep's order is floor, margin, solo; the middle is taken by
+	// floor, then solo, then margin.
+	slices.SortStableFunc(best, func(a, b candidate) int {
+		return cmp.Or(cmp.Compare(a.p.SimilarityFloor, b.p.SimilarityFloor), cmp.Compare(a.p.SoloFloor, b.p.SoloFloor), cmp.Compare(a.p.Margin, b.p.Margin))
+	})
+	mid := best[len(best)/2]
+	return mid.p, mid.f
 }
 
 // evalEmbedder is the embedder under test: the environment's model, or
