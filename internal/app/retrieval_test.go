@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -28,9 +29,13 @@ var retrievalPrompts = map[string]string{
 
 // retrievalConfig writes a configuration for g's gateway with a
 // [retrieval] table naming the scripted embeddings model and a cache file.
-func retrievalConfig(t *testing.T, g *gatewaytest.Server) (path, cache string) {
+func retrievalConfig(t *testing.T, g *gatewaytest.Server, serverLines ...string) (path, cache string) {
 	t.Helper()
-	path = servertest.ConfigDir(t, "watch = false", g, retrievalPrompts)
+	lines := "watch = false"
+	if len(serverLines) > 0 {
+		lines = strings.Join(serverLines, "\n")
+	}
+	path = servertest.ConfigDir(t, lines, g, retrievalPrompts)
 	cache = filepath.Join(filepath.Dir(path), ".promptforge", "vectors.cache")
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
@@ -136,5 +141,41 @@ func TestRetrievalThresholdsReachThePolicies(t *testing.T) {
 	r, err = envPlan{gateway: plan.gateway}.ranking(nil, discard())
 	if err != nil || r.run.Ranker != nil || r.prompts != nil {
 		t.Fatalf("lexical plan: %+v, %v", r, err)
+	}
+}
+
+// A reload embeds only the texts that changed: the prompts it kept come
+// from the cache.
+func TestAReloadEmbedsOnlyWhatChanged(t *testing.T) {
+	g := gatewaytest.New(t)
+	g.RespondEmbeddings(gatewaytest.NewScriptedEmbedder(0).Respond)
+	path, _ := retrievalConfig(t, g, `watch_debounce = "50ms"`)
+	log := newSignalLog()
+	cs, done := bootStdio(t, path, log)
+	needPrompt(t, cs, "condense this article")
+	before := len(g.EmbeddingRequests())
+
+	reloaded := log.on("reloaded ")
+	servertest.WriteTree(t, filepath.Join(filepath.Dir(path), "prompts"), map[string]string{
+		"recap.md": luaPrompt("recap", "Recap a meeting transcript.", "return args"),
+	})
+	select {
+	case <-reloaded:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no reload within 10s; log:\n%s", log.text())
+	}
+	if got := needPrompt(t, cs, "condense this article"); !strings.Contains(got, `"summarize"`) {
+		t.Errorf("after the reload: %s", got)
+	}
+	cs.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for _, r := range g.EmbeddingRequests()[before:] {
+		sent = append(sent, r.EmbeddingInputs()...)
+	}
+	if len(sent) != 1 || !strings.HasPrefix(sent[0], "recap. Recap a meeting transcript.") {
+		t.Errorf("the reload embedded %q, want only the new prompt", sent)
 	}
 }
