@@ -74,3 +74,15 @@ e2e:
 # Client tests kept out of package.json's scripts (so its only change is a
 # devDependency); the binaries come from npm test's pretest build above.
 E2E_CLIENTS = inspector.test.mjs timeout.test.mjs
+
+# The binding evaluation (docs/benchmarks.md, "Binding by meaning"):
+# precision@1 and false-bind rate of the lexical ranker and of embeddings,
+# side by side, over internal/match/testdata/eval. Without EMBEDDINGS_URL
+# the embeddings come from the scripted embedder (what CI runs: it proves
+# wiring and thresholds, not quality); with it, from that server's
+# /embeddings for MODEL, e.g.
+#   make eval-binding EMBEDDINGS_URL=http://127.0.0.1:11434/v1 MODEL=nomic-embed-text
+.PHONY: eval-binding
+eval-binding:
+	EMBEDDINGS_URL="$(EMBEDDINGS_URL)" MODEL="$(MODEL)" EMBEDDINGS_API_KEY="$(EMBEDDINGS_API_KEY)" \
+		$(GO) test -count=1 -run '^TestEvalBinding$$' -v ./internal/match/

@@ -202,9 +202,8 @@ func TestCheckTheShippedExample(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errOut)
 	}
-	// research_person is disabled in the example until a PromptForge
-	// gateway serves web_search.
-	want := "prompts.toml: 5 prompt(s) resolve: digest, release_notes, summarize, text_stats, unit_convert\n"
+	// research_person is served: web_search goes to SearXNG.
+	want := "prompts.toml: 6 prompt(s) resolve: digest, release_notes, research_person, summarize, text_stats, unit_convert\n"
 	if !strings.HasPrefix(out, want) {
 		t.Fatalf("stdout = %q, want it to start with %q", out, want)
 	}

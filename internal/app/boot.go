@@ -53,6 +53,9 @@ type BootOptions struct {
 	// modelRetry is the model list's timing (see envPlan.modelRetry); only
 	// this package's tests set it.
 	modelRetry modelset.Options
+	// retrievalRetry is the embedding ranker's retry delay after a
+	// failure (zero: match.DefaultRetryAfter); only tests set it.
+	retrievalRetry time.Duration
 }
 
 // Boot runs the server the way mcp-server §10 orders it: load
@@ -95,17 +98,26 @@ func Boot(ctx context.Context, o BootOptions) error {
 		return step(StepServe, fmt.Errorf("unknown transport %d", o.Transport))
 	}
 
-	handle, err := catalog.New(ctx, settingsOf(cfg), catalog.Options{Logger: logger, ConfigPath: o.ConfigPath})
-	if err != nil {
-		return step(StepResolve, err)
-	}
-
+	// The plan and the ranking come before the catalog, whose need_prompt
+	// index is built with the ranking; neither contacts the network.
 	metrics := server.NewMetrics()
 	plan, err := planConfig(cfg)
 	if err != nil {
 		return step(StepPrepareTools, err)
 	}
 	plan.modelRetry = o.modelRetry
+	plan.retrieval.retryAfter = o.retrievalRetry
+	rank, err := plan.ranking(metrics, logger)
+	if err != nil {
+		return step(StepPrepareTools, err)
+	}
+	defer rank.Close()
+
+	handle, err := catalog.New(ctx, settingsOf(cfg), catalog.Options{Logger: logger, ConfigPath: o.ConfigPath,
+		Ranker: rank.prompts, RetrievalPolicy: rank.promptPolicy})
+	if err != nil {
+		return step(StepResolve, err)
+	}
 	env, err := plan.build(ctx, metrics, logger)
 	if err != nil {
 		return step(StepPrepareTools, err)
@@ -137,6 +149,7 @@ func Boot(ctx context.Context, o BootOptions) error {
 		Client:      env.client,
 		Models:      env.models,
 		Tools:       env.tools,
+		Ranking:     rank.run,
 		FileRoots:   env.fileRoots,
 		ConfigFiles: own,
 		PromptsDirs: promptsDirs,

@@ -137,7 +137,7 @@ func Watch(ctx context.Context, o RunOptions, report func(value string, err erro
 	if err != nil {
 		return err
 	}
-	defer r.env.Close()
+	defer r.close()
 	w, err := catalog.WatchFile(r.path, watchDebounce, r.logger)
 	if err != nil {
 		return fmt.Errorf("--watch: %w", err)

@@ -50,7 +50,12 @@ type envPlan struct {
 	overrides map[string]gateway.ModelOverride
 	webFetch  bool
 	webSearch bool
+	// search is where web_search searches ([tools.web_search]); the zero
+	// value is the gateway.
+	search    config.WebSearch
 	fileRoots []string
+	// retrieval is [retrieval] (retrieval.go).
+	retrieval retrievalPlan
 	// referenceCLI is the run command without prompts.toml, which behaves
 	// as the reference CLI: a model catalog that cannot be fetched fails
 	// the run, whatever the reason, and the fetch is not narrated.
@@ -80,7 +85,10 @@ func planConfig(cfg *config.Config) (envPlan, error) {
 		overrides: modelOverrides(cfg.Models),
 		webFetch:  cfg.Tools.WebFetch,
 		webSearch: cfg.Tools.WebSearch,
+		search:    cfg.Tools.Search,
 		fileRoots: roots,
+		retrieval: retrievalPlan{model: cfg.Retrieval.EmbeddingsModel, cache: cfg.RetrievalCache(), timeout: cfg.Retrieval.Timeout,
+			tools: cfg.Retrieval.Tools, models: cfg.Retrieval.Models, prompts: cfg.Retrieval.Prompts},
 	}, nil
 }
 
@@ -150,12 +158,18 @@ func (p envPlan) build(ctx context.Context, m *server.Metrics, logger *slog.Logg
 		env.tools = append(env.tools, wf)
 		env.closers = append(env.closers, wf.CloseIdleConnections)
 	}
-	if p.webSearch && p.gateway != nil {
-		ws, err := tools.NewWebSearch(env.client)
+	if p.webSearch {
+		searcher, err := p.searcher(env.client, httpClient)
 		if err != nil {
 			return fail(p.wrap("assemble the live tool registry: web_search", "build web_search", err))
 		}
-		env.tools = append(env.tools, ws)
+		if searcher != nil {
+			ws, err := tools.NewWebSearch(searcher)
+			if err != nil {
+				return fail(p.wrap("assemble the live tool registry: web_search", "build web_search", err))
+			}
+			env.tools = append(env.tools, ws)
+		}
 	}
 	return env, nil
 }
@@ -259,4 +273,22 @@ func unservedIDs(us []gateway.UnmatchedOverride) string {
 		}
 	}
 	return strings.Join(ids, ", ")
+}
+
+// searcher is what web_search searches with: the gateway's
+// /tools/web_search, or the SearXNG or Brave API [tools.web_search]
+// names, on the same timed transport as every gateway call (the URL is
+// the operator's, so web_fetch's address rules do not apply to it). nil
+// when the gateway is the provider and none is configured.
+func (p envPlan) searcher(client *gateway.Client, hc *http.Client) (tools.Searcher, error) {
+	switch p.search.Provider {
+	case "", config.SearchGateway:
+		if p.gateway == nil {
+			return nil, nil
+		}
+		return client, nil
+	}
+	return gateway.NewSearchBackend(gateway.SearchOptions{
+		Provider: gateway.SearchProvider(p.search.Provider), URL: p.search.URL, APIKey: p.search.APIKey, HTTPClient: hc,
+	})
 }

@@ -38,6 +38,9 @@ func preflight(ctx context.Context, plan envPlan, cat *catalog.Catalog, w io.Wri
 	for _, m := range served.Models {
 		fmt.Fprintf(w, "  %s: %s\n", m.ID, m.Description)
 	}
+	if err := preflightEmbeddings(ctx, plan, w); err != nil {
+		return err
+	}
 	// An id [models] describes that the server does not list is usual
 	// (the example describes the common Ollama models, of which a user
 	// pulls one or two): one line names them all.
@@ -60,6 +63,11 @@ func preflight(ctx context.Context, plan envPlan, cat *catalog.Catalog, w io.Wri
 		return err
 	}
 	defer env.Close()
+	rank, err := plan.ranking(nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	defer rank.Close()
 
 	fmt.Fprintln(w, "\nprompt needs:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -70,7 +78,7 @@ func preflight(ctx context.Context, plan envPlan, cat *catalog.Catalog, w io.Wri
 		if e.Broken() || p == nil {
 			continue
 		}
-		res := engine.Probe(ctx, p, engine.Options{Models: served.Models, Tools: env.tools})
+		res := engine.Probe(ctx, p, engine.Options{Models: served.Models, Tools: env.tools, Ranking: rank.run})
 		if problem := res.Problem(); problem != "" {
 			unbound = append(unbound, e.Name()+": "+problem)
 		}
@@ -123,4 +131,28 @@ func modelServerFault(base string, err error) error {
 func oneLine(s string) string {
 	first, _, _ := strings.Cut(s, "\n")
 	return first
+}
+
+// preflightEmbeddings embeds one text with [retrieval]'s model, when one
+// is set: serve would fall back to the lexical ranker if it could not, so
+// check is where a model that is not pulled, or is not an embedding
+// model, is caught.
+func preflightEmbeddings(ctx context.Context, plan envPlan, w io.Writer) error {
+	if plan.retrieval.model == "" {
+		return nil
+	}
+	gc := *plan.gateway
+	gc.EmbeddingsTimeout = plan.retrieval.timeout
+	client, err := gateway.New(gc)
+	if err != nil {
+		return fmt.Errorf("build the embeddings client: %w", err)
+	}
+	defer client.CloseIdleConnections()
+	vecs, err := client.Embed(ctx, plan.retrieval.model, []string{"check that this model serves embeddings"})
+	if err != nil {
+		return fmt.Errorf("the embeddings model %q cannot be used, so serve would rank needs lexically: pull it, set [retrieval].embeddings_model to a model the server serves for /embeddings, or remove [retrieval]: %w",
+			plan.retrieval.model, err)
+	}
+	fmt.Fprintf(w, "embeddings model %s: answers (%d dimensions)\n", plan.retrieval.model, len(vecs[0]))
+	return nil
 }

@@ -66,7 +66,7 @@ func RunOnce(ctx context.Context, o RunOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer r.env.Close()
+	defer r.close()
 	return r.run(ctx, r.p)
 }
 
@@ -78,6 +78,7 @@ type runner struct {
 	path     string // the prompt file
 	p        *prompt.Prompt
 	env      *environment
+	rank     *ranking
 	logger   *slog.Logger
 	warnings io.Writer
 }
@@ -117,8 +118,13 @@ func prepareRun(ctx context.Context, o RunOptions) (*runner, error) {
 	if _, err := bindRunArgs(p, o.Args); err != nil {
 		return nil, err
 	}
+	rank, err := plan.ranking(nil, logger)
+	if err != nil {
+		return nil, fmt.Errorf("prepare the tool environment: %w", err)
+	}
 	env, err := plan.build(ctx, nil, logger)
 	if err != nil {
+		rank.Close()
 		if o.ConfigPath != "" {
 			return nil, fmt.Errorf("prepare the tool environment: %w", err)
 		}
@@ -128,7 +134,13 @@ func prepareRun(ctx context.Context, o RunOptions) (*runner, error) {
 		logger.Warn("--capture-raw writes every model turn's request and response, prompts and replies in clear, owner-only; do not commit or share them",
 			"dir", filepath.Join(o.Dev.storeDir(path), ".trace"))
 	}
-	return &runner{o: o, path: path, p: p, env: env, logger: logger, warnings: warnings}, nil
+	return &runner{o: o, path: path, p: p, env: env, rank: rank, logger: logger, warnings: warnings}, nil
+}
+
+// close releases what prepareRun built.
+func (r *runner) close() {
+	r.env.Close()
+	r.rank.Close()
 }
 
 // run executes p once with the runner's environment: the plain run
@@ -154,6 +166,7 @@ func (r *runner) run(ctx context.Context, p *prompt.Prompt) (string, error) {
 		Client:   env.client,
 		ModelSet: env.models,
 		Tools:    env.tools,
+		Ranking:  r.rank.run,
 		Observer: engine.Observers(engine.LogObserver(logger, runNarration()), dev.observer()),
 		Debug:    dev.debug(),
 	})

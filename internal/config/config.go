@@ -77,6 +77,8 @@ type Config struct {
 	Catalog Catalog
 	Tools   Tools
 	Runs    Runs
+	// Retrieval is [retrieval]: the embedding ranker, when set.
+	Retrieval Retrieval
 	// Prompts holds the [prompts.NAME] blocks by NAME; never nil.
 	Prompts map[string]PromptBlock
 	// Models holds the [models."<id>"] tables by model id; never nil.
@@ -184,6 +186,9 @@ type Catalog struct {
 type Tools struct {
 	WebFetch  bool
 	WebSearch bool
+	// Search is where web_search searches (the [tools.web_search]
+	// table); Provider is SearchGateway unless the table says otherwise.
+	Search WebSearch
 }
 
 // PromptBlock is one [prompts.NAME] table.
@@ -209,11 +214,13 @@ func defaults() *Config {
 			Watch:             DefaultWatch,
 			WatchDebounce:     DefaultWatchDebounce,
 		},
-		Paths:   Paths{Prompts: []string{DefaultPromptsDir}},
-		Gateway: Gateway{Timeout: DefaultGatewayTimeout, RequestTimeout: DefaultRequestTimeout, ThinkingSwitch: DefaultThinkingSwitch, Refresh: DefaultGatewayRefresh},
-		Runs:    Runs{Lease: DefaultRunsLease},
-		Prompts: map[string]PromptBlock{},
-		Models:  ModelTable{},
+		Paths:     Paths{Prompts: []string{DefaultPromptsDir}},
+		Gateway:   Gateway{Timeout: DefaultGatewayTimeout, RequestTimeout: DefaultRequestTimeout, ThinkingSwitch: DefaultThinkingSwitch, Refresh: DefaultGatewayRefresh},
+		Tools:     Tools{Search: WebSearch{Provider: SearchGateway}},
+		Retrieval: Retrieval{Timeout: DefaultRetrievalTimeout},
+		Runs:      Runs{Lease: DefaultRunsLease},
+		Prompts:   map[string]PromptBlock{},
+		Models:    ModelTable{},
 	}
 }
 
@@ -321,6 +328,7 @@ func (c *Config) DiffUnreloadable(next *Config) []string {
 	add(c.Tools.WebFetch != next.Tools.WebFetch, "[tools].web_fetch")
 	add(c.Tools.WebSearch != next.Tools.WebSearch, "[tools].web_search")
 	diffRuns(c.Runs, next.Runs, add)
+	out = append(out, c.diffRetrieval(next)...)
 	ids := slices.Sorted(maps.Keys(c.Models))
 	for id := range maps.Keys(next.Models) {
 		if _, ok := c.Models[id]; !ok {

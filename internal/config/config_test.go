@@ -179,9 +179,11 @@ func TestParseMinimalConfigFillsDefaults(t *testing.T) {
 		Paths: Paths{Prompts: []string{"prompts"}},
 		Gateway: Gateway{URL: "http://127.0.0.1:8081/v1", APIKey: mustSecret(t, "gateway-key"), Timeout: 10 * time.Second,
 			RequestTimeout: 120 * time.Second, ThinkingSwitch: "chat_template_kwargs", Refresh: 5 * time.Minute},
-		Runs:    Runs{Lease: 10 * time.Second},
-		Prompts: map[string]PromptBlock{},
-		Models:  ModelTable{},
+		Tools:     Tools{Search: WebSearch{Provider: SearchGateway}},
+		Retrieval: Retrieval{Timeout: 30 * time.Second},
+		Runs:      Runs{Lease: 10 * time.Second},
+		Prompts:   map[string]PromptBlock{},
+		Models:    ModelTable{},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("minimal config =\n%+v\nwant\n%+v", cfg, want)
@@ -1062,6 +1064,11 @@ func TestFullReferenceConfig(t *testing.T) {
 		"llama3.1:8b": {Description: "General chat and summarisation; weak at code.", Context: 131072, Thinking: "never", ToolDialect: ToolDialectOpenAI,
 			ThinkingSwitch: ThinkingSwitchReasoningEffort},
 	}
+	want.Retrieval.EmbeddingsModel, want.Retrieval.Cache = "nomic-embed-text", ".promptforge/vectors.cache"
+	f := func(v float64) *float64 { return &v }
+	want.Retrieval.Tools = Thresholds{SimilarityFloor: f(0.825), Margin: f(0.05), SoloFloor: f(0.5), DuplicateThreshold: f(0.98)}
+	want.Retrieval.Models = Thresholds{SoloFloor: f(0.3)}
+	want.Retrieval.Prompts = Thresholds{SimilarityFloor: f(0)}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("full.toml =\n%+v\nwant\n%+v", cfg, want)
 	}
@@ -1071,7 +1078,7 @@ func TestFullReferenceConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, table := range []tomlPath{{"server"}, {"paths"}, {"gateway"}, {"catalog"}, {"tools"}, {"prompts", "x"}, {"models", "x"}} {
+	for _, table := range []tomlPath{{"server"}, {"paths"}, {"gateway"}, {"catalog"}, {"tools"}, {"retrieval"}, {"prompts", "x"}, {"models", "x"}} {
 		keys, _ := tableKeys(table)
 		for _, k := range keys {
 			if !bytes.Contains(data, []byte("\n"+k+" = ")) {

@@ -283,7 +283,7 @@ func unknownKeyDetail(de *toml.DecodeError) string {
 		return detail
 	}
 	if len(table) == 0 {
-		return detail + ": the file takes [server], [paths], [gateway], [catalog], [tools], [runs], [prompts.NAME] and [models.\"<id>\"]"
+		return detail + ": the file takes [server], [paths], [gateway], [catalog], [tools], [runs], [retrieval], [prompts.NAME] and [models.\"<id>\"]"
 	}
 	return detail + ": " + keyName(table) + " takes " + strings.Join(allowed, ", ")
 }
@@ -324,7 +324,14 @@ func (p *parser) build(raw *rawConfig) (*Config, error) {
 	}
 	if raw.Tools != nil {
 		cfg.Tools.WebFetch = deref(raw.Tools.WebFetch, false)
-		cfg.Tools.WebSearch = deref(raw.Tools.WebSearch, false)
+		if err := p.buildWebSearch(raw.Tools.WebSearch, &cfg.Tools.WebSearch, &cfg.Tools.Search); err != nil {
+			return nil, err
+		}
+	}
+	if raw.Retrieval != nil {
+		if err := p.buildRetrieval(raw.Retrieval, &cfg.Retrieval); err != nil {
+			return nil, err
+		}
 	}
 	if err := p.buildRuns(raw.Runs, &cfg.Runs); err != nil {
 		return nil, err

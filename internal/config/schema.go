@@ -14,14 +14,16 @@ import (
 // defaults are applied, and durations are strings because their syntax is
 // ours to check. The decoder refuses any key not declared here.
 type rawConfig struct {
-	Server  *rawServer          `toml:"server"`
-	Paths   *rawPaths           `toml:"paths"`
-	Gateway *rawGateway         `toml:"gateway"`
-	Catalog *rawCatalog         `toml:"catalog"`
-	Tools   *rawTools           `toml:"tools"`
-	Runs    *rawRuns            `toml:"runs"`
-	Prompts map[string]rawBlock `toml:"prompts"`
-	Models  map[string]rawModel `toml:"models"`
+	Server  *rawServer  `toml:"server"`
+	Paths   *rawPaths   `toml:"paths"`
+	Gateway *rawGateway `toml:"gateway"`
+	Catalog *rawCatalog `toml:"catalog"`
+	Tools   *rawTools   `toml:"tools"`
+	// Retrieval is [retrieval] (retrieval.go).
+	Runs      *rawRuns            `toml:"runs"`
+	Retrieval *rawRetrieval       `toml:"retrieval"`
+	Prompts   map[string]rawBlock `toml:"prompts"`
+	Models    map[string]rawModel `toml:"models"`
 }
 
 type rawServer struct {
@@ -60,8 +62,10 @@ type rawCatalog struct {
 }
 
 type rawTools struct {
-	WebFetch  *bool `toml:"web_fetch"`
-	WebSearch *bool `toml:"web_search"`
+	WebFetch *bool `toml:"web_fetch"`
+	// WebSearch is a boolean or the [tools.web_search] table
+	// (buildWebSearch checks which).
+	WebSearch any `toml:"web_search"`
 }
 
 type rawBlock struct {
@@ -83,7 +87,7 @@ type rawModel struct {
 func tableKeys(table tomlPath) (keys []string, ok bool) {
 	switch {
 	case len(table) == 0:
-		return []string{"server", "paths", "gateway", "catalog", "tools", "runs", "prompts", "models"}, true
+		return []string{"server", "paths", "gateway", "catalog", "tools", "runs", "prompts", "models", "retrieval"}, true
 	case len(table) == 1:
 		switch table[0] {
 		case "server":
@@ -99,7 +103,11 @@ func tableKeys(table tomlPath) (keys []string, ok bool) {
 			return []string{"web_fetch", "web_search"}, true
 		case "runs":
 			return runsKeys, true
+		case "retrieval":
+			return []string{"embeddings_model", "cache", "timeout", "tools", "models", "prompts"}, true
 		}
+	case len(table) == 2 && table[0] == "retrieval" && slices.Contains([]string{"tools", "models", "prompts"}, table[1]):
+		return thresholdKeys, true
 	case len(table) == 2 && table[0] == "prompts":
 		return []string{"enabled", "file"}, true
 	case len(table) == 2 && table[0] == "models":
@@ -122,6 +130,10 @@ func expectedType(p tomlPath) string {
 		return table
 	case len(p) == 2 && (p[0] == "prompts" || p[0] == "models"):
 		return table
+	case len(p) == 2 && p[0] == "retrieval" && (p[1] == "tools" || p[1] == "models" || p[1] == "prompts"):
+		return table
+	case len(p) == 3 && p[0] == "retrieval":
+		return "a number from 0 to 1"
 	case len(p) == 3 && p[0] == "prompts":
 		if p[2] == "enabled" {
 			return boolean
@@ -143,15 +155,17 @@ func expectedType(p tomlPath) string {
 	case "server.max_concurrent_runs", "server.max_sessions":
 		return "a positive integer"
 	case "server.admission_timeout", "server.reply_deadline", "server.retain_completed",
-		"server.watch_debounce", "gateway.timeout", "gateway.request_timeout", "gateway.refresh":
+		"server.watch_debounce", "gateway.timeout", "gateway.request_timeout", "gateway.refresh", "retrieval.timeout":
 		return duration
-	case "server.watch", "tools.web_fetch", "tools.web_search":
+	case "server.watch", "tools.web_fetch":
 		return boolean
+	case "tools.web_search":
+		return "true, false or a table"
 	case "server.allowed_hosts", "server.allowed_origins", "paths.files", "catalog.include", "catalog.exclude", "catalog.tools":
 		return strings_
 	case "paths.prompts":
 		return "a string or an array of strings"
-	case "server.api_key", "gateway.url", "gateway.api_key", "gateway.thinking_switch":
+	case "server.api_key", "gateway.url", "gateway.api_key", "gateway.thinking_switch", "retrieval.embeddings_model", "retrieval.cache":
 		return str
 	}
 	return ""

@@ -35,14 +35,9 @@ type Options struct {
 	// Tools are the live tools tools.need binds against. Fanout arms may
 	// call them concurrently.
 	Tools []tools.Tool
-	// Ranker ranks needs against tools and models; nil uses the lexical
-	// ranker with match.LexicalPolicy (tools) and
-	// match.LexicalModelPolicy (models).
-	Ranker match.Ranker
-	// ToolPolicy and ModelPolicy override the decision thresholds; nil
-	// takes the lexical defaults above.
-	ToolPolicy  *match.Policy
-	ModelPolicy *match.Policy
+	// Ranking is how tools.need and models.need rank their candidates;
+	// the zero value is the lexical ranker with its policies.
+	Ranking
 	// Params are the caller's typed arguments, already validated against
 	// the prompt's `arguments:` with defaults applied (the host's job:
 	// see prompt.CoerceArgument). Every VM of the run sees them as the
@@ -324,4 +319,19 @@ func (d Detail) String() string {
 		return detailNames[d]
 	}
 	return "Detail(" + strconv.Itoa(int(d)) + ")"
+}
+
+// Ranking is the ranker a run binds needs with and its thresholds. A
+// host sets it once ([retrieval] in prompts.toml) and passes it to every
+// run and probe, so list_prompts' binding problems are judged as runs
+// bind.
+type Ranking struct {
+	// Ranker ranks needs against tools and models; nil uses the lexical
+	// ranker with match.LexicalPolicy (tools) and
+	// match.LexicalModelPolicy (models).
+	Ranker match.Ranker
+	// ToolPolicy and ModelPolicy override the decision thresholds; nil
+	// takes the lexical defaults above.
+	ToolPolicy  *match.Policy
+	ModelPolicy *match.Policy
 }

@@ -22,6 +22,10 @@ type Options struct {
 	// DefaultModelsTimeout, 10s) so a host's boot never hangs on a silent
 	// gateway (design §3.2). A caller's ctx deadline also applies.
 	ModelsTimeout time.Duration
+	// EmbeddingsTimeout bounds one POST /embeddings request (default
+	// DefaultEmbeddingsTimeout, 30s; prompts.toml sets it as
+	// [retrieval].timeout).
+	EmbeddingsTimeout time.Duration
 	// ThinkingSwitch is how a request's thinking switch is sent to models
 	// whose catalog entry names none ("" means
 	// ThinkingSwitchTemplateKwargs, what every release before it sent).
@@ -38,10 +42,15 @@ type Client struct {
 	key           secret.Secret
 	timeout       time.Duration
 	modelsTimeout time.Duration
-	switchDefault ThinkingSwitch
-	http          *http.Client
+	// embeddingsTimeout bounds one embeddings request.
+	embeddingsTimeout time.Duration
+	switchDefault     ThinkingSwitch
+	http              *http.Client
 	// disabled, when non-empty, is why this client refuses every call.
 	disabled string
+	// searchName is who a search failure names ("" is the gateway at
+	// base): a search provider's client sets it.
+	searchName string
 }
 
 // Thinking is a model's reasoning switch mode from the catalog.

@@ -51,7 +51,7 @@ func New(cfg Options) (*Client, error) {
 	if err := validateKey(cfg.APIKey.Reveal()); err != nil {
 		return nil, err
 	}
-	if cfg.Timeout < 0 || cfg.ModelsTimeout < 0 {
+	if cfg.Timeout < 0 || cfg.ModelsTimeout < 0 || cfg.EmbeddingsTimeout < 0 {
 		return nil, configError("gateway timeout is negative: use a positive duration, or 0 for the default")
 	}
 	if cfg.ThinkingSwitch != "" && !cfg.ThinkingSwitch.Valid() {
@@ -67,6 +67,7 @@ func New(cfg Options) (*Client, error) {
 		switchDefault: cfg.ThinkingSwitch,
 		http:          cfg.HTTPClient,
 	}
+	c.embeddingsTimeout = orDefault(cfg.EmbeddingsTimeout, DefaultEmbeddingsTimeout)
 	if c.http == nil {
 		c.http = &http.Client{Transport: NewTransport()}
 	}
@@ -245,6 +246,9 @@ type exchange struct {
 	// errorReadFails makes a broken non-2xx body a transport error, where
 	// otherwise the status alone is reported.
 	errorReadFails bool
+	// header holds headers besides the client's own (a search
+	// provider's key header).
+	header http.Header
 }
 
 // send sends one request and returns the status and body: the full body
@@ -267,7 +271,12 @@ func (c *Client) send(ctx context.Context, x exchange) (int, []byte, *Error) {
 	if err != nil {
 		return 0, nil, &Error{Kind: KindConfig, Op: op, msg: "cannot build the gateway request " + op + ": " + err.Error(), err: err}
 	}
-	req.Header.Set("Authorization", c.auth)
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
+	}
+	for k, v := range x.header {
+		req.Header[k] = v
+	}
 	req.Header.Set("Accept", "application/json")
 	if x.body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -348,6 +357,8 @@ func timeoutSetting(op string) string {
 		return "[gateway].request_timeout in prompts.toml"
 	case opModels:
 		return "[gateway].timeout in prompts.toml"
+	case opEmbeddings:
+		return "[retrieval].timeout in prompts.toml"
 	}
 	return "the gateway timeout"
 }

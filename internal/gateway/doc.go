@@ -4,7 +4,8 @@
 // gemma3_tool_code dialects, and POST /tools/web_search ([Client.Search], which
 // the web_search tool adapts). It is the only package that speaks the
 // contract, so auth, base URL, timeouts, body caps, error kinds and
-// redaction are decided once. Later: embeddings.
+// redaction are decided once. POST /embeddings ([Client.Embed]) serves the
+// embedding ranker of internal/match (gateway-picker-webfetch §1.6).
 //
 // It owns everything about the wire so the engine does not: the exact
 // request body, reply parsing and validation (choices[0], tool-call

@@ -9,8 +9,7 @@ const (
 	PathChat   = "/chat/completions"
 	PathModels = "/models"
 	PathSearch = "/tools/web_search"
-	// PathEmbeddings is reserved for the embeddings client design §0 plans;
-	// it is listed so traffic to it is labelled once that client exists.
+	// PathEmbeddings is where [Client.Embed] sends.
 	PathEmbeddings = "/embeddings"
 )
 

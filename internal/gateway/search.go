@@ -74,20 +74,28 @@ func (c *Client) searchError(e *Error) *Error {
 	case e.oversize:
 		e.msg = fmt.Sprintf("backend reply exceeds the %d-byte cap", MaxSearchReplyBytes)
 	case e.Kind == KindTransport && e.timeout:
-		e.msg = fmt.Sprintf("the gateway at %s did not answer within %v; try again later", c.base, SearchTimeout)
+		e.msg = fmt.Sprintf("%s at %s did not answer within %v; try again later", c.searchWho(), c.base, SearchTimeout)
 	case e.Kind == KindTransport:
-		what := "cannot reach the gateway"
+		what := "cannot reach " + c.searchWho()
 		if e.reading {
-			what = "reading the gateway's reply failed"
+			what = "reading the reply of " + c.searchWho() + " failed"
 		}
 		cause := e.err
 		var ue *url.Error
 		if errors.As(cause, &ue) {
 			cause = ue.Err
 		}
-		e.msg = fmt.Sprintf("%s at %s: %v; check that the gateway is running", what, c.base, cause)
+		e.msg = fmt.Sprintf("%s at %s: %v; check that %s is running", what, c.base, cause, c.searchWho())
 	}
 	return e
+}
+
+// searchWho names the search backend in a message.
+func (c *Client) searchWho() string {
+	if c.searchName != "" {
+		return c.searchName
+	}
+	return "the gateway"
 }
 
 // searchBody renders an error body for a message: the key can never

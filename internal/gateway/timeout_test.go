@@ -65,6 +65,20 @@ func (pipeAddr) String() string  { return "pipe" }
 // silentGateway runs fn with a client whose gateway accepts every request
 // and never answers, all on the bubble's fake clock.
 func silentGateway(t *testing.T, cfg gateway.Options, fn func(c *gateway.Client)) {
+	silentServer(func(hc *http.Client) {
+		cfg.BaseURL, cfg.APIKey = "http://gateway.test/v1", secret.MustNew("k")
+		cfg.HTTPClient = hc
+		c, err := gateway.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(c)
+	})
+}
+
+// silentServer runs fn with an HTTP client whose every request reaches a
+// server that never answers, over pipes, so it runs on a bubble's clock.
+func silentServer(fn func(hc *http.Client)) {
 	ln := newPipeListener()
 	stop := make(chan struct{})
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -82,13 +96,7 @@ func silentGateway(t *testing.T, cfg gateway.Options, fn func(c *gateway.Client)
 		_ = srv.Serve(ln)
 	}()
 	tr := &http.Transport{DialContext: ln.dial}
-	cfg.BaseURL, cfg.APIKey = "http://gateway.test/v1", secret.MustNew("k")
-	cfg.HTTPClient = &http.Client{Transport: tr}
-	c, err := gateway.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn(c)
+	fn(&http.Client{Transport: tr})
 	close(stop)
 	tr.CloseIdleConnections()
 	_ = srv.Close()

@@ -40,6 +40,9 @@ type Server struct {
 	maxInFlight int
 	searchQueue []Reply
 	searchReqs  []Request
+	embedQueue  []Reply
+	embedFn     func(Request) Reply
+	embedReqs   []Request
 }
 
 // Request is one recorded request as the server decoded it.
@@ -95,6 +98,7 @@ func start(t testing.TB, ln net.Listener, key string) *Server {
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("POST /v1/tools/web_search", s.handleSearch)
+	mux.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		writeBody(w, http.StatusOK, []byte(`{"status":"serving"}`))
 	})

@@ -83,6 +83,10 @@ type Policy struct {
 	DuplicateThreshold float64
 	SoloFloor          float64
 	TopK               int
+	// Lexical, when set, is the policy for a need an index scored with
+	// the lexical ranker although this policy is for embeddings: a
+	// [Fallback] index whose embedder is down. Nil keeps this policy.
+	Lexical *Policy
 }
 
 // Validate reports the first threshold outside its range, naming the
@@ -104,6 +108,14 @@ func (p Policy) Validate() error {
 	if p.TopK < 1 {
 		return fmt.Errorf("match policy: top_k must be at least 1, got %d", p.TopK)
 	}
+	if p.Lexical != nil {
+		if p.Lexical.Lexical != nil {
+			return fmt.Errorf("match policy: a lexical fallback policy cannot have a fallback of its own")
+		}
+		if err := p.Lexical.Validate(); err != nil {
+			return fmt.Errorf("lexical fallback: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -122,7 +134,7 @@ func Resolve(ctx context.Context, idx Index, p Policy, need string) (Decision, e
 	if err := p.Validate(); err != nil {
 		return Decision{}, err
 	}
-	r, err := rank(ctx, idx, need, max(p.TopK, 2))
+	r, idx, p, err := rank(ctx, idx, p, need, func(p Policy) int { return max(p.TopK, 2) })
 	if err != nil {
 		return Decision{}, err
 	}
@@ -172,7 +184,7 @@ func Shortlist(ctx context.Context, idx Index, p Policy, need string, k int) ([]
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	r, err := rank(ctx, idx, need, max(k, 2))
+	r, _, p, err := rank(ctx, idx, p, need, func(Policy) int { return max(k, 2) })
 	if err != nil {
 		return nil, err
 	}
@@ -195,14 +207,31 @@ type ranking struct {
 	window []int
 }
 
-func rank(ctx context.Context, idx Index, need string, size int) (ranking, error) {
-	scores, err := idx.Score(ctx, need)
+// rank scores need and orders the window, whose size depends on the
+// policy that applies. It returns the index that scored the need and that
+// policy: for a Fallback index whose embedder is down, its lexical side
+// and p.Lexical (when set), so scores are judged on their own scale.
+func rank(ctx context.Context, idx Index, p Policy, need string, window func(Policy) int) (ranking, Index, Policy, error) {
+	var (
+		scores []float64
+		err    error
+	)
+	if fx, ok := idx.(*fallbackIndex); ok {
+		var sub Index
+		scores, sub, err = fx.scoreFrom(ctx, need)
+		if err == nil {
+			idx, p = sub, fallbackPolicy(fx.lexical(sub), p)
+		}
+	} else {
+		scores, err = idx.Score(ctx, need)
+	}
 	if err != nil {
-		return ranking{}, fmt.Errorf("score the need against %d candidates: %w", idx.Len(), err)
+		return ranking{}, nil, p, fmt.Errorf("score the need against %d candidates: %w", idx.Len(), err)
 	}
 	if len(scores) != idx.Len() {
-		return ranking{}, fmt.Errorf("score the need: the index returned %d scores for %d candidates", len(scores), idx.Len())
+		return ranking{}, nil, p, fmt.Errorf("score the need: the index returned %d scores for %d candidates", len(scores), idx.Len())
 	}
+	size := window(p)
 	order := make([]int, len(scores))
 	for i := range order {
 		order[i] = i
@@ -219,7 +248,16 @@ func rank(ctx context.Context, idx Index, need string, size int) (ranking, error
 		}
 		return 0
 	})
-	return ranking{scores: scores, window: order[:min(size, len(order))]}, nil
+	return ranking{scores: scores, window: order[:min(size, len(order))]}, idx, p, nil
+}
+
+// fallbackPolicy is the policy for scores from a lexical side (lexical
+// true) under p.
+func fallbackPolicy(lexical bool, p Policy) Policy {
+	if lexical && p.Lexical != nil {
+		return *p.Lexical
+	}
+	return p
 }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

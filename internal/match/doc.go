@@ -9,6 +9,10 @@
 //     deterministic, but blind to synonyms: "delete" never meets "remove".
 //   - [Embedding] ([NewEmbedding]): sentence vectors from an [Embedder] such as
 //     the gateway's embeddings endpoint.
+//   - [Fallback] ([NewFallback]): embeddings while the embedder answers, the
+//     lexical ranker while it does not; a need scored lexically is judged by
+//     its policy's [Policy.Lexical] thresholds. One warning per outage; the
+//     embedder is retried after [FallbackOptions.RetryAfter].
 //
 // Policies, calibrated on the fixtures in testdata (CALIBRATION.md has
 // the observed scores and the reasoning; TestCalibrationFixtures fails if
@@ -24,8 +28,15 @@
 //     is the reference's floor 0 for embedding rankers.
 //   - [ReferencePolicy]: the reference's 0.825 / 0.05 / 0.98 / 0.5 / 3,
 //     measured for bge-small-en-v1.5; for the embedding ranker only.
+//   - [EmbeddingPolicy], [EmbeddingModelPolicy], [EmbeddingRetrievalPolicy]:
+//     the three uses under embeddings (the reference's thresholds, models
+//     with solo 0.3, need_prompt floor 0), each with its lexical policy as
+//     Lexical. The binding evaluation (eval_test.go, testdata/eval,
+//     docs/benchmarks.md) calibrates them for a given model.
 //
 // Build docs with [ToolDoc], [ModelDoc] and [PromptDoc] so every caller ranks
 // the same text. Index once per catalog; Resolve and Shortlist only score
 // the need (microseconds for tens of docs).
+//
+// Goroutines: none; every ranker and index is safe for concurrent use.
 package match

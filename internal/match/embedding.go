@@ -7,17 +7,20 @@ import (
 	"slices"
 )
 
-// Embedder turns one text into a dense vector. The gateway client's
-// embeddings call is the intended implementation.
+// Embedder turns texts into dense vectors, one per text and in order. The
+// gateway client's embeddings call (POST /embeddings, batched) is the
+// intended implementation, usually behind a cache.
 type Embedder interface {
-	Embed(ctx context.Context, text string) ([]float32, error)
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
-// Embedding is the ranker for sentence embeddings: each doc's Text and
-// each need are embedded one at a time (so a vector never depends on what
-// it was batched with), L2-normalised, and compared by dot product.
-// Scores are cosines in [-1,1]; pair it with ReferencePolicy when the
-// embedder serves bge-small-en-v1.5, or calibrate a policy for the model.
+// Embedding is the ranker for sentence embeddings: every doc's Text is
+// embedded in one call (the embedder batches), each need on its own;
+// vectors are L2-normalised and compared by dot product. A vector does
+// not depend on what it was batched with: servers embed each input
+// separately. Scores are cosines in [-1,1]; pair it with ReferencePolicy
+// when the embedder serves bge-small-en-v1.5, or a policy calibrated for
+// the model (EmbeddingPolicy is the one calibrated on the evaluation set).
 type Embedding struct {
 	e Embedder
 }
@@ -28,25 +31,47 @@ func NewEmbedding(e Embedder) Embedding { return Embedding{e: e} }
 // Index embeds every doc. One failure fails the index: a catalog with a
 // doc missing from it would silently never bind that doc.
 func (r Embedding) Index(ctx context.Context, docs []Doc) (Index, error) {
-	ix := &embIndex{e: r.e, docs: slices.Clone(docs), vecs: make([][]float64, len(docs))}
-	for i, d := range docs {
-		v, err := r.embed(ctx, d.Text())
-		if err != nil {
-			return nil, fmt.Errorf("index %s/%s: %w", d.Group, d.Name, err)
-		}
-		if i > 0 && len(v) != len(ix.vecs[0]) {
-			return nil, fmt.Errorf("index %s/%s: the embedder returned %d dimensions after %d", d.Group, d.Name, len(v), len(ix.vecs[0]))
-		}
-		ix.vecs[i] = v
+	ix := &embIndex{e: r.e, docs: slices.Clone(docs)}
+	if len(docs) == 0 {
+		return ix, nil
 	}
+	texts := make([]string, len(docs))
+	for i, d := range docs {
+		texts[i] = d.Text()
+	}
+	vecs, err := r.embed(ctx, texts)
+	if err != nil {
+		return nil, fmt.Errorf("index %d docs: %w", len(docs), err)
+	}
+	ix.vecs = vecs
 	return ix, nil
 }
 
-func (r Embedding) embed(ctx context.Context, text string) ([]float64, error) {
-	raw, err := r.e.Embed(ctx, text)
+// embed embeds texts and normalises each vector; every vector must have
+// the same number of dimensions.
+func (r Embedding) embed(ctx context.Context, texts []string) ([][]float64, error) {
+	raw, err := r.e.Embed(ctx, texts)
 	if err != nil {
 		return nil, fmt.Errorf("embed text: %w", err)
 	}
+	if len(raw) != len(texts) {
+		return nil, fmt.Errorf("embed text: the embedder returned %d vectors for %d texts", len(raw), len(texts))
+	}
+	out := make([][]float64, len(raw))
+	for i, rv := range raw {
+		if i > 0 && len(rv) != len(raw[0]) {
+			return nil, fmt.Errorf("embed text %q: the embedder returned %d dimensions after %d", clip(texts[i]), len(rv), len(raw[0]))
+		}
+		v, err := normalise(rv)
+		if err != nil {
+			return nil, fmt.Errorf("embed text %q: %w", clip(texts[i]), err)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func normalise(raw []float32) ([]float64, error) {
 	v := make([]float64, len(raw))
 	norm := 0.0
 	for i, x := range raw {
@@ -55,12 +80,21 @@ func (r Embedding) embed(ctx context.Context, text string) ([]float64, error) {
 	}
 	norm = math.Sqrt(norm)
 	if norm == 0 || !finite(norm) {
-		return nil, fmt.Errorf("embed text: the embedder returned a vector of norm %v; check the embeddings model", norm)
+		return nil, fmt.Errorf("the embedder returned a vector of norm %v; check the embeddings model", norm)
 	}
 	for i := range v {
 		v[i] /= norm
 	}
 	return v, nil
+}
+
+// clip shortens a text for an error message.
+func clip(s string) string {
+	const most = 60
+	if r := []rune(s); len(r) > most {
+		return string(r[:most]) + "…"
+	}
+	return s
 }
 
 type embIndex struct {
@@ -77,10 +111,11 @@ func (ix *embIndex) Score(ctx context.Context, need string) ([]float64, error) {
 	if len(ix.docs) == 0 {
 		return scores, nil
 	}
-	q, err := Embedding{e: ix.e}.embed(ctx, need)
+	qs, err := Embedding{e: ix.e}.embed(ctx, []string{need})
 	if err != nil {
 		return nil, err
 	}
+	q := qs[0]
 	if len(q) != len(ix.vecs[0]) {
 		return nil, fmt.Errorf("embed need: %d dimensions, but the index holds %d", len(q), len(ix.vecs[0]))
 	}

@@ -16,13 +16,17 @@ type tableEmbedder struct {
 	calls []string
 }
 
-func (e *tableEmbedder) Embed(_ context.Context, text string) ([]float32, error) {
-	e.calls = append(e.calls, text)
-	v, ok := e.vecs[text]
-	if !ok {
-		return nil, errors.New("no vector for " + text)
+func (e *tableEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, text := range texts {
+		e.calls = append(e.calls, text)
+		v, ok := e.vecs[text]
+		if !ok {
+			return nil, errors.New("no vector for " + text)
+		}
+		out[i] = v
 	}
-	return v, nil
+	return out, nil
 }
 
 func TestEmbeddingRanker(t *testing.T) {
@@ -70,7 +74,7 @@ func TestEmbeddingFailures(t *testing.T) {
 		vecs map[string][]float32
 		want string
 	}{
-		{"embedder error", map[string][]float32{}, "index s/t: embed text: no vector for t. d"},
+		{"embedder error", map[string][]float32{}, "index 1 docs: embed text: no vector for t. d"},
 		{"zero vector", map[string][]float32{doc.Text(): {0, 0}}, "norm 0"},
 		{"non-finite vector", map[string][]float32{doc.Text(): {float32(math.Inf(1)), 0}}, "norm +Inf"},
 	}

@@ -22,6 +22,12 @@ func NearDuplicates(idx Index, p Policy, members []int) ([]Pair, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if fx, ok := idx.(*fallbackIndex); ok {
+		// Doc-to-doc similarity is on the scale of the side the docs are
+		// ranked on now, so is the threshold.
+		idx = fx.current()
+		p = fallbackPolicy(fx.lexical(idx), p)
+	}
 	for _, m := range members {
 		if m < 0 || m >= idx.Len() {
 			return nil, fmt.Errorf("near-duplicate check: member %d is not in the index of %d docs", m, idx.Len())

@@ -60,3 +60,38 @@ func ReferencePolicy() Policy {
 		TopK:               3,
 	}
 }
+
+// EmbeddingPolicy is tools.need's policy under an embedding ranker,
+// with LexicalPolicy for needs scored while the embedder is down. Its
+// thresholds are the reference's (measured for bge-small-en-v1.5): an
+// operator whose model scores on another scale calibrates its own with
+// the evaluation benchmark (docs/benchmarks.md, make eval-binding) and
+// sets them in [retrieval].
+func EmbeddingPolicy() Policy {
+	p := ReferencePolicy()
+	lex := LexicalPolicy()
+	p.Lexical = &lex
+	return p
+}
+
+// EmbeddingModelPolicy is models.need's policy under an embedding ranker:
+// EmbeddingPolicy with the solo floor lowered as LexicalModelPolicy
+// lowers it (binding the only model to a vague need is what an author
+// expects), and LexicalModelPolicy while the embedder is down.
+func EmbeddingModelPolicy() Policy {
+	p := ReferencePolicy()
+	p.SoloFloor = 0.3
+	lex := LexicalModelPolicy()
+	p.Lexical = &lex
+	return p
+}
+
+// EmbeddingRetrievalPolicy is need_prompt's policy under an embedding
+// ranker: RetrievalPolicy, with LexicalRetrievalPolicy while the
+// embedder is down.
+func EmbeddingRetrievalPolicy() Policy {
+	p := RetrievalPolicy()
+	lex := LexicalRetrievalPolicy()
+	p.Lexical = &lex
+	return p
+}

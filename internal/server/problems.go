@@ -17,6 +17,9 @@ import (
 // actually listed are probed, once each; a new generation or a new model
 // list starts an empty cache.
 type bindingProblems struct {
+	// ranking is the server's, so a problem is judged as runs bind.
+	ranking engine.Ranking
+
 	mu     sync.Mutex
 	gen    *catalog.Generation
 	models []gateway.Model
@@ -44,7 +47,7 @@ func (b *bindingProblems) problem(ctx context.Context, gen *catalog.Generation, 
 	// listings may probe the same prompt at once; both get the same answer.
 	// An H1 the probe cannot run to the end (it calls a model) has no
 	// problem to show: the run will say what it meets.
-	problem := engine.Probe(ctx, p, engine.Options{Models: models, Tools: ts}).Problem()
+	problem := engine.Probe(ctx, p, engine.Options{Models: models, Tools: ts, Ranking: b.ranking}).Problem()
 	if ctx.Err() != nil {
 		// A listing cancelled mid-probe leaves nothing to trust.
 		return problem

@@ -219,6 +219,7 @@ func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progres
 			Client:    s.client,
 			ModelSet:  s.models,
 			Tools:     s.tools,
+			Ranking:   s.ranking,
 			Observer:  engine.Observers(s.observer, obs),
 		})
 		// The engine counts the turns and sums the tokens, failed runs

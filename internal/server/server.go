@@ -48,6 +48,9 @@ type Options struct {
 	Models *modelset.Set
 	// Tools are the live tools runs may bind with tools.need.
 	Tools []tools.Tool
+	// Ranking is how runs and list_prompts' probe rank tools.need and
+	// models.need ([retrieval] in prompts.toml); zero ranks lexically.
+	Ranking engine.Ranking
 	// FileRoots are the absolute directories input_file and output_file
 	// must resolve inside; empty forbids both.
 	FileRoots []string
@@ -89,6 +92,7 @@ type Server struct {
 	client   *gateway.Client
 	models   *modelset.Set
 	tools    []tools.Tool
+	ranking  engine.Ranking
 	files    fileAccess
 	log      *slog.Logger
 	observer engine.Observer // the narration, then Options.Observer
@@ -162,11 +166,13 @@ func New(opts Options) (*Server, error) {
 		version = "0.0.0"
 	}
 	s := &Server{
-		catalog: opts.Catalog,
-		runs:    reg,
-		client:  client,
-		models:  opts.Models,
-		tools:   opts.Tools,
+		catalog:  opts.Catalog,
+		runs:     reg,
+		client:   client,
+		models:   opts.Models,
+		tools:    opts.Tools,
+		ranking:  opts.Ranking,
+		problems: bindingProblems{ranking: opts.Ranking},
 		files: fileAccess{
 			roots:     fileRoots(opts.FileRoots),
 			secret:    opts.ConfigFiles,

@@ -30,9 +30,10 @@ const (
 
 // Searcher runs one web search: it sends query, a JSON object of the
 // validated arguments, to the search backend and returns the reply,
-// checked to be a JSON object with a results array. *gateway.Client is
-// the one implementation; the interface is here so that web_search
-// depends on what it calls, not on how the gateway is reached.
+// checked to be a JSON object with a results array. *gateway.Client (the
+// gateway's /tools/web_search) and *gateway.SearchBackend (SearXNG, Brave)
+// implement it; the interface is here so that web_search depends on what
+// it calls, not on how the backend is reached.
 type Searcher interface {
 	Search(ctx context.Context, query json.RawMessage) (json.RawMessage, error)
 }
@@ -47,8 +48,8 @@ type WebSearch struct {
 	desc     Descriptor
 }
 
-// NewWebSearch builds web_search over searcher, normally the run's
-// *gateway.Client.
+// NewWebSearch builds web_search over searcher: the run's *gateway.Client,
+// or the *gateway.SearchBackend [tools.web_search] names.
 func NewWebSearch(searcher Searcher) (*WebSearch, error) {
 	if searcher == nil {
 		return nil, errors.New("web_search: no gateway client to search with; configure the gateway ([gateway] in prompts.toml, or PROMPTFORGE_GATEWAY_URL and PROMPTFORGE_GATEWAY_API_KEY)")
@@ -130,18 +131,10 @@ func webSearchSchema() json.RawMessage {
 	return b
 }
 
-// searchRequest is the body sent to the gateway: the validated arguments,
-// with absent and blank optional fields left out.
-type searchRequest struct {
-	Query          string   `json:"query"`
-	Count          uint64   `json:"count,omitempty"`
-	Freshness      string   `json:"freshness,omitempty"`
-	Country        string   `json:"country,omitempty"`
-	SearchLang     string   `json:"search_lang,omitempty"`
-	Safesearch     string   `json:"safesearch,omitempty"`
-	IncludeDomains []string `json:"include_domains,omitempty"`
-	ExcludeDomains []string `json:"exclude_domains,omitempty"`
-}
+// searchRequest is the body sent to the backend: the validated
+// arguments, with absent and blank optional fields left out (the
+// gateway's SearchQuery, which every backend reads).
+type searchRequest = gateway.SearchQuery
 
 // parseSearchArgs validates raw against the closed schema. JSON null and
 // blank strings count as absent for optional fields, as the gateway
