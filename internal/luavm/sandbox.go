@@ -4,7 +4,7 @@ import (
 	"sort"
 	"strings"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 )
 
 // openSandbox builds the globals: the kept base functions, the string,

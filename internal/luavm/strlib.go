@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 
 	"github.com/promptforge-go/promptforge/internal/luavm/pattern"
 )

@@ -2,7 +2,7 @@ package luavm
 
 import (
 	"github.com/promptforge-go/promptforge/internal/prompt"
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 )
 
 // sysState is the sealed sys table's content: the fixed fields plus the

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 
 	"github.com/promptforge-go/promptforge/internal/prompt"
 	"github.com/promptforge-go/promptforge/internal/store"

@@ -1,0 +1,15 @@
+// Package lua is gopher-lua v1.1.2 (github.com/yuin/gopher-lua, MIT, see
+// LICENSE), copied into the module so that the sandbox can bound what a
+// prompt's Lua does inside the interpreter, where gopher-lua offers no hook
+// (see package luavm). Only the root package is copied; its parser, AST and
+// pattern packages are still imported from the upstream module, unchanged.
+//
+// vm.go is gopher-lua's generated file (go-inline over _vm.go, which is not
+// copied); it is edited directly. Every change is marked with a comment
+// starting "promptforge:", so `grep -n promptforge: *.go` lists them all:
+//
+//   - Constant format strings for RaiseError, an unreachable return and two
+//     self-assignments removed, so that go vet is clean. No behaviour
+//     changes, except that an assert message containing '%' is no longer
+//     read as a format.
+package lua
