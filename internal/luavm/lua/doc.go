@@ -12,4 +12,9 @@
 //     self-assignments removed, so that go vet is clean. No behaviour
 //     changes, except that an assert message containing '%' is no longer
 //     read as a format.
+//   - state.go stackTrace: a traceback lists at most 8 tail calls per frame
+//     and then one "(... N more tail calls)" line. gopher-lua added one line
+//     per counted tail call before trimming the traceback to 15 lines, so
+//     the time-budget or cancellation error of `local function f() return
+//     f() end return f()` took gigabytes and seconds to build (issue #11).
 package lua

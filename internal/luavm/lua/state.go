@@ -792,6 +792,10 @@ func (ls *LState) where(level int, skipg bool) string {
 	return fmt.Sprintf("%v:%v", sourcename, line)
 }
 
+// tailCallLines is how many tail calls of one frame a traceback lists
+// (promptforge). Tracebacks show their first and last 7 lines.
+const tailCallLines = 8
+
 func (ls *LState) stackTrace(level int) string {
 	buf := []string{}
 	header := "stack traceback:"
@@ -801,7 +805,17 @@ func (ls *LState) stackTrace(level int) string {
 			cf := dbg.frame
 			buf = append(buf, fmt.Sprintf("\t%v in %v", ls.Where(i), ls.formattedFrameFuncName(cf)))
 			if !cf.Fn.IsG && cf.TailCall > 0 {
+				// promptforge: at most tailCallLines lines per frame. A
+				// tail-call loop counts millions of tail calls in one frame,
+				// and one line each made the traceback of its time-budget
+				// or cancellation error take gigabytes and seconds, only
+				// for the trimming below to drop them.
 				for tc := cf.TailCall; tc > 0; tc-- {
+					if cf.TailCall-tc == tailCallLines {
+						buf = append(buf, fmt.Sprintf("\t(... %d more tail calls)", tc))
+						i += tc
+						break
+					}
 					buf = append(buf, "\t(tailcall): ?")
 					i++
 				}
