@@ -1,8 +1,8 @@
 package luavm
 
 import (
-	"github.com/promptforge-go/promptforge/internal/prompt"
 	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
+	"github.com/promptforge-go/promptforge/internal/prompt"
 )
 
 // sysState is the sealed sys table's content: the fixed fields plus the
