@@ -64,3 +64,74 @@ func assertBounded(t *testing.T, grew, bound uint64) {
 		t.Fatalf("heap grew by %d MiB, over the %d MiB bound", grew>>20, bound>>20)
 	}
 }
+
+// memoryCeiling is the start of the run's memory ceiling error.
+const memoryCeiling = "lua memory limit exceeded"
+
+// heapBound is the most the heap may grow while a bomb runs against the
+// default 64 MiB ceiling: the ceiling, the garbage a growing loop leaves
+// for the collector (GOGC=100 lets the heap reach about twice what was
+// live at the last collection, and a growing table leaves its old arrays
+// and maps behind), the ceiling's own measurement, and margin. Measured
+// peaks were 30-330 MiB; unbounded, the bombs grew past 1 GiB within the
+// default time budget (issue #11).
+const heapBound = 512 << 20
+
+// Each bomb of issue #11 fails with the ceiling error, pcall cannot catch
+// it, and the heap stays bounded.
+func TestMemoryBombsHitTheCeiling(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"string.rep into a table", `local t = {} while true do t[#t + 1] = string.rep("x", 1e6) end`, memoryCeiling},
+		{"concatenations kept in a table", `local t, s = {}, ("x"):rep(1000) while true do s = s .. s if #s > 1e6 then t[#t + 1] = s s = tostring(#t) end end`, memoryCeiling},
+		{"s = s .. s", `local s = "x" while true do s = s .. s end`, "string concatenation result would exceed the 16777216-byte string limit"},
+		{"store.append in a loop", `local s = string.rep("x", 1e5) while true do store.append("log.txt", s) end`, memoryCeiling},
+		{"store.write of many files", `local s = string.rep("x", 1e5) for i = 1, 1e9 do store.write("f" .. i .. ".txt", s) end`, memoryCeiling},
+		{"small table entries", `local t = {} local i = 0 while true do i = i + 1 t[i] = {i} end`, memoryCeiling},
+		{"string keys", `local t = {} local i = 0 while true do i = i + 1 t["k" .. i] = i end`, memoryCeiling},
+		{"pcall cannot swallow it", `while true do pcall(function() local t = {} while true do t[#t + 1] = ("y"):rep(1e5) end end) end`, memoryCeiling},
+		{"upper of kept strings", `local t, s = {}, ("x"):rep(1e6) while true do t[#t + 1] = s:upper() end`, memoryCeiling},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The time budget is the default's tenfold, so that only the
+			// ceiling can end the bomb in time under the race detector.
+			e := newEnv(t, Options{Limits: Limits{LuaTime: 20 * time.Second}})
+			var err error
+			grew := memtest.Peak(func() { _, err = e.run(t, tc.src) })
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+			if tc.want == memoryCeiling {
+				var qe *QuotaError
+				if !errors.As(err, &qe) || !strings.Contains(err.Error(), "64MiB ceiling") || !strings.Contains(err.Error(), "[limits].max_run_memory") {
+					t.Fatalf("want the ceiling's QuotaError naming the limit and the setting, got %T %v", err, err)
+				}
+			}
+			assertBounded(t, grew, heapBound)
+		})
+	}
+}
+
+// What a run builds and drops is not held against it: only what it still
+// reaches counts, so churning through ten times the ceiling succeeds.
+func TestMemoryCeilingCountsWhatIsKept(t *testing.T) {
+	e := newEnv(t, Options{Limits: Limits{MaxRunMemory: 4 << 20}})
+	mustReturn(t, e, `local n = 0 for i = 1, 400 do local s = string.rep("x", 1e5) .. i n = n + #s end return n > 4e7`, "true")
+	mustReturn(t, e, `local t = {} for i = 1, 200 do t[i % 10 + 1] = ("z"):rep(1e5) .. i end return #t`, "10")
+	mustReturn(t, e, `for i = 1, 100 do store.write("same.txt", ("w"):rep(1e5) .. i) end return #store.read("same.txt")`, "100003")
+}
+
+// The ceiling is the run's: VMs built with one Memory share it, and a VM
+// that closes gives its share back.
+func TestMemoryCeilingIsPerRun(t *testing.T) {
+	mem := NewMemory(4 << 20)
+	a := newEnv(t, Options{Memory: mem})
+	b := newEnv(t, Options{Memory: mem})
+	mustReturn(t, a, `keep = {} for i = 1, 30 do keep[i] = ("a"):rep(1e5) .. i end return #keep`, "30")
+	err := mustFail(t, b, `keep = {} for i = 1, 30 do keep[i] = ("b"):rep(1e5) .. i end return #keep`, memoryCeiling)
+	if !strings.Contains(err.Error(), "4MiB ceiling") {
+		t.Fatalf("error does not name the ceiling: %v", err)
+	}
+	a.vm.Close()
+	c := newEnv(t, Options{Memory: mem})
+	mustReturn(t, c, `keep = {} for i = 1, 30 do keep[i] = ("c"):rep(1e5) .. i end return #keep`, "30")
+}

@@ -151,6 +151,7 @@ func (vm *VM) write(L *lua.LState, appendMode bool) int {
 	st := vm.storeOrRaise(L)
 	path := L.CheckString(1)
 	content := L.CheckString(2)
+	vm.checkStoreGrowth(st, path, content, appendMode)
 	var err error
 	if appendMode {
 		err = st.Append(path, content)

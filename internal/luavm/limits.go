@@ -8,21 +8,16 @@ type Limits struct {
 	// instruction hook, so this stands in for the reference's quota of
 	// 10,000,000 instructions; it is paused while the VM waits on the host
 	// (model calls, execute, tools). See DefaultLuaTime for how the
-	// default relates to that quota. It also bounds what the limits below
-	// cannot: a VM has no memory ceiling (gopher-lua offers no allocation
-	// hook), so a loop growing a Lua table, or `..` doubling a string,
-	// allocates until this budget ends it.
+	// default relates to that quota.
 	LuaTime time.Duration
 	// CallStackSize caps nested Lua calls (runaway recursion fails cleanly).
 	CallStackSize int
 	// RegistryMaxSize caps the Lua value stack (registry) in slots.
 	RegistryMaxSize int
 	// MaxStringBytes caps the strings built by string.rep, string.format,
-	// string.gsub and table.concat. It does not cap the `..` operator:
-	// gopher-lua concatenates inside its VM loop (OP_CONCAT) and consults
-	// no metamethod or hook for strings and numbers, so `s = s .. s`
-	// doubles a string past this limit; only the time budget stops a loop
-	// of it.
+	// string.gsub, table.concat and the `..` operator (checked inside the
+	// vendored interpreter before the result is built), and the engine's
+	// rendered prose blocks.
 	MaxStringBytes int
 	// MaxVarBytes caps the size of var's data, counted as an estimate of
 	// the memory it holds: every object or array 64 bytes, every element
@@ -33,6 +28,11 @@ type Limits struct {
 	// LogEvents and LogBytes are the per-VM budgets of log().
 	LogEvents int
 	LogBytes  int
+	// MaxRunMemory is the memory ceiling of a run: what its Lua values
+	// (strings, tables, closures) and its store may hold at once, across
+	// all of the run's VMs (see Memory). It is per run, not per VM: the
+	// engine hands every VM of a run one Memory built from it.
+	MaxRunMemory int64
 }
 
 // Defaults for Limits.
@@ -53,6 +53,9 @@ const (
 	DefaultMaxVarBytes     = 16 << 20
 	DefaultLogEvents       = 1024
 	DefaultLogBytes        = 1024 * 256
+	// DefaultMaxRunMemory is the reference's per-VM memory ceiling,
+	// applied here per run.
+	DefaultMaxRunMemory = 64 << 20
 
 	// The registry starts small (cheap VMs) and grows in big steps: gopher-lua
 	// copies the whole registry on every growth, and a small step made a
@@ -83,6 +86,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.LogBytes <= 0 {
 		l.LogBytes = DefaultLogBytes
+	}
+	if l.MaxRunMemory <= 0 {
+		l.MaxRunMemory = DefaultMaxRunMemory
 	}
 	return l
 }

@@ -237,6 +237,7 @@ func (vm *VM) tableConcat(L *lua.LState) int {
 			b.WriteString(sep)
 		}
 	}
+	vm.meter.Charge(lua.CostString + b.Len())
 	L.Push(lua.LString(b.String()))
 	return 1
 }

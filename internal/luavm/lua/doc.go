@@ -17,4 +17,12 @@
 //     per counted tail call before trimming the traceback to 15 lines, so
 //     the time-budget or cancellation error of `local function f() return
 //     f() end return f()` took gigabytes and seconds to build (issue #11).
+//   - meter.go (new): a Meter per state, charged with what Lua grows: new
+//     tables (state.go NewTable/CreateTable and the vararg tables, vm.go
+//     OP_NEWTABLE), array slots and hash keys (table.go), closures (vm.go
+//     OP_CLOSURE), and strings built by concatenation (vm.go stringConcat,
+//     which also refuses a result over the meter's MaxStringBytes before
+//     building it) and by string.upper, lower and reverse (stringlib.go).
+//     LTable and LState carry the meter; accessors let the sandbox measure
+//     what a state reaches (TableFields, Values, Frames).
 package lua

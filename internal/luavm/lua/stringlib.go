@@ -346,6 +346,7 @@ func strLen(L *LState) int {
 
 func strLower(L *LState) int {
 	str := L.CheckString(1)
+	L.charge(CostString + len(str)) // promptforge: counted
 	L.Push(LString(strings.ToLower(str)))
 	return 1
 }
@@ -407,6 +408,7 @@ func strReverse(L *LState) int {
 	for i, j := 0, len(bts)-1; j >= 0; i, j = i+1, j-1 {
 		out[i] = bts[j]
 	}
+	L.charge(CostString + len(out)) // promptforge: counted
 	L.Push(LString(string(out)))
 	return 1
 }
@@ -426,6 +428,7 @@ func strSub(L *LState) int {
 
 func strUpper(L *LState) int {
 	str := L.CheckString(1)
+	L.charge(CostString + len(str)) // promptforge: counted
 	L.Push(LString(strings.ToUpper(str)))
 	return 1
 }

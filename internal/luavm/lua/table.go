@@ -72,6 +72,7 @@ func (tb *LTable) Append(value LValue) {
 	}
 	if len(tb.array) == 0 || tb.array[len(tb.array)-1] != LNil {
 		tb.array = append(tb.array, value)
+		tb.charge(CostSlot) // promptforge: count growth
 	} else {
 		i := len(tb.array) - 2
 		for ; i >= 0; i-- {
@@ -98,6 +99,7 @@ func (tb *LTable) Insert(i int, value LValue) {
 	}
 	i -= 1
 	tb.array = append(tb.array, LNil)
+	tb.charge(CostSlot) // promptforge: count growth
 	copy(tb.array[i+1:], tb.array[i:])
 	tb.array[i] = value
 }
@@ -156,11 +158,13 @@ func (tb *LTable) RawSet(key LValue, value LValue) {
 			switch {
 			case index == alen:
 				tb.array = append(tb.array, value)
+				tb.charge(CostSlot) // promptforge: count growth
 			case index > alen:
 				for i := 0; i < (index - alen); i++ {
 					tb.array = append(tb.array, LNil)
 				}
 				tb.array = append(tb.array, value)
+				tb.charge((index - alen + 1) * CostSlot) // promptforge: count growth
 			case index < alen:
 				tb.array[index] = value
 			}
@@ -188,11 +192,13 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 	switch {
 	case index == alen:
 		tb.array = append(tb.array, value)
+		tb.charge(CostSlot) // promptforge: count growth
 	case index > alen:
 		for i := 0; i < (index - alen); i++ {
 			tb.array = append(tb.array, LNil)
 		}
 		tb.array = append(tb.array, value)
+		tb.charge((index - alen + 1) * CostSlot) // promptforge: count growth
 	case index < alen:
 		tb.array[index] = value
 	}
@@ -217,6 +223,7 @@ func (tb *LTable) RawSetString(key string, value LValue) {
 		if _, ok := tb.k2i[lkey]; !ok {
 			tb.k2i[lkey] = len(tb.keys)
 			tb.keys = append(tb.keys, lkey)
+			tb.charge(CostKey + len(key)) // promptforge: count growth
 		}
 	}
 }
@@ -243,6 +250,7 @@ func (tb *LTable) RawSetH(key LValue, value LValue) {
 		if _, ok := tb.k2i[key]; !ok {
 			tb.k2i[key] = len(tb.keys)
 			tb.keys = append(tb.keys, key)
+			tb.charge(CostKey) // promptforge: count growth
 		}
 	}
 }

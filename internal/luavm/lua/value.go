@@ -148,6 +148,8 @@ type LTable struct {
 	strdict map[string]LValue
 	keys    []LValue
 	k2i     map[LValue]int
+
+	meter *Meter // promptforge: counts this table's growth (meter.go)
 }
 
 func (tb *LTable) String() string   { return fmt.Sprintf("table: %p", tb) }
@@ -195,6 +197,7 @@ type LState struct {
 	mainLoop     func(*LState, *callFrame)
 	ctx          context.Context
 	ctxCancelFn  context.CancelFunc
+	meter        *Meter // promptforge: counts what the state grows (meter.go)
 }
 
 func (ls *LState) String() string   { return fmt.Sprintf("thread: %p", ls) }

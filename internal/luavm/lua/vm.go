@@ -679,9 +679,9 @@ func init() {
 			lbase := cf.LocalBase
 			A := int(inst>>18) & 0xff //GETA
 			RA := lbase + A
-			B := int(inst & 0x1ff)    //GETB
-			C := int(inst>>9) & 0x1ff //GETC
-			v := newLTable(B, C)
+			B := int(inst & 0x1ff)       //GETB
+			C := int(inst>>9) & 0x1ff    //GETC
+			v := L.newMeteredTable(B, C) // promptforge: counted
 			// this section is inlined by go-inline
 			// source function is 'func (rg *registry) Set(regi int, vali LValue) ' in '_state.go'
 			{
@@ -1286,7 +1286,7 @@ func init() {
 							if CompatVarArg {
 								ls.reg.SetTop(cf.LocalBase + nargs + np + 1)
 								if (proto.IsVarArg & VarArgNeedsArg) != 0 {
-									argtb := newLTable(nvarargs, 0)
+									argtb := L.newMeteredTable(nvarargs, 0) // promptforge: counted
 									for i := 0; i < nvarargs; i++ {
 										argtb.RawSetInt(i+1, ls.reg.Get(cf.LocalBase+np+i))
 									}
@@ -1467,7 +1467,7 @@ func init() {
 							if CompatVarArg {
 								ls.reg.SetTop(cf.LocalBase + nargs + np + 1)
 								if (proto.IsVarArg & VarArgNeedsArg) != 0 {
-									argtb := newLTable(nvarargs, 0)
+									argtb := L.newMeteredTable(nvarargs, 0) // promptforge: counted
 									for i := 0; i < nvarargs; i++ {
 										argtb.RawSetInt(i+1, ls.reg.Get(cf.LocalBase+np+i))
 									}
@@ -2108,6 +2108,7 @@ func init() {
 			Bx := int(inst & 0x3ffff) //GETBX
 			proto := cf.Fn.Proto.FunctionPrototypes[Bx]
 			closure := newLFunctionL(proto, cf.Fn.Env, int(proto.NumUpvalues))
+			L.charge(CostFunction + int(proto.NumUpvalues)*CostUpvalue) // promptforge: counted
 			// this section is inlined by go-inline
 			// source function is 'func (rg *registry) Set(regi int, vali LValue) ' in '_state.go'
 			{
@@ -2374,7 +2375,18 @@ func stringConcat(L *LState, total, last int) LValue {
 				i--
 				total--
 			}
-			rhs = LString(strings.Join(buf, ""))
+			// promptforge: the result is capped and counted before it is built.
+			if m := L.meter; m != nil {
+				n := 0
+				for _, s := range buf[total:] {
+					n += len(s)
+				}
+				if m.MaxStringBytes > 0 && n > m.MaxStringBytes {
+					L.RaiseError("string concatenation result would exceed the %d-byte string limit", m.MaxStringBytes)
+				}
+				m.Charge(CostString + n)
+			}
+			rhs = LString(strings.Join(buf[total:], ""))
 		}
 	}
 	return rhs
