@@ -97,6 +97,9 @@ func Boot(ctx context.Context, o BootOptions) error {
 
 	metrics := server.NewMetrics()
 	plan, err := planConfig(cfg)
+	if err == nil {
+		applyProcessMemory(cfg.Limits.ProcessMemory, cfg.Server.MaxConcurrentRuns, cfg.Limits.MaxRunMemory, logger)
+	}
 	if err != nil {
 		return step(StepPrepareTools, err)
 	}
@@ -116,6 +119,7 @@ func Boot(ctx context.Context, o BootOptions) error {
 	srv, err := server.New(server.Options{
 		Catalog:     handle,
 		Limits:      limitsOf(cfg),
+		RunLimits:   plan.runLimits(),
 		Client:      env.client,
 		Models:      env.models,
 		Tools:       env.tools,

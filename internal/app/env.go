@@ -59,6 +59,10 @@ type envPlan struct {
 	// Backoff); zero fields take modelset's defaults. Only tests set it, so
 	// a binding miss fetches again without waiting for a clock.
 	modelRetry modelset.Options
+	// limits is [limits] (memory.go): the run memory ceiling every run
+	// gets and the process memory setting; the zero value (the run
+	// command without prompts.toml) takes the defaults.
+	limits config.Limits
 }
 
 // planConfig plans the environment prompts.toml describes: its gateway
@@ -71,16 +75,18 @@ func planConfig(cfg *config.Config) (envPlan, error) {
 	}
 	return envPlan{
 		gateway: &gateway.Options{
-			BaseURL:        cfg.Gateway.URL,
-			APIKey:         cfg.Gateway.APIKey,
-			ModelsTimeout:  cfg.Gateway.Timeout,
-			Timeout:        cfg.Gateway.RequestTimeout,
-			ThinkingSwitch: gateway.ThinkingSwitch(cfg.Gateway.ThinkingSwitch),
+			BaseURL:         cfg.Gateway.URL,
+			APIKey:          cfg.Gateway.APIKey,
+			ModelsTimeout:   cfg.Gateway.Timeout,
+			Timeout:         cfg.Gateway.RequestTimeout,
+			ThinkingSwitch:  gateway.ThinkingSwitch(cfg.Gateway.ThinkingSwitch),
+			MaxRequestBytes: int(cfg.Limits.MaxRequestSize),
 		},
 		overrides: modelOverrides(cfg.Models),
 		webFetch:  cfg.Tools.WebFetch,
 		webSearch: cfg.Tools.WebSearch,
 		fileRoots: roots,
+		limits:    cfg.Limits,
 	}, nil
 }
 

@@ -88,6 +88,7 @@ func RunOnce(ctx context.Context, o RunOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	applyProcessMemory(plan.limits.ProcessMemory, 1, plan.limits.MaxRunMemory, logger)
 	env, err := plan.build(ctx, nil, logger)
 	if err != nil {
 		if o.ConfigPath != "" {
@@ -104,6 +105,7 @@ func RunOnce(ctx context.Context, o RunOptions) (string, error) {
 		}
 	}
 	res, err := engine.Run(ctx, p, bound.Args, st, engine.Options{
+		Limits:   plan.runLimits(),
 		Params:   bound.Params,
 		Client:   env.client,
 		ModelSet: env.models,

@@ -178,6 +178,7 @@ func TestParseMinimalConfigFillsDefaults(t *testing.T) {
 		Paths: Paths{Prompts: []string{"prompts"}},
 		Gateway: Gateway{URL: "http://127.0.0.1:8081/v1", APIKey: mustSecret(t, "gateway-key"), Timeout: 10 * time.Second,
 			RequestTimeout: 120 * time.Second, ThinkingSwitch: "chat_template_kwargs", Refresh: 5 * time.Minute},
+		Limits:  Limits{MaxRunMemory: 64 << 20, MaxRequestSize: 32 << 20},
 		Prompts: map[string]PromptBlock{},
 		Models:  ModelTable{},
 	}
@@ -1051,6 +1052,7 @@ func TestFullReferenceConfig(t *testing.T) {
 		"llama3.1:8b": {Description: "General chat and summarisation; weak at code.", Context: 131072, Thinking: "never", ToolDialect: ToolDialectOpenAI,
 			ThinkingSwitch: ThinkingSwitchReasoningEffort},
 	}
+	want.Limits.ProcessMemory = 1 << 30
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("full.toml =\n%+v\nwant\n%+v", cfg, want)
 	}
@@ -1060,7 +1062,7 @@ func TestFullReferenceConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, table := range []tomlPath{{"server"}, {"paths"}, {"gateway"}, {"catalog"}, {"tools"}, {"prompts", "x"}, {"models", "x"}} {
+	for _, table := range []tomlPath{{"server"}, {"paths"}, {"gateway"}, {"catalog"}, {"tools"}, {"limits"}, {"prompts", "x"}, {"models", "x"}} {
 		keys, _ := tableKeys(table)
 		for _, k := range keys {
 			if !bytes.Contains(data, []byte("\n"+k+" = ")) {

@@ -326,6 +326,11 @@ func (p *parser) build(raw *rawConfig) (*Config, error) {
 		cfg.Tools.WebFetch = deref(raw.Tools.WebFetch, false)
 		cfg.Tools.WebSearch = deref(raw.Tools.WebSearch, false)
 	}
+	if raw.Limits != nil {
+		if err := p.buildLimits(raw.Limits, &cfg.Limits); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.buildPrompts(raw.Prompts, cfg.Prompts); err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ type rawConfig struct {
 	Gateway *rawGateway         `toml:"gateway"`
 	Catalog *rawCatalog         `toml:"catalog"`
 	Tools   *rawTools           `toml:"tools"`
+	Limits  *rawLimits          `toml:"limits"`
 	Prompts map[string]rawBlock `toml:"prompts"`
 	Models  map[string]rawModel `toml:"models"`
 }
@@ -61,6 +62,13 @@ type rawTools struct {
 	WebSearch *bool `toml:"web_search"`
 }
 
+// rawLimits is [limits]: sizes are strings ("64MiB") whose syntax is ours.
+type rawLimits struct {
+	MaxRunMemory   *string `toml:"max_run_memory"`
+	MaxRequestSize *string `toml:"max_request_size"`
+	ProcessMemory  *string `toml:"process_memory"`
+}
+
 type rawBlock struct {
 	Enabled *bool   `toml:"enabled"`
 	File    *string `toml:"file"`
@@ -80,7 +88,7 @@ type rawModel struct {
 func tableKeys(table tomlPath) (keys []string, ok bool) {
 	switch {
 	case len(table) == 0:
-		return []string{"server", "paths", "gateway", "catalog", "tools", "prompts", "models"}, true
+		return []string{"server", "paths", "gateway", "catalog", "tools", "limits", "prompts", "models"}, true
 	case len(table) == 1:
 		switch table[0] {
 		case "server":
@@ -94,6 +102,8 @@ func tableKeys(table tomlPath) (keys []string, ok bool) {
 			return []string{"include", "exclude", "tools"}, true
 		case "tools":
 			return []string{"web_fetch", "web_search"}, true
+		case "limits":
+			return []string{"max_run_memory", "max_request_size", "process_memory"}, true
 		}
 	case len(table) == 2 && table[0] == "prompts":
 		return []string{"enabled", "file"}, true
@@ -144,6 +154,8 @@ func expectedType(p tomlPath) string {
 		return strings_
 	case "paths.prompts":
 		return "a string or an array of strings"
+	case "limits.max_run_memory", "limits.max_request_size", "limits.process_memory":
+		return `a size string such as "64MiB"`
 	case "server.api_key", "gateway.url", "gateway.api_key", "gateway.thinking_switch":
 		return str
 	}
