@@ -77,7 +77,9 @@ func (ls *LState) newMeteredTable(acap, hcap int) *LTable {
 	tb := newLTable(acap, hcap)
 	if ls.meter != nil {
 		tb.meter = ls.meter
-		ls.meter.Charge(CostTable + max(acap, 0)*CostSlot + max(hcap, 0)*CostKey)
+		// A hash size hint preallocates map entries only; the key order
+		// structures grow with each key, which RawSetString charges.
+		ls.meter.Charge(CostTable + max(acap, 0)*CostSlot + max(hcap, 0)*2*CostSlot)
 	}
 	return tb
 }

@@ -219,8 +219,12 @@ func (tb *LTable) RawSetString(key string, value LValue) {
 		delete(tb.strdict, key)
 	} else {
 		tb.strdict[key] = value
-		lkey := LString(key)
-		if _, ok := tb.k2i[lkey]; !ok {
+		// promptforge: a new key is boxed once, not once per use (the
+		// lookup boxes without allocating): with the growth count below
+		// this function is no longer inlined, and each boxing of a string
+		// key would allocate.
+		if _, ok := tb.k2i[LString(key)]; !ok {
+			var lkey LValue = LString(key)
 			tb.k2i[lkey] = len(tb.keys)
 			tb.keys = append(tb.keys, lkey)
 			tb.charge(CostKey + len(key)) // promptforge: count growth
