@@ -19,17 +19,21 @@ import (
 // stays one frame deep and only the frame's tail-call count grows.
 const tailCallLoop = `local function f() return f() end return f()`
 
+// noQuota takes the instruction quota out of the way, so that the time
+// budget or a cancel is what ends a loop.
+const noQuota = 1 << 62
+
 // A tail-call loop stopped by the time budget (or a cancel) used to build
 // its error's traceback with one line per counted tail call: gigabytes and
 // seconds after the budget fired. The traceback is now bounded, so the
 // error comes back promptly and small.
 func TestTailCallLoopEndsSmall(t *testing.T) {
 	t.Run("time budget", func(t *testing.T) {
-		e := newEnv(t, Options{Limits: Limits{LuaTime: 300 * time.Millisecond}})
+		e := newEnv(t, Options{Limits: Limits{LuaTime: 300 * time.Millisecond, MaxInstructions: noQuota}})
 		var err error
 		grew := memtest.Peak(func() { _, err = e.run(t, tailCallLoop) })
 		var qe *QuotaError
-		if !errors.As(err, &qe) {
+		if !errors.As(err, &qe) || !strings.Contains(err.Error(), "lua time quota exceeded") {
 			t.Fatalf("want the time quota error, got %T %v", err, err)
 		}
 		assertBounded(t, grew, 32<<20)
@@ -39,7 +43,7 @@ func TestTailCallLoopEndsSmall(t *testing.T) {
 	})
 	t.Run("cancel", func(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(context.Background())
-		vm := New(ctx, Options{Kind: KindSection, Host: &fakeHost{}, Store: store.New()})
+		vm := New(ctx, Options{Kind: KindSection, Host: &fakeHost{}, Store: store.New(), Limits: Limits{MaxInstructions: noQuota}})
 		defer vm.Close()
 		var err error
 		grew := memtest.Peak(func() {
@@ -94,7 +98,7 @@ func TestMemoryBombsHitTheCeiling(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// The time budget is the default's tenfold, so that only the
 			// ceiling can end the bomb in time under the race detector.
-			e := newEnv(t, Options{Limits: Limits{LuaTime: 20 * time.Second}})
+			e := newEnv(t, Options{Limits: Limits{LuaTime: 20 * time.Second, MaxInstructions: noQuota}})
 			var err error
 			grew := memtest.Peak(func() { _, err = e.run(t, tc.src) })
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -134,4 +138,28 @@ func TestMemoryCeilingIsPerRun(t *testing.T) {
 	a.vm.Close()
 	c := newEnv(t, Options{Memory: mem})
 	mustReturn(t, c, `keep = {} for i = 1, 30 do keep[i] = ("c"):rep(1e5) .. i end return #keep`, "30")
+}
+
+// The reference's instruction quota is counted exactly: a loop runs into it
+// whatever the machine's speed, pcall cannot swallow it, and the time
+// budget stays the backstop. The tail-call loop of issue #11 ends on it with
+// the default limits.
+func TestInstructionQuota(t *testing.T) {
+	e := newEnv(t, Options{Limits: Limits{MaxInstructions: 1000}})
+	mustReturn(t, e, `local n = 0 for i = 1, 100 do n = n + i end return n`, "5050")
+	err := mustFail(t, e, `local n = 0 for i = 1, 1000 do n = n + i end return n`, "lua instruction quota exceeded: Lua ran more than 1000 instructions in one section")
+	var qe *QuotaError
+	if !errors.As(err, &qe) {
+		t.Fatalf("want a QuotaError, got %T", err)
+	}
+	e = newEnv(t, Options{Limits: Limits{MaxInstructions: 1000}})
+	mustFail(t, e, `while true do pcall(function() while true do end end) end`, "lua instruction quota exceeded")
+
+	e = newEnv(t, Options{Limits: Limits{LuaTime: time.Minute}})
+	var out error
+	grew := memtest.Peak(func() { _, out = e.run(t, tailCallLoop) })
+	if out == nil || !strings.Contains(out.Error(), "lua instruction quota exceeded: Lua ran more than 10000000 instructions") {
+		t.Fatalf("tail-call loop: %v", out)
+	}
+	assertBounded(t, grew, 32<<20)
 }

@@ -19,11 +19,13 @@
 // switching (getfenv, setfenv), collectgarbage, print, warn, io, os, debug,
 // package and coroutine are absent.
 //
-// Limits: gopher-lua has no instruction hook, so the reference's
-// instruction quota is a time budget per VM ([Limits.LuaTime]), enforced
-// through the state's context. It counts only Lua time: it is paused while
-// the VM waits on the host (model calls, execute, tools), and the shared
-// library replay spends the same budget as the blocks after it. The same
+// Limits: the reference's instruction quota ([Limits.MaxInstructions],
+// 10,000,000 VM instructions per VM) is counted by the vendored interpreter
+// (package lua), and a time budget per VM ([Limits.LuaTime], 2 s) is its
+// backstop for work that executes no instructions, enforced through the
+// state's context. The budget counts only Lua time: it is paused while the
+// VM waits on the host (model calls, execute, tools); the shared library
+// replay spends the same quota and budget as the blocks after it. The same
 // context carries the run's cancellation, so a busy loop stops promptly.
 // Library calls that could run long inside one Go call poll that context
 // as well: string.find, match, gmatch and gsub run on a vendored copy of

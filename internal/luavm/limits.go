@@ -4,11 +4,15 @@ import "time"
 
 // Limits bound one VM. Zero fields take the defaults below.
 type Limits struct {
-	// LuaTime is the budget of Lua execution time per VM. gopher-lua has no
-	// instruction hook, so this stands in for the reference's quota of
-	// 10,000,000 instructions; it is paused while the VM waits on the host
-	// (model calls, execute, tools). See DefaultLuaTime for how the
-	// default relates to that quota.
+	// MaxInstructions is the reference's instruction quota: the Lua VM
+	// instructions one VM may execute (counted by the vendored
+	// interpreter), 10,000,000 by default.
+	MaxInstructions int64
+	// LuaTime is the budget of Lua execution time per VM, the backstop of
+	// the instruction quota: it bounds what executes no instructions (a
+	// long pattern search, a big library call) and a machine so slow that
+	// the quota takes long. It is paused while the VM waits on the host
+	// (model calls, execute, tools). See DefaultLuaTime.
 	LuaTime time.Duration
 	// CallStackSize caps nested Lua calls (runaway recursion fails cleanly).
 	CallStackSize int
@@ -37,15 +41,19 @@ type Limits struct {
 
 // Defaults for Limits.
 const (
-	// DefaultLuaTime is in the order of the reference's 10,000,000
-	// instruction quota. Measured with gopher-lua v1.1.2 and Go 1.26 on a
+	// DefaultMaxInstructions is the reference's instruction quota.
+	DefaultMaxInstructions = 10_000_000
+	// DefaultLuaTime is the backstop of the instruction quota, about 5
+	// times what the quota takes on this machine. Measured with gopher-lua v1.1.2 and Go 1.26 on a
 	// 2-vCPU development VM, with the per-instruction context check a VM
 	// runs with: a numeric for loop adding to a local (two VM instructions
 	// per iteration) ran about 24 million instructions per second, a loop
 	// appending to a table about 8 million, and both about 8 times slower
 	// under the race detector. The quota is thus about 0.4 s of simple Lua;
 	// 2 s leaves a factor of about 5 for simple code and 1.6 for
-	// table-heavy code, for slower machines and garbage collection.
+	// table-heavy code, for slower machines and garbage collection, so
+	// the quota, not the clock, ends an ordinary runaway loop (under the
+	// race detector the clock may come first).
 	DefaultLuaTime         = 2 * time.Second
 	DefaultCallStackSize   = 200
 	DefaultRegistryMaxSize = 1 << 20 // slots; ~16 MiB of values
@@ -68,6 +76,9 @@ const (
 func (l Limits) WithDefaults() Limits {
 	if l.LuaTime <= 0 {
 		l.LuaTime = DefaultLuaTime
+	}
+	if l.MaxInstructions <= 0 {
+		l.MaxInstructions = DefaultMaxInstructions
 	}
 	if l.CallStackSize <= 0 {
 		l.CallStackSize = DefaultCallStackSize

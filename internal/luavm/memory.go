@@ -52,10 +52,30 @@ const memSyncStep = 256 << 10
 // memory ceiling.
 var errMemory = errors.New("lua memory limit exceeded")
 
-// startMeter makes the interpreter count what this VM grows.
+// startMeter makes the interpreter count what this VM grows and the
+// instructions it executes.
 func (vm *VM) startMeter() {
-	vm.meter = lua.Meter{Mark: memSyncStep, Over: vm.memOver, MaxStringBytes: vm.limits.MaxStringBytes}
+	vm.meter = lua.Meter{Mark: memSyncStep, Over: vm.memOver, MaxStringBytes: vm.limits.MaxStringBytes,
+		Steps: vm.limits.MaxInstructions, OutOfSteps: vm.outOfSteps}
 	vm.L.SetMeter(&vm.meter)
+}
+
+// errInstructions is the cancellation cause of a VM past its instruction
+// quota.
+var errInstructions = errors.New("lua instruction quota exhausted")
+
+// outOfSteps ends a VM that executed its instruction quota: like the time
+// budget, through its context, so that pcall cannot swallow it. The
+// interpreter calls it only while Lua runs, so the error is raised at once.
+func (vm *VM) outOfSteps() {
+	vm.cancel(errInstructions)
+	vm.L.RaiseError("%s", vm.instructionsMsg())
+}
+
+func (vm *VM) instructionsMsg() string {
+	return fmt.Sprintf(
+		"lua instruction quota exceeded: Lua ran more than %d instructions in one section; make the Lua do less work (loop over less data, or leave the work to a model or a tool) or raise Limits.MaxInstructions",
+		vm.limits.MaxInstructions)
 }
 
 // stopMeter gives the VM's share of the run's memory back.

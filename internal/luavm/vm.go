@@ -329,9 +329,12 @@ func (vm *VM) interrupted() error {
 	if vm.luaCtx.Err() != nil && errors.Is(context.Cause(vm.luaCtx), errMemory) {
 		return &QuotaError{Msg: vm.memFail}
 	}
+	if vm.luaCtx.Err() != nil && errors.Is(context.Cause(vm.luaCtx), errInstructions) {
+		return &QuotaError{Msg: vm.instructionsMsg()}
+	}
 	if vm.luaCtx.Err() != nil && errors.Is(context.Cause(vm.luaCtx), errBudget) {
 		return &QuotaError{Msg: fmt.Sprintf(
-			"lua time quota exceeded: Lua ran for more than %s in one section (gopher-lua has no instruction counter, so the instruction quota is a time budget); make the Lua finish sooner or raise Limits.LuaTime",
+			"lua time quota exceeded: Lua ran for more than %s in one section (the time budget bounds what the instruction quota does not count, such as pattern matching and library calls); make the Lua finish sooner or raise Limits.LuaTime",
 			vm.limits.LuaTime)}
 	}
 	return nil

@@ -1,7 +1,8 @@
 // Package lua is gopher-lua v1.1.2 (github.com/yuin/gopher-lua, MIT, see
 // LICENSE), copied into the module so that the sandbox can bound what a
 // prompt's Lua does inside the interpreter, where gopher-lua offers no hook
-// (see package luavm). Only the root package is copied; its parser, AST and
+// (see package luavm): the instructions it executes, the memory it grows,
+// the tracebacks it builds. Only the root package is copied; its parser, AST and
 // pattern packages are still imported from the upstream module, unchanged.
 //
 // vm.go is gopher-lua's generated file (go-inline over _vm.go, which is not
@@ -25,6 +26,9 @@
 //     building it) and by string.upper, lower and reverse (stringlib.go).
 //     LTable and LState carry the meter; accessors let the sandbox measure
 //     what a state reaches (TableFields, Values, Frames).
+//   - vm.go mainLoopWithContext counts each instruction against the
+//     meter's Steps (the reference's instruction quota) and calls
+//     OutOfSteps once they run out.
 //   - table.go RawSetString boxes a new key as an LValue once instead of at
 //     each use: the growth count makes the function too large to inline,
 //     and each boxing would then allocate (NewVM went from 103 to 127

@@ -5,7 +5,7 @@ package lua
 // what one state grows; the interpreter now reports the growth it causes
 // to a Meter, and the sandbox decides what to do when it passes a mark.
 
-// Meter counts the bytes a state grows: strings built by concatenation and
+// Meter counts the VM instructions a state executes, and the bytes it grows: strings built by concatenation and
 // by string.upper, lower and reverse, new tables, table slots and keys,
 // and closures. The counts approximate what the Go runtime allocates for
 // them; they never subtract what becomes garbage, so the owner of the
@@ -26,6 +26,12 @@ type Meter struct {
 	// `..` operator) may build: a longer result is a Lua error raised
 	// before anything is built.
 	MaxStringBytes int
+	// Steps is how many more VM instructions the state may execute (with
+	// a context: mainLoopWithContext counts them); once it is below zero,
+	// every instruction first calls OutOfSteps, which is expected to end
+	// the run (raise a Lua error and cancel the state's context).
+	Steps      int64
+	OutOfSteps func()
 }
 
 // Approximate costs, in bytes, charged for what the interpreter allocates:

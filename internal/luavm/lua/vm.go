@@ -52,6 +52,13 @@ func mainLoopWithContext(L *LState, baseframe *callFrame) {
 		cf = L.currentFrame
 		inst = cf.Fn.Proto.Code[cf.Pc]
 		cf.Pc++
+		// promptforge: the instruction quota (meter.go).
+		if m := L.meter; m != nil {
+			m.Steps--
+			if m.Steps < 0 {
+				m.OutOfSteps()
+			}
+		}
 		select {
 		case <-L.ctx.Done():
 			L.RaiseError("%s", L.ctx.Err().Error()) // promptforge: constant format (go vet)
