@@ -89,6 +89,7 @@ func TestMemoryBombsHitTheCeiling(t *testing.T) {
 		{"concatenations kept in a table", `local t, s = {}, ("x"):rep(1000) while true do s = s .. s if #s > 1e6 then t[#t + 1] = s s = tostring(#t) end end`, memoryCeiling},
 		{"s = s .. s", `local s = "x" while true do s = s .. s end`, "string concatenation result would exceed the 16777216-byte string limit"},
 		{"store.append in a loop", `local s = string.rep("x", 1e5) while true do store.append("log.txt", s) end`, memoryCeiling},
+		{"store.str_replace growing a file", `store.write("a.txt", "<>") local s = string.rep("x", 1e6) while true do store.str_replace("a.txt", "<>", s .. "<>") end`, memoryCeiling},
 		{"store.write of many files", `local s = string.rep("x", 1e5) for i = 1, 1e9 do store.write("f" .. i .. ".txt", s) end`, memoryCeiling},
 		{"small table entries", `local t = {} local i = 0 while true do i = i + 1 t[i] = {i} end`, memoryCeiling},
 		{"string keys", `local t = {} local i = 0 while true do i = i + 1 t["k" .. i] = i end`, memoryCeiling},

@@ -108,13 +108,9 @@ func (vm *VM) memOver() {
 	m.Mark = min(memSyncStep, free)
 }
 
-// checkStoreGrowth refuses a store write or append that would take the run
-// past its ceiling, before the store changes.
-func (vm *VM) checkStoreGrowth(st *store.Store, path, content string, appendMode bool) {
-	grow := int64(len(content))
-	if !appendMode {
-		grow -= int64(st.Len(path))
-	}
+// checkStoreGrowth refuses a store change that would grow the store by
+// grow bytes and so take the run past its ceiling, before the store changes.
+func (vm *VM) checkStoreGrowth(st *store.Store, grow int64) {
 	if grow <= 0 {
 		return
 	}
