@@ -50,6 +50,7 @@ BENCH_COUNT ?= 5
 bench:
 	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -bench 'Parse200Lines' ./internal/prompt/
 	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -bench 'ParseAndRunLua|RunLua$$|RunOneTurn|LoopbackFloor|FanoutPerArm' ./internal/engine/
+	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -bench 'NewVM|RunChunk|LuaLoops' ./internal/luavm/
 	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -bench 'RunPrompt|ConstTool|ListPromptsPage|RunsInFlight' ./internal/server/
 	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -benchtime 5x -bench 'Resolve10k|ReloadOneSaved' ./internal/catalog/
 	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -bench 'LaunchSettle|HeldRunsMemory' ./internal/runs/

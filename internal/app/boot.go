@@ -102,6 +102,9 @@ func Boot(ctx context.Context, o BootOptions) error {
 	// index is built with the ranking; neither contacts the network.
 	metrics := server.NewMetrics()
 	plan, err := planConfig(cfg)
+	if err == nil {
+		applyProcessMemory(cfg.Limits.ProcessMemory, cfg.Server.MaxConcurrentRuns, cfg.Limits.MaxRunMemory, logger)
+	}
 	if err != nil {
 		return step(StepPrepareTools, err)
 	}
@@ -146,6 +149,7 @@ func Boot(ctx context.Context, o BootOptions) error {
 		Replica:     replica,
 		Catalog:     handle,
 		Limits:      limitsOf(cfg),
+		RunLimits:   plan.runLimits(),
 		Client:      env.client,
 		Models:      env.models,
 		Tools:       env.tools,

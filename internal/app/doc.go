@@ -22,6 +22,11 @@
 //     holder of its model list (package modelset), the live tools and
 //     the file roots, planned from
 //     prompts.toml or, for run without one, from PROMPTFORGE_GATEWAY_*.
+//   - The process's memory limit (memory.go): [Boot] and [RunOnce] set the
+//     Go runtime's soft limit from [limits].process_memory, keep GOMEMLIMIT
+//     when the file sets none, or pick a default from the run ceiling and
+//     the container's limit; and every run's memory ceiling is handed to
+//     the engine from [limits].max_run_memory.
 //
 // Why a package of its own: the server is the MCP face of PromptForge and
 // nothing else; the run command executes prompts without it. Assembly

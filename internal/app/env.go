@@ -64,6 +64,10 @@ type envPlan struct {
 	// Backoff); zero fields take modelset's defaults. Only tests set it, so
 	// a binding miss fetches again without waiting for a clock.
 	modelRetry modelset.Options
+	// limits is [limits] (memory.go): the run memory ceiling every run
+	// gets and the process memory setting; the zero value (the run
+	// command without prompts.toml) takes the defaults.
+	limits config.Limits
 }
 
 // planConfig plans the environment prompts.toml describes: its gateway
@@ -76,11 +80,12 @@ func planConfig(cfg *config.Config) (envPlan, error) {
 	}
 	return envPlan{
 		gateway: &gateway.Options{
-			BaseURL:        cfg.Gateway.URL,
-			APIKey:         cfg.Gateway.APIKey,
-			ModelsTimeout:  cfg.Gateway.Timeout,
-			Timeout:        cfg.Gateway.RequestTimeout,
-			ThinkingSwitch: gateway.ThinkingSwitch(cfg.Gateway.ThinkingSwitch),
+			BaseURL:         cfg.Gateway.URL,
+			APIKey:          cfg.Gateway.APIKey,
+			ModelsTimeout:   cfg.Gateway.Timeout,
+			Timeout:         cfg.Gateway.RequestTimeout,
+			ThinkingSwitch:  gateway.ThinkingSwitch(cfg.Gateway.ThinkingSwitch),
+			MaxRequestBytes: int(cfg.Limits.MaxRequestSize),
 		},
 		overrides: modelOverrides(cfg.Models),
 		webFetch:  cfg.Tools.WebFetch,
@@ -89,6 +94,7 @@ func planConfig(cfg *config.Config) (envPlan, error) {
 		fileRoots: roots,
 		retrieval: retrievalPlan{model: cfg.Retrieval.EmbeddingsModel, cache: cfg.RetrievalCache(), timeout: cfg.Retrieval.Timeout,
 			tools: cfg.Retrieval.Tools, models: cfg.Retrieval.Models, prompts: cfg.Retrieval.Prompts},
+		limits: cfg.Limits,
 	}, nil
 }
 

@@ -79,6 +79,7 @@ type runner struct {
 	p        *prompt.Prompt
 	env      *environment
 	rank     *ranking
+	limits   engine.Limits
 	logger   *slog.Logger
 	warnings io.Writer
 }
@@ -118,6 +119,7 @@ func prepareRun(ctx context.Context, o RunOptions) (*runner, error) {
 	if _, err := bindRunArgs(p, o.Args); err != nil {
 		return nil, err
 	}
+	applyProcessMemory(plan.limits.ProcessMemory, 1, plan.limits.MaxRunMemory, logger)
 	rank, err := plan.ranking(nil, logger)
 	if err != nil {
 		return nil, fmt.Errorf("prepare the tool environment: %w", err)
@@ -134,7 +136,7 @@ func prepareRun(ctx context.Context, o RunOptions) (*runner, error) {
 		logger.Warn("--capture-raw writes every model turn's request and response, prompts and replies in clear, owner-only; do not commit or share them",
 			"dir", filepath.Join(o.Dev.storeDir(path), ".trace"))
 	}
-	return &runner{o: o, path: path, p: p, env: env, rank: rank, logger: logger, warnings: warnings}, nil
+	return &runner{o: o, path: path, p: p, env: env, rank: rank, limits: plan.runLimits(), logger: logger, warnings: warnings}, nil
 }
 
 // close releases what prepareRun built.
@@ -162,6 +164,7 @@ func (r *runner) run(ctx context.Context, p *prompt.Prompt) (string, error) {
 		return "", err
 	}
 	res, err := engine.Run(ctx, p, bound.Args, st, engine.Options{
+		Limits:   r.limits,
 		Params:   bound.Params,
 		Client:   env.client,
 		ModelSet: env.models,

@@ -47,6 +47,13 @@ const (
 	// DefaultThinkingSwitch is [gateway].thinking_switch's default: what
 	// was sent before the key existed.
 	DefaultThinkingSwitch = ThinkingSwitchTemplateKwargs
+	// DefaultMaxRunMemory is [limits].max_run_memory's default: the
+	// reference's per-VM ceiling, here per run (luavm.DefaultMaxRunMemory;
+	// config may not import luavm, and an app test keeps the two equal).
+	DefaultMaxRunMemory = 64 << 20
+	// DefaultMaxRequestSize is [limits].max_request_size's default
+	// (gateway.DefaultMaxRequestBytes, kept equal by an app test).
+	DefaultMaxRequestSize = 32 << 20
 )
 
 // The values thinking_switch accepts ([gateway] and [models."<id>"]); they
@@ -79,6 +86,7 @@ type Config struct {
 	Runs    Runs
 	// Retrieval is [retrieval]: the embedding ranker, when set.
 	Retrieval Retrieval
+	Limits    Limits
 	// Prompts holds the [prompts.NAME] blocks by NAME; never nil.
 	Prompts map[string]PromptBlock
 	// Models holds the [models."<id>"] tables by model id; never nil.
@@ -191,6 +199,25 @@ type Tools struct {
 	Search WebSearch
 }
 
+// Limits is the [limits] table: how much memory one run, one model
+// request and the whole process may take, so that no prompt can exhaust
+// the process (sizes in bytes).
+type Limits struct {
+	// MaxRunMemory is what one run's Lua values and store may hold at once.
+	MaxRunMemory int64
+	// MaxRequestSize caps one chat request body sent to the gateway.
+	MaxRequestSize int64
+	// ProcessMemory is the Go runtime's soft memory limit, applied at start
+	// (runtime/debug.SetMemoryLimit). 0 means the key is absent: the host
+	// then keeps GOMEMLIMIT when the environment sets it and otherwise
+	// picks a default. NoProcessMemoryLimit means "0" was written: no limit.
+	ProcessMemory int64
+}
+
+// NoProcessMemoryLimit is [limits].process_memory = "0": the runtime gets
+// no soft memory limit, whatever GOMEMLIMIT says.
+const NoProcessMemoryLimit int64 = -1
+
 // PromptBlock is one [prompts.NAME] table.
 type PromptBlock struct {
 	// Enabled is false to hide the prompt NAME from callers.
@@ -219,6 +246,7 @@ func defaults() *Config {
 		Tools:     Tools{Search: WebSearch{Provider: SearchGateway}},
 		Retrieval: Retrieval{Timeout: DefaultRetrievalTimeout},
 		Runs:      Runs{Lease: DefaultRunsLease},
+		Limits:    Limits{MaxRunMemory: DefaultMaxRunMemory, MaxRequestSize: DefaultMaxRequestSize},
 		Prompts:   map[string]PromptBlock{},
 		Models:    ModelTable{},
 	}
@@ -329,6 +357,9 @@ func (c *Config) DiffUnreloadable(next *Config) []string {
 	add(c.Tools.WebSearch != next.Tools.WebSearch, "[tools].web_search")
 	diffRuns(c.Runs, next.Runs, add)
 	out = append(out, c.diffRetrieval(next)...)
+	add(c.Limits.MaxRunMemory != next.Limits.MaxRunMemory, "[limits].max_run_memory")
+	add(c.Limits.MaxRequestSize != next.Limits.MaxRequestSize, "[limits].max_request_size")
+	add(c.Limits.ProcessMemory != next.Limits.ProcessMemory, "[limits].process_memory")
 	ids := slices.Sorted(maps.Keys(c.Models))
 	for id := range maps.Keys(next.Models) {
 		if _, ok := c.Models[id]; !ok {

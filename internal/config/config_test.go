@@ -182,6 +182,7 @@ func TestParseMinimalConfigFillsDefaults(t *testing.T) {
 		Tools:     Tools{Search: WebSearch{Provider: SearchGateway}},
 		Retrieval: Retrieval{Timeout: 30 * time.Second},
 		Runs:      Runs{Lease: 10 * time.Second},
+		Limits:    Limits{MaxRunMemory: 64 << 20, MaxRequestSize: 32 << 20},
 		Prompts:   map[string]PromptBlock{},
 		Models:    ModelTable{},
 	}
@@ -1069,6 +1070,7 @@ func TestFullReferenceConfig(t *testing.T) {
 	want.Retrieval.Tools = Thresholds{SimilarityFloor: f(0.825), Margin: f(0.05), SoloFloor: f(0.5), DuplicateThreshold: f(0.98)}
 	want.Retrieval.Models = Thresholds{SoloFloor: f(0.3)}
 	want.Retrieval.Prompts = Thresholds{SimilarityFloor: f(0)}
+	want.Limits.ProcessMemory = 1 << 30
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("full.toml =\n%+v\nwant\n%+v", cfg, want)
 	}
@@ -1078,7 +1080,7 @@ func TestFullReferenceConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, table := range []tomlPath{{"server"}, {"paths"}, {"gateway"}, {"catalog"}, {"tools"}, {"retrieval"}, {"prompts", "x"}, {"models", "x"}} {
+	for _, table := range []tomlPath{{"server"}, {"paths"}, {"gateway"}, {"catalog"}, {"tools"}, {"retrieval"}, {"limits"}, {"prompts", "x"}, {"models", "x"}} {
 		keys, _ := tableKeys(table)
 		for _, k := range keys {
 			if !bytes.Contains(data, []byte("\n"+k+" = ")) {

@@ -336,6 +336,11 @@ func (p *parser) build(raw *rawConfig) (*Config, error) {
 	if err := p.buildRuns(raw.Runs, &cfg.Runs); err != nil {
 		return nil, err
 	}
+	if raw.Limits != nil {
+		if err := p.buildLimits(raw.Limits, &cfg.Limits); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.buildPrompts(raw.Prompts, cfg.Prompts); err != nil {
 		return nil, err
 	}

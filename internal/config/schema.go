@@ -20,6 +20,7 @@ type rawConfig struct {
 	Catalog *rawCatalog `toml:"catalog"`
 	Tools   *rawTools   `toml:"tools"`
 	// Retrieval is [retrieval] (retrieval.go).
+	Limits    *rawLimits          `toml:"limits"`
 	Runs      *rawRuns            `toml:"runs"`
 	Retrieval *rawRetrieval       `toml:"retrieval"`
 	Prompts   map[string]rawBlock `toml:"prompts"`
@@ -68,6 +69,13 @@ type rawTools struct {
 	WebSearch any `toml:"web_search"`
 }
 
+// rawLimits is [limits]: sizes are strings ("64MiB") whose syntax is ours.
+type rawLimits struct {
+	MaxRunMemory   *string `toml:"max_run_memory"`
+	MaxRequestSize *string `toml:"max_request_size"`
+	ProcessMemory  *string `toml:"process_memory"`
+}
+
 type rawBlock struct {
 	Enabled *bool   `toml:"enabled"`
 	File    *string `toml:"file"`
@@ -87,7 +95,7 @@ type rawModel struct {
 func tableKeys(table tomlPath) (keys []string, ok bool) {
 	switch {
 	case len(table) == 0:
-		return []string{"server", "paths", "gateway", "catalog", "tools", "runs", "prompts", "models", "retrieval"}, true
+		return []string{"server", "paths", "gateway", "catalog", "tools", "runs", "limits", "prompts", "models", "retrieval"}, true
 	case len(table) == 1:
 		switch table[0] {
 		case "server":
@@ -105,6 +113,8 @@ func tableKeys(table tomlPath) (keys []string, ok bool) {
 			return runsKeys, true
 		case "retrieval":
 			return []string{"embeddings_model", "cache", "timeout", "tools", "models", "prompts"}, true
+		case "limits":
+			return []string{"max_run_memory", "max_request_size", "process_memory"}, true
 		}
 	case len(table) == 2 && table[0] == "retrieval" && slices.Contains([]string{"tools", "models", "prompts"}, table[1]):
 		return thresholdKeys, true
@@ -165,6 +175,8 @@ func expectedType(p tomlPath) string {
 		return strings_
 	case "paths.prompts":
 		return "a string or an array of strings"
+	case "limits.max_run_memory", "limits.max_request_size", "limits.process_memory":
+		return `a size string such as "64MiB"`
 	case "server.api_key", "gateway.url", "gateway.api_key", "gateway.thinking_switch", "retrieval.embeddings_model", "retrieval.cache":
 		return str
 	}

@@ -21,9 +21,11 @@
 // gateway client's idle connections are the host's to close.
 //
 // Limits: each VM gets a Lua time budget, a call-stack and value-stack
-// bound, caps on library-built strings and on var's size ([Limits]). There
-// is no memory ceiling per VM; luavm's package documentation says what
-// remains unbounded and why.
+// bound, caps on built strings and on var's size ([Limits]). The run has
+// one memory ceiling (Limits.MaxRunMemory): Run builds one luavm.Memory and
+// hands it to every VM of the run, fanout arms included, so what they and
+// the store hold counts together. A prose block whose rendering would pass
+// the string limit fails with kind Substitution before it is built.
 //
 // Fanout: each arm is a fresh VM for the worker section on its own
 // goroutine, at most [Limits.FanoutConcurrency] at once, started in

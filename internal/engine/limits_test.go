@@ -58,13 +58,15 @@ return #escaped .. " " .. n`))
 func TestLimits_LibraryStringsAreBounded(t *testing.T) {
 	lim := Options{Limits: Limits{Limits: luavm.Limits{MaxStringBytes: 1000}}}
 	for src, want := range map[string]string{
-		`return (string.gsub(string.rep("a", 600), "a", "bb"))`:             "string.gsub result would exceed the 1000-byte string limit",
-		`local s = string.rep("x", 600) return string.format("%s%s", s, s)`: "string.format result would exceed the 1000-byte string limit",
-		`local s = string.rep("x", 700) s = s .. s .. s .. s .. s .. s .. s .. s .. s .. s return #{string.byte(s .. s .. s .. s .. s .. s .. s .. s .. s .. s, 1, -1)}`: "string.byte would return 70000 values",
-		`local t = {} for i = 1, 100 do t[i] = "0123456789abcdef" end return table.concat(t)`:                                                                            "table.concat result would exceed the 1000-byte string limit",
+		`return (string.gsub(string.rep("a", 600), "a", "bb"))`:                               "string.gsub result would exceed the 1000-byte string limit",
+		`local s = string.rep("x", 600) return string.format("%s%s", s, s)`:                   "string.format result would exceed the 1000-byte string limit",
+		`local s = string.rep("x", 700) s = s .. s`:                                           "string concatenation result would exceed the 1000-byte string limit",
+		`local t = {} for i = 1, 100 do t[i] = "0123456789abcdef" end return table.concat(t)`: "table.concat result would exceed the 1000-byte string limit",
 	} {
 		runP(t, parse(t, "# T\n\n## A\n\n"+lua(src)), "", lim).fails(t, KindLua, want)
 	}
+	byteSrc := `local s = string.rep("x", 70000) return #{string.byte(s, 1, -1)}`
+	runP(t, parse(t, "# T\n\n## A\n\n"+lua(byteSrc)), "", Options{}).fails(t, KindLua, "string.byte would return 70000 values")
 }
 
 func TestLimits_VarGrowthIsBounded(t *testing.T) {

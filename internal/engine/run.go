@@ -29,6 +29,7 @@ type run struct {
 	execution         string
 	guard             *luavm.Guard
 	vmLimits          luavm.Limits
+	memory            *luavm.Memory // the run's memory ceiling, shared by all its VMs
 	maxToolIterations int
 	now               func() time.Time
 	turns             atomic.Int64 // completed model turns, fanout arms' included
@@ -102,6 +103,7 @@ func newRun(p *prompt.Prompt, args string, st *store.Store, cfg Options) (*run, 
 		r.cfg.Client = gateway.NewDisabled(noClientReason)
 	}
 	r.vmLimits = cfg.Limits.Limits.WithDefaults()
+	r.memory = luavm.NewMemory(r.vmLimits.MaxRunMemory)
 	def := cfg.Limits.MaxToolIterations
 	if def <= 0 {
 		def = DefaultMaxToolIterations

@@ -118,6 +118,7 @@ func (u *unit) vmOptions(kind luavm.Kind, id int, when string, reply *string, v 
 		Item:    u.item,
 		HasItem: u.hasItem,
 		Writer:  u.writer,
+		Memory:  u.r.memory,
 	}
 }
 
@@ -287,7 +288,7 @@ func (u *unit) prose(ctx context.Context, b prompt.Block) error {
 			}
 		}
 	}
-	text, err := prompt.Substitute(b.Text, u.vm.Resolve)
+	text, err := prompt.SubstituteMax(b.Text, u.vm.Resolve, r.vmLimits.MaxStringBytes)
 	if err != nil {
 		return err
 	}

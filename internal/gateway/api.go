@@ -30,6 +30,11 @@ type Options struct {
 	// whose catalog entry names none ("" means
 	// ThinkingSwitchTemplateKwargs, what every release before it sent).
 	ThinkingSwitch ThinkingSwitch
+	// MaxRequestBytes caps a chat request's body (default
+	// DefaultMaxRequestBytes; prompts.toml sets it as
+	// [limits].max_request_size): a larger request is refused before it
+	// is sent, so one prompt cannot build and ship hundreds of megabytes.
+	MaxRequestBytes int
 	// HTTPClient is used when non-nil (tests, custom transports). Its own
 	// Timeout, if any, applies on top of the two above.
 	HTTPClient *http.Client
@@ -45,6 +50,7 @@ type Client struct {
 	// embeddingsTimeout bounds one embeddings request.
 	embeddingsTimeout time.Duration
 	switchDefault     ThinkingSwitch
+	maxRequest        int
 	http              *http.Client
 	// disabled, when non-empty, is why this client refuses every call.
 	disabled string

@@ -31,6 +31,11 @@ func (c *Client) Complete(ctx context.Context, req ChatRequest) (*Completion, er
 	if cerr != nil {
 		return nil, cerr
 	}
+	if len(body) > c.maxRequest {
+		return nil, configError(fmt.Sprintf(
+			"chat request is %d bytes, over the %d-byte request limit; nothing was sent: send less (shorter prose blocks, fewer or smaller tool results) or raise [limits].max_request_size in prompts.toml",
+			len(body), c.maxRequest))
+	}
 	status, resp, herr := c.do(ctx, "POST", PathChat, opChat, body, c.timeout)
 	if herr == nil && (status < 200 || status > 299) {
 		herr = statusError(opChat, status, resp, c.key.Reveal())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -340,5 +341,28 @@ func TestEchoToolResultsOpenAI(t *testing.T) {
 	}
 	if got := gateway.EchoToolResults("", calls[:1], nil); len(got) != 2 || got[1].Content != "" || got[1].ToolCallID != "a" {
 		t.Errorf("missing result: %+v", got)
+	}
+}
+
+// A chat request over the size limit is refused before anything is sent,
+// naming the limit and the setting; one under it goes out.
+func TestOversizedRequestSendsNothing(t *testing.T) {
+	s := gatewaytest.New(t)
+	c := newClient(t, s, func(o *gateway.Options) { o.MaxRequestBytes = 4096 })
+	_, err := c.Complete(t.Context(), userTurn(strings.Repeat("x", 5000)))
+	ge := asError(t, err, gateway.KindConfig)
+	if msg := ge.Error(); !strings.Contains(msg, "over the 4096-byte request limit") || !strings.Contains(msg, "[limits].max_request_size") {
+		t.Fatalf("message: %s", msg)
+	}
+	if n := len(s.Requests()); n != 0 {
+		t.Fatalf("%d oversized requests reached the gateway", n)
+	}
+	s.Enqueue(gatewaytest.Text("ok"))
+	if _, err := c.Complete(t.Context(), userTurn(strings.Repeat("x", 3000))); err != nil {
+		t.Fatalf("a request under the limit: %v", err)
+	}
+	_, err = gateway.New(gateway.Options{BaseURL: s.URL(), APIKey: secret.MustNew(s.APIKey()), MaxRequestBytes: -1})
+	if err == nil || !strings.Contains(err.Error(), "request size limit is negative") {
+		t.Fatalf("a negative limit: %v", err)
 	}
 }

@@ -29,6 +29,11 @@ const (
 	DefaultModelsTimeout = 10 * time.Second
 	// MaxReplyBytes caps a success body; a larger one is malformed.
 	MaxReplyBytes = 16 << 20
+	// DefaultMaxRequestBytes is the default of Options.MaxRequestBytes:
+	// twice the largest prose block a run may render (16 MiB), room for a
+	// conversation with tool results, while a runaway prompt is stopped
+	// long before the process is in danger.
+	DefaultMaxRequestBytes = 32 << 20
 
 	// maxErrorRead is how much of a non-2xx body is read: enough for the
 	// 2,000 characters Body keeps, without downloading a huge error page.
@@ -54,6 +59,9 @@ func New(cfg Options) (*Client, error) {
 	if cfg.Timeout < 0 || cfg.ModelsTimeout < 0 || cfg.EmbeddingsTimeout < 0 {
 		return nil, configError("gateway timeout is negative: use a positive duration, or 0 for the default")
 	}
+	if cfg.MaxRequestBytes < 0 {
+		return nil, configError("gateway request size limit is negative: use a positive size, or 0 for the default")
+	}
 	if cfg.ThinkingSwitch != "" && !cfg.ThinkingSwitch.Valid() {
 		return nil, configError(fmt.Sprintf("gateway thinking switch %q is not valid: use %q, %q or %q",
 			cfg.ThinkingSwitch, ThinkingSwitchTemplateKwargs, ThinkingSwitchReasoningEffort, ThinkingSwitchNone))
@@ -65,11 +73,15 @@ func New(cfg Options) (*Client, error) {
 		timeout:       orDefault(cfg.Timeout, DefaultTimeout),
 		modelsTimeout: orDefault(cfg.ModelsTimeout, DefaultModelsTimeout),
 		switchDefault: cfg.ThinkingSwitch,
+		maxRequest:    cfg.MaxRequestBytes,
 		http:          cfg.HTTPClient,
 	}
 	c.embeddingsTimeout = orDefault(cfg.EmbeddingsTimeout, DefaultEmbeddingsTimeout)
 	if c.http == nil {
 		c.http = &http.Client{Transport: NewTransport()}
+	}
+	if c.maxRequest == 0 {
+		c.maxRequest = DefaultMaxRequestBytes
 	}
 	return c, nil
 }

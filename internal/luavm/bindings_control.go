@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"sort"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 )
 
 // InstallH1Tables (re)installs the live tools and models tables of the H1.

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"math"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 )
 
 func (vm *VM) parseModelOpts(L *lua.LState, fn string, n int) *ModelOpts {

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"sort"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 )
 
 // ValidAlias reports whether s matches [A-Za-z][A-Za-z0-9_-]{0,63}.

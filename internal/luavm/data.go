@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strconv"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 
 	"github.com/promptforge-go/promptforge/internal/prompt"
 )

@@ -19,11 +19,13 @@
 // switching (getfenv, setfenv), collectgarbage, print, warn, io, os, debug,
 // package and coroutine are absent.
 //
-// Limits: gopher-lua has no instruction hook, so the reference's
-// instruction quota is a time budget per VM ([Limits.LuaTime]), enforced
-// through the state's context. It counts only Lua time: it is paused while
-// the VM waits on the host (model calls, execute, tools), and the shared
-// library replay spends the same budget as the blocks after it. The same
+// Limits: the reference's instruction quota ([Limits.MaxInstructions],
+// 10,000,000 VM instructions per VM) is counted by the vendored interpreter
+// (package lua), and a time budget per VM ([Limits.LuaTime], 2 s) is its
+// backstop for work that executes no instructions, enforced through the
+// state's context. The budget counts only Lua time: it is paused while the
+// VM waits on the host (model calls, execute, tools); the shared library
+// replay spends the same quota and budget as the blocks after it. The same
 // context carries the run's cancellation, so a busy loop stops promptly.
 // Library calls that could run long inside one Go call poll that context
 // as well: string.find, match, gmatch and gsub run on a vendored copy of
@@ -40,17 +42,23 @@
 // bounded by [Limits.MaxVarBytes], checked at every assignment against a
 // running size estimate.
 //
-// Not bounded: the `..` operator. gopher-lua evaluates it inside its VM
-// loop (OP_CONCAT), consulting __concat only when an operand is neither a
-// string nor a number, and offers no hook in between, so `s = s .. s`
-// doubles a string past MaxStringBytes.
+// The `..` operator is bounded by MaxStringBytes too, inside the
+// interpreter: gopher-lua is vendored as package lua for this and for the
+// memory ceiling below (its doc.go lists every change).
 //
-// Residual risk: there is no memory ceiling per VM (the reference has
-// 64 MiB). gopher-lua allocates through the Go runtime and cannot count
-// one state's allocations, so within its time budget a script can grow Lua
-// tables (t[#t+1] = i in a loop) or concatenated strings to hundreds of
-// megabytes; the budget bounds how long it can keep growing, not how much
-// it holds meanwhile. Prompts are authored by operators, not by callers.
+// Memory: a run has a ceiling ([Limits.MaxRunMemory], 64 MiB by default,
+// the reference's per-VM figure; [limits].max_run_memory in prompts.toml)
+// on what its Lua values and its store hold at once, shared by all its VMs
+// through one [Memory]. The interpreter charges a VM's meter with what Lua
+// grows (strings from `..` and the string library, tables, their slots and
+// keys, closures); when the charges would pass the ceiling, the VM measures
+// what it still reaches, so garbage is never held against it, and fails
+// only if that is over. Store writes and appends are checked before they
+// happen. The error is a QuotaError ("lua memory limit exceeded: …") that,
+// like the time budget, pcall cannot catch. What Go holds for the run
+// outside Lua and the store (var, bounded by MaxVarBytes; chat messages,
+// bounded by the string limit per block and the gateway request cap) is
+// not counted.
 //
 // Cost: a VM is built per section entry, so everything without per-VM
 // state (library and host functions, metatables) is built once per process

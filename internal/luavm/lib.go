@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 
 	"github.com/promptforge-go/promptforge/internal/store"
 )
@@ -151,6 +151,11 @@ func (vm *VM) write(L *lua.LState, appendMode bool) int {
 	st := vm.storeOrRaise(L)
 	path := L.CheckString(1)
 	content := L.CheckString(2)
+	grow := int64(len(content))
+	if !appendMode {
+		grow -= int64(st.Len(path))
+	}
+	vm.checkStoreGrowth(st, grow)
 	var err error
 	if appendMode {
 		err = st.Append(path, content)
@@ -186,6 +191,7 @@ func (vm *VM) storeReplace(L *lua.LState) int {
 	path := L.CheckString(1)
 	old := L.CheckString(2)
 	repl := L.CheckString(3)
+	vm.checkStoreGrowth(st, int64(len(repl)-len(old)))
 	if err := st.StrReplace(path, old, repl); err != nil {
 		vm.note(NoteStoreReplaceFailed, "")
 		L.RaiseError("%s", err.Error())

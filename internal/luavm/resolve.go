@@ -1,7 +1,7 @@
 package luavm
 
 import (
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 
 	"github.com/promptforge-go/promptforge/internal/prompt"
 )

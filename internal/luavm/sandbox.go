@@ -4,7 +4,7 @@ import (
 	"sort"
 	"strings"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 )
 
 // openSandbox builds the globals: the kept base functions, the string,
@@ -237,6 +237,7 @@ func (vm *VM) tableConcat(L *lua.LState) int {
 			b.WriteString(sep)
 		}
 	}
+	vm.meter.Charge(lua.CostString + b.Len())
 	L.Push(lua.LString(b.String()))
 	return 1
 }

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"sync"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 )
 
 // Creating a gopher-lua state with its libraries is the main cost of a VM,

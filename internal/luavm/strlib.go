@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 
 	"github.com/promptforge-go/promptforge/internal/luavm/pattern"
 )
@@ -228,6 +228,7 @@ func (vm *VM) strGsub(L *lua.LState) int {
 		return 2
 	}
 	write(s[copied:])
+	vm.meter.Charge(lua.CostString + b.Len())
 	L.Push(lua.LString(b.String()))
 	L.Push(lua.LNumber(count))
 	return 2
@@ -353,6 +354,7 @@ func (vm *VM) strRep(L *lua.LState) int {
 	if len(s) > vm.limits.MaxStringBytes/n {
 		L.RaiseError("string.rep result would exceed the %d-byte string limit", vm.limits.MaxStringBytes)
 	}
+	vm.meter.Charge(lua.CostString + len(s)*n)
 	L.Push(lua.LString(strings.Repeat(s, n)))
 	return 1
 }
@@ -414,6 +416,7 @@ func (vm *VM) strFormat(L *lua.LState, orig lua.LGFunction) int {
 	if size > vm.limits.MaxStringBytes {
 		L.RaiseError("string.format result would exceed the %d-byte string limit", vm.limits.MaxStringBytes)
 	}
+	vm.meter.Charge(lua.CostString + size)
 	return orig(L)
 }
 

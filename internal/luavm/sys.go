@@ -1,8 +1,8 @@
 package luavm
 
 import (
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 	"github.com/promptforge-go/promptforge/internal/prompt"
-	lua "github.com/yuin/gopher-lua"
 )
 
 // sysState is the sealed sys table's content: the fixed fields plus the

@@ -3,7 +3,7 @@ package luavm
 import (
 	"errors"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 )
 
 // The var global is a guarded proxy: a userdata whose reads and writes go

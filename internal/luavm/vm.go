@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 
 	"github.com/promptforge-go/promptforge/internal/prompt"
 	"github.com/promptforge-go/promptforge/internal/store"
@@ -57,6 +57,9 @@ type Options struct {
 	// Writer tags store.write calls for the store's fanout write-race
 	// check. It is set for fanout arms only; the zero Writer is untracked.
 	Writer store.Writer
+	// Memory is the run's memory ceiling, shared by all its VMs; nil
+	// gives this VM a ceiling of its own (Limits.MaxRunMemory).
+	Memory *Memory
 }
 
 // VM is one sandboxed Lua state and the host globals bound into it. It is
@@ -79,6 +82,14 @@ type VM struct {
 	luaCtx context.Context // ctx, also cancelled when the time budget runs out
 	cancel context.CancelCauseFunc
 	budget budget
+
+	// The run's memory ceiling (memory.go): the meter the interpreter
+	// charges, this VM's share of the run's total, and the error once the
+	// run is over it.
+	mem     *Memory
+	meter   lua.Meter
+	memHeld int64
+	memFail string
 
 	sys sysState
 
@@ -160,6 +171,11 @@ func New(ctx context.Context, cfg Options) *VM {
 	vm.luaCtx, vm.cancel = context.WithCancelCause(ctx)
 	vm.budget = budget{left: lim.LuaTime, cancel: vm.cancel}
 	L.SetContext(&vmContext{Context: vm.luaCtx, vm: vm})
+	vm.mem = cfg.Memory
+	if vm.mem == nil {
+		vm.mem = NewMemory(lim.MaxRunMemory)
+	}
+	vm.startMeter()
 	sh := vm.lib
 	vm.openSandbox(sh)
 
@@ -199,6 +215,7 @@ func New(ctx context.Context, cfg Options) *VM {
 // Close releases the VM. It is safe to call twice.
 func (vm *VM) Close() {
 	vm.budget.stop()
+	vm.stopMeter()
 	vm.cancel(nil)
 	if !vm.L.IsClosed() {
 		vm.L.Close()
@@ -309,9 +326,15 @@ func (vm *VM) interrupted() error {
 	if vm.ctx.Err() != nil {
 		return &CancelledError{Cause: context.Cause(vm.ctx)}
 	}
+	if vm.luaCtx.Err() != nil && errors.Is(context.Cause(vm.luaCtx), errMemory) {
+		return &QuotaError{Msg: vm.memFail}
+	}
+	if vm.luaCtx.Err() != nil && errors.Is(context.Cause(vm.luaCtx), errInstructions) {
+		return &QuotaError{Msg: vm.instructionsMsg()}
+	}
 	if vm.luaCtx.Err() != nil && errors.Is(context.Cause(vm.luaCtx), errBudget) {
 		return &QuotaError{Msg: fmt.Sprintf(
-			"lua time quota exceeded: Lua ran for more than %s in one section (gopher-lua has no instruction counter, so the instruction quota is a time budget); make the Lua finish sooner or raise Limits.LuaTime",
+			"lua time quota exceeded: Lua ran for more than %s in one section (the time budget bounds what the instruction quota does not count, such as pattern matching and library calls); make the Lua finish sooner or raise Limits.LuaTime",
 			vm.limits.LuaTime)}
 	}
 	return nil

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 	luaparse "github.com/yuin/gopher-lua/parse"
 	"go.uber.org/goleak"
 

@@ -60,6 +60,9 @@ const (
 	TplNilReply
 	TplNilItem
 	TplSerialize
+	// TplTooLarge: the rendered block would exceed the host's size limit
+	// (SubstituteMax).
+	TplTooLarge
 )
 
 // TemplateError is a failed {{ }} substitution. Error() renders
@@ -94,5 +97,13 @@ type Resolver func(p Path) (string, error)
 // handling the \{ \} \\ escapes. Substituted output is never rescanned.
 // Every error is a *TemplateError.
 func Substitute(text string, resolve Resolver) (string, error) {
-	return substitute(text, resolve)
+	return substitute(text, resolve, 0)
+}
+
+// SubstituteMax is Substitute refusing, with a TplTooLarge error at the
+// placeholder that crosses it, a result longer than maxBytes (no limit
+// when maxBytes <= 0). It stops before building the oversized text, so a
+// block that repeats a large value many times costs no more than the limit.
+func SubstituteMax(text string, resolve Resolver, maxBytes int) (string, error) {
+	return substitute(text, resolve, maxBytes)
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 	luaparse "github.com/yuin/gopher-lua/parse"
 )
 

@@ -1,7 +1,7 @@
 package prompt
 
 import (
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 )
 
 // A Prompt is one parsed prompt file. It is immutable after Parse returns, so

@@ -19,6 +19,7 @@ var templateKindNames = [...]string{
 	TplNilReply:         "NilReply",
 	TplNilItem:          "NilItem",
 	TplSerialize:        "Serialize",
+	TplTooLarge:         "TooLarge",
 }
 
 // String returns the kind's name as it appears in error text.
@@ -37,7 +38,7 @@ const previewLimit = 80
 // whatever the run holds.
 var stringNamespaces = map[string]bool{"args": true, "reply": true, "item": true}
 
-func substitute(text string, resolve Resolver) (string, error) {
+func substitute(text string, resolve Resolver, maxBytes int) (string, error) {
 	if !strings.ContainsAny(text, "{\\") {
 		return text, nil
 	}
@@ -64,6 +65,12 @@ func substitute(text string, resolve Resolver) (string, error) {
 			if err != nil {
 				return "", placeholderError(err, i)
 			}
+			// Checked before writing, so nothing oversized is built; the
+			// literal text in between is the prompt's own, bounded by its
+			// file, and is checked once at the end.
+			if maxBytes > 0 && b.Len()+len(val) > maxBytes {
+				return "", tooLarge(maxBytes, i, "{{ "+Preview(path.Raw)+" }}")
+			}
 			b.WriteString(val)
 			i += 2 + closeAt + 2
 		default:
@@ -71,7 +78,16 @@ func substitute(text string, resolve Resolver) (string, error) {
 			i++
 		}
 	}
+	if maxBytes > 0 && b.Len() > maxBytes {
+		return "", tooLarge(maxBytes, len(text), "the end of the block")
+	}
 	return b.String(), nil
+}
+
+func tooLarge(maxBytes, offset int, where string) *TemplateError {
+	return &TemplateError{Kind: TplTooLarge, Offset: offset, Msg: fmt.Sprintf(
+		"the rendered block would exceed the %d-byte string limit at %s; render less (a summary instead of the whole value, or the value once)",
+		maxBytes, where)}
 }
 
 // placeholderError gives a resolver's error the placeholder's offset,

@@ -201,6 +201,29 @@ func TestSubstituteWrapsForeignResolverErrors(t *testing.T) {
 	}
 }
 
+// A block repeating a large value is refused at the placeholder that
+// crosses the limit, having built no more than the limit; one exactly at
+// the limit, or any size without a limit, renders.
+func TestSubstituteMaxRefusesOversizedBlocks(t *testing.T) {
+	resolve := func(Path) (string, error) { return strings.Repeat("a", 100), nil }
+	block := strings.Repeat("{{ args }}", 200)
+	_, err := SubstituteMax(block, resolve, 1000)
+	var te *TemplateError
+	if !errors.As(err, &te) || te.Kind != TplTooLarge || te.Offset != 10*len("{{ args }}") ||
+		!strings.Contains(err.Error(), "the rendered block would exceed the 1000-byte string limit at {{ args }}") {
+		t.Fatalf("got %v", err)
+	}
+	if out, err := SubstituteMax(strings.Repeat("{{ args }}", 10), resolve, 1000); err != nil || len(out) != 1000 {
+		t.Fatalf("at the limit: %d bytes, %v", len(out), err)
+	}
+	if _, err := SubstituteMax(strings.Repeat("{{ args }}", 10)+"!", resolve, 1000); err == nil || !strings.Contains(err.Error(), "at the end of the block") {
+		t.Fatalf("literal text past the limit: %v", err)
+	}
+	if out, err := SubstituteMax(block, resolve, 0); err != nil || len(out) != 20000 {
+		t.Fatalf("no limit: %d bytes, %v", len(out), err)
+	}
+}
+
 func TestSubstituteDoesNotMutateResolverErrors(t *testing.T) {
 	shared := MissingKeyError(Path{Raw: "var.x"})
 	resolve := func(Path) (string, error) { return "", shared }
@@ -211,9 +234,9 @@ func TestSubstituteDoesNotMutateResolverErrors(t *testing.T) {
 }
 
 func TestTemplateKindNames(t *testing.T) {
-	want := "Unclosed BadPath EmptySegment UnknownNamespace NotATable MissingKey NullValue NilReply NilItem Serialize"
+	want := "Unclosed BadPath EmptySegment UnknownNamespace NotATable MissingKey NullValue NilReply NilItem Serialize TooLarge"
 	var got []string
-	for k := TplUnclosed; k <= TplSerialize; k++ {
+	for k := TplUnclosed; k <= TplTooLarge; k++ {
 		got = append(got, k.String())
 	}
 	if strings.Join(got, " ") != want {

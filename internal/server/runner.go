@@ -215,6 +215,7 @@ func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progres
 		}
 		res, err := engine.Run(ctx, p, r.bound.Args, st, engine.Options{
 			Execution: id,
+			Limits:    s.limits,
 			Params:    r.bound.Params,
 			Client:    s.client,
 			ModelSet:  s.models,

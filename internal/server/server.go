@@ -38,6 +38,9 @@ type Options struct {
 	Catalog *catalog.Handle
 	// Limits configure the run registry the Server creates and owns.
 	Limits Limits
+	// RunLimits are the engine limits every run gets ([limits] in
+	// prompts.toml); zero fields take the engine's defaults.
+	RunLimits engine.Limits
 	// Client is the gateway every run's model calls go to; nil gives runs
 	// a disabled client, so Lua-only prompts run and model calls fail
 	// saying no gateway is configured.
@@ -90,6 +93,7 @@ type Server struct {
 	catalog  *catalog.Handle
 	runs     *runs.Registry
 	client   *gateway.Client
+	limits   engine.Limits // every run's ([limits] in prompts.toml)
 	models   *modelset.Set
 	tools    []tools.Tool
 	ranking  engine.Ranking
@@ -172,6 +176,7 @@ func New(opts Options) (*Server, error) {
 		models:   opts.Models,
 		tools:    opts.Tools,
 		ranking:  opts.Ranking,
+		limits:   opts.RunLimits,
 		problems: bindingProblems{ranking: opts.Ranking},
 		files: fileAccess{
 			roots:     fileRoots(opts.FileRoots),

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Store is a run-scoped virtual filesystem: logical path -> UTF-8 text.
@@ -17,13 +18,21 @@ type Store struct {
 	// through WriteAs. Only tracked writes touch it, so plain writes,
 	// appends and deletes never hide or invent a race.
 	lastArm map[string]Writer
+	// tails keeps, per path, the buffer its content was last appended
+	// into, with spare capacity: an append loop then copies each byte
+	// once instead of the whole file on every append (see Append).
+	tails map[string][]byte
 
 	fanouts atomic.Uint64
+	// size is the bytes the files hold (paths and contents), kept current
+	// by every change so that a run's memory ceiling can read it cheaply
+	// (see Size).
+	size atomic.Int64
 }
 
 // New returns an empty in-memory store.
 func New() *Store {
-	return &Store{files: make(map[string]string), lastArm: make(map[string]Writer)}
+	return &Store{files: make(map[string]string), lastArm: make(map[string]Writer), tails: make(map[string][]byte)}
 }
 
 // Range selects lines of a file for Read and ReadNumbered. The zero Range
@@ -69,7 +78,7 @@ func (s *Store) WriteAs(w Writer, path, content string) error {
 		}
 		s.lastArm[path] = w
 	}
-	s.files[path] = content
+	s.set(path, content)
 	return nil
 }
 
@@ -82,7 +91,20 @@ func (s *Store) Append(path, content string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.files[path] += content
+	old := s.files[path]
+	buf := s.tails[path]
+	// The buffer still backs the file when the file is exactly its
+	// filled part; bytes past that part belong to no string yet, so
+	// appending there leaves every string handed out unchanged, as
+	// strings.Builder does.
+	if len(buf) != len(old) || len(old) == 0 || unsafe.StringData(old) != unsafe.SliceData(buf) {
+		buf = append(make([]byte, 0, len(old)+len(content)), old...)
+	}
+	// append grows the buffer geometrically (by a quarter, for large
+	// ones), so an append loop copies each byte a bounded number of times.
+	buf = append(buf, content...)
+	s.set(path, unsafe.String(unsafe.SliceData(buf), len(buf)))
+	s.tails[path] = buf
 	return nil
 }
 
@@ -103,7 +125,7 @@ func (s *Store) Seed(files map[string]string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range paths {
-		s.files[p] = files[p]
+		s.set(p, files[p])
 	}
 	return nil
 }
@@ -190,7 +212,7 @@ func (s *Store) StrReplace(path, old, new string) error {
 	if n := countOverlapping(content, old, at); n > 1 {
 		return errAnchorAmbiguous(path, n)
 	}
-	s.files[path] = content[:at] + new + content[at+len(old):]
+	s.set(path, content[:at]+new+content[at+len(old):])
 	return nil
 }
 
@@ -216,8 +238,37 @@ func (s *Store) Delete(path string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if old, ok := s.files[path]; ok {
+		s.size.Add(-int64(len(path) + len(old)))
+	}
 	delete(s.files, path)
+	delete(s.tails, path)
 	return nil
+}
+
+// set stores content at path and keeps size current; s.mu is held.
+// Append keeps its buffer in tails; any other change of the file drops it.
+func (s *Store) set(path, content string) {
+	old, ok := s.files[path]
+	if !ok {
+		old = ""
+		s.size.Add(int64(len(path)))
+	}
+	s.size.Add(int64(len(content) - len(old)))
+	s.files[path] = content
+	delete(s.tails, path)
+}
+
+// Size is the bytes the store holds: every path and every content. A run
+// counts it against its memory ceiling.
+func (s *Store) Size() int64 { return s.size.Load() }
+
+// Len is the length of the file at path, 0 when there is none. A run
+// uses it to tell, before a write, how much the store would grow.
+func (s *Store) Len(path string) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.files[path])
 }
 
 // Glob returns the sorted paths matching pattern.

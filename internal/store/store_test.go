@@ -375,3 +375,71 @@ func TestConcurrentArms(t *testing.T) {
 		t.Fatalf("Glob(arm/*.md) = %v, %v", got, err)
 	}
 }
+
+// Size follows every kind of change, so a run's memory ceiling can read it
+// without walking the files.
+func TestSizeFollowsChanges(t *testing.T) {
+	s := New()
+	want := func(n int64) {
+		t.Helper()
+		if got := s.Size(); got != n {
+			t.Fatalf("Size() = %d, want %d", got, n)
+		}
+	}
+	want(0)
+	must(t, s.Write("a.txt", "hello"))
+	want(5 + 5)
+	must(t, s.Append("a.txt", "!!"))
+	want(5 + 7)
+	must(t, s.Write("a.txt", "x"))
+	want(5 + 1)
+	must(t, s.Seed(map[string]string{"b/c.md": "1234"}))
+	want(5 + 1 + 6 + 4)
+	must(t, s.StrReplace("b/c.md", "23", "abcdef"))
+	want(5 + 1 + 6 + 8)
+	if n := s.Len("b/c.md"); n != 8 {
+		t.Fatalf("Len = %d, want 8", n)
+	}
+	must(t, s.Delete("b/c.md"))
+	must(t, s.Delete("b/c.md"))
+	want(5 + 1)
+	if n := s.Len("b/c.md"); n != 0 {
+		t.Fatalf("Len of a deleted file = %d, want 0", n)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Appends build the file in place, yet every string handed out before
+// stays what it was, whatever is written or appended after.
+func TestAppendKeepsEarlierReads(t *testing.T) {
+	s := New()
+	var reads []string
+	want := ""
+	for i := range 200 {
+		part := fmt.Sprintf("<%d>", i)
+		must(t, s.Append("log.txt", part))
+		want += part
+		got, err := s.Read("log.txt", Range{})
+		must(t, err)
+		if got != want {
+			t.Fatalf("after %d appends: %q, want %q", i+1, got, want)
+		}
+		reads = append(reads, got)
+		if i == 100 {
+			must(t, s.Write("log.txt", want)) // a write in between starts a fresh buffer
+		}
+	}
+	check := ""
+	for i, r := range reads {
+		check += fmt.Sprintf("<%d>", i)
+		if r != check {
+			t.Fatalf("read %d changed to %q", i, r)
+		}
+	}
+}

@@ -1,0 +1,36 @@
+// Package lua is gopher-lua v1.1.2 (github.com/yuin/gopher-lua, MIT, see
+// LICENSE), copied into the module so that the sandbox can bound what a
+// prompt's Lua does inside the interpreter, where gopher-lua offers no hook
+// (see package luavm): the instructions it executes, the memory it grows,
+// the tracebacks it builds. Only the root package is copied; its parser, AST and
+// pattern packages are still imported from the upstream module, unchanged.
+//
+// vm.go is gopher-lua's generated file (go-inline over _vm.go, which is not
+// copied); it is edited directly. Every change is marked with a comment
+// starting "promptforge:", so `grep -n promptforge: *.go` lists them all:
+//
+//   - Constant format strings for RaiseError, an unreachable return and two
+//     self-assignments removed, so that go vet is clean. No behaviour
+//     changes, except that an assert message containing '%' is no longer
+//     read as a format.
+//   - state.go stackTrace: a traceback lists at most 8 tail calls per frame
+//     and then one "(... N more tail calls)" line. gopher-lua added one line
+//     per counted tail call before trimming the traceback to 15 lines, so
+//     the time-budget or cancellation error of `local function f() return
+//     f() end return f()` took gigabytes and seconds to build (issue #11).
+//   - meter.go (new): a Meter per state, charged with what Lua grows: new
+//     tables (state.go NewTable/CreateTable and the vararg tables, vm.go
+//     OP_NEWTABLE), array slots and hash keys (table.go), closures (vm.go
+//     OP_CLOSURE), and strings built by concatenation (vm.go stringConcat,
+//     which also refuses a result over the meter's MaxStringBytes before
+//     building it) and by string.upper, lower and reverse (stringlib.go).
+//     LTable and LState carry the meter; accessors let the sandbox measure
+//     what a state reaches (TableFields, Values, Frames).
+//   - vm.go mainLoopWithContext counts each instruction against the
+//     meter's Steps (the reference's instruction quota) and calls
+//     OutOfSteps once they run out.
+//   - table.go RawSetString boxes a new key as an LValue once instead of at
+//     each use: the growth count makes the function too large to inline,
+//     and each boxing would then allocate (NewVM went from 103 to 127
+//     allocations with the count alone; it is 99 now).
+package lua
