@@ -16,9 +16,13 @@ test: fmt-check vet
 
 # A short fuzz run over web_fetch's URL forms: no input may reach a blocked
 # address. The corpus in internal/tools/testdata/fuzz keeps past findings.
+# Then stdio framing and JSON-RPC ids: every line passed to the SDK is one
+# it decodes and answers under the same id; every other line is refused.
 .PHONY: fuzz-smoke
 fuzz-smoke:
 	$(GO) test -run '^$$' -fuzz '^FuzzAdmitURL$$' -fuzztime 20s ./internal/tools/
+	$(GO) test -run '^$$' -fuzz '^FuzzStdioFraming$$' -fuzztime 15s ./internal/server/transport/
+	$(GO) test -run '^$$' -fuzz '^FuzzJSONRPCID$$' -fuzztime 15s ./internal/server/transport/
 
 vet:
 	$(GO) vet ./...

@@ -73,11 +73,17 @@
 //     StreamableHTTPHandler.ServeHTTP) refuses any non-loopback Host on a
 //     loopback bind, so an operator's allowed_hosts could not work there.
 //     This is a configuration choice, not a defect; no upstream issue.
-//   - A bad stdio line is dropped, not fatal (lineFilter): the SDK's stdio
+//   - A bad stdio line is answered, not fatal (lineFilter): the SDK's stdio
 //     reader ends the session on the first line it cannot decode or that is
 //     too long (mcp/transport.go, newIOConnLimited and ioConn.Read;
 //     internal/jsonrpc2/conn.go, readIncoming; upstream
-//     modelcontextprotocol/go-sdk#1209).
+//     modelcontextprotocol/go-sdk#1209), so the filter answers such a line
+//     itself (-32700 or -32600) and the SDK never sees it.
+//   - A numeric id the SDK would answer under another id is refused
+//     (idProblem; lineFilter on stdio, exactIDs over HTTP with 400): the
+//     SDK converts it through float64 to int64 (internal/jsonrpc2/
+//     messages.go, MakeID), so 1.5 comes back as 1 and 2^70 as -2^63. No
+//     upstream issue found.
 //   - The end of stdin waits for the replies owed (replyTracker,
 //     stdinReader, stdoutWriter): at EOF the SDK cancels the requests in
 //     flight and drops replies not yet written (internal/jsonrpc2/conn.go,

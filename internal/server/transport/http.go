@@ -128,8 +128,8 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 	// headers), so the stateful path's body stays unread for
 	// cancelOnDisconnect.
 	mux.Handle("/mcp", guard(taskNameHeader(byEra(
-		cancelOnDisconnect(b.Calls, log, keepAliveSSE(keepAlive, stateful)),
-		keepAliveSSE(keepAlive, stateless),
+		cancelOnDisconnect(b.Calls, log, exactIDs(keepAliveSSE(keepAlive, stateful))),
+		exactIDs(keepAliveSSE(keepAlive, stateless)),
 	))))
 	mux.Handle("/metrics", guard(metrics))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -30,10 +29,14 @@ const (
 var utf8BOM = []byte("\xef\xbb\xbf")
 
 // lineFilter turns a newline-delimited byte stream into a stream of
-// well-formed JSON-RPC messages, one per line. A line over MaxLineBytes is
-// discarded without being buffered (the reader skips to its newline), and
-// a line that is not one JSON-RPC message is dropped; either way the next
-// line is read as usual.
+// well-formed JSON-RPC messages, one per line, and answers every other
+// line itself: a line that is not JSON gets -32700, one that is JSON but
+// not one JSON-RPC 2.0 message (a batch, a wrong "jsonrpc", a "method"
+// that is not a string, an id the SDK would answer under another id) gets
+// -32600, under the line's id when it can be read and null otherwise
+// (JSON-RPC 2.0 §5.1; issue #11 items 7 and 8). A line over MaxLineBytes is
+// skipped without being buffered (the reader skips to its newline) and
+// answered -32600 with id null. Either way the next line is read as usual.
 //
 // go-sdk v1.8.0's reader would end the session on the first bad line: the
 // decoding goroutine of newIOConnLimited (mcp/transport.go) returns on the
@@ -43,10 +46,16 @@ var utf8BOM = []byte("\xef\xbb\xbf")
 // over IOTransport.MaxLineLength ends it the same way. So the SDK only
 // ever sees lines that passed here (upstream
 // modelcontextprotocol/go-sdk#1209).
+//
+// Each line is checked by json.Valid and one scan of its top-level members
+// (scanEnvelope), and handed on in place from the line buffer: no decoding
+// of params, no copy. The SDK decodes it once after that.
 type lineFilter struct {
 	src *bufio.Reader
 	log *slog.Logger
 	max int
+	// refuse writes the error reply to a refused line.
+	refuse func(reply []byte)
 	// calls, when set, is told the id of every request passed on.
 	calls *replyTracker
 	line  []byte // the line being assembled
@@ -54,8 +63,8 @@ type lineFilter struct {
 	err   error  // the source's terminal error, reported once out is empty
 }
 
-func newLineFilter(r io.Reader, max int, log *slog.Logger) *lineFilter {
-	return &lineFilter{src: bufio.NewReaderSize(r, readChunk), log: log, max: max}
+func newLineFilter(r io.Reader, max int, log *slog.Logger, refuse func([]byte)) *lineFilter {
+	return &lineFilter{src: bufio.NewReaderSize(r, readChunk), log: log, max: max, refuse: refuse}
 }
 
 func (f *lineFilter) Read(p []byte) (int, error) {
@@ -71,8 +80,13 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 }
 
 // next reads one line and, if it is a JSON-RPC message, makes it the
-// pending output.
+// pending output; otherwise it answers it.
 func (f *lineFilter) next() {
+	if cap(f.line) > keepLine {
+		// Grown for one big message, which has been read by now: drop it
+		// so it does not stay resident.
+		f.line = nil
+	}
 	f.line = f.line[:0]
 	over := false
 	for {
@@ -93,11 +107,9 @@ func (f *lineFilter) next() {
 		}
 		break
 	}
-	if cap(f.line) > keepLine {
-		defer func() { f.line = nil }()
-	}
 	if over {
-		f.log.Warn("dropped an over-long stdio line", "limit_bytes", f.max)
+		f.log.Warn("refused an over-long stdio line", "limit_bytes", f.max)
+		f.refuse(errorReply(nil, codeInvalidRequest, fmt.Sprintf("the message is longer than the %d-byte line limit", f.max)))
 		return
 	}
 	msg := bytes.TrimSpace(bytes.TrimPrefix(f.line, utf8BOM))
@@ -105,18 +117,30 @@ func (f *lineFilter) next() {
 		return
 	}
 	if !json.Valid(msg) {
-		f.log.Debug("dropped a stdio line that is not one JSON value")
+		f.log.Debug("refused a stdio line that is not one JSON value")
+		f.refuse(errorReply(nil, codeParseError, "parse error: the line is not one JSON value"))
 		return
 	}
-	decoded, err := jsonrpc.DecodeMessage(msg)
-	if err != nil {
-		f.log.Debug("dropped a stdio line that is not a JSON-RPC message", "error", err)
+	e, code, problem, id := requestProblem(msg)
+	if code != 0 {
+		f.log.Debug("refused a stdio line that is not one JSON-RPC message", "error", problem)
+		f.refuse(errorReply(id, code, problem))
 		return
 	}
-	if req, ok := decoded.(*jsonrpc.Request); ok && req.IsCall() && f.calls != nil {
-		f.calls.asked(req.ID)
+	if e.method != nil && f.calls != nil {
+		if key, ok := idKey(e.id); ok {
+			f.calls.asked(key)
+		}
 	}
-	f.out = append(append(make([]byte, 0, len(msg)+1), msg...), '\n')
+	// msg lies inside f.line, which is not reused before f.out is read:
+	// hand it on in place, its newline written just after it.
+	off := cap(f.line) - cap(msg)
+	end := off + len(msg)
+	if end == len(f.line) { // the last line of the input, with no newline
+		f.line = append(f.line, '\n')
+	}
+	f.line[end] = '\n'
+	f.out = f.line[off : end+1]
 }
 
 // replyTracker knows which requests read from stdin have not been
@@ -139,22 +163,20 @@ func newReplyTracker() *replyTracker {
 	return &replyTracker{pending: map[string]struct{}{}, changed: make(chan struct{}), closed: make(chan struct{})}
 }
 
-// idKey makes 7 and "7" different keys, as they are different ids.
-func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
-
-func (t *replyTracker) asked(id jsonrpc.ID) {
+// asked and answered take an id's idKey.
+func (t *replyTracker) asked(key string) {
 	t.mu.Lock()
-	t.pending[idKey(id)] = struct{}{}
+	t.pending[key] = struct{}{}
 	t.mu.Unlock()
 }
 
-func (t *replyTracker) answered(id jsonrpc.ID) {
+func (t *replyTracker) answered(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.pending[idKey(id)]; !ok {
+	if _, ok := t.pending[key]; !ok {
 		return
 	}
-	delete(t.pending, idKey(id))
+	delete(t.pending, key)
 	close(t.changed)
 	t.changed = make(chan struct{})
 }
@@ -211,24 +233,39 @@ func (r *stdinReader) Close() error {
 	return nil
 }
 
-// stdoutWriter tells the tracker about every response it writes. The SDK
-// writes one whole message per Write.
+// stdoutWriter writes the SDK's messages and the filter's refusals, one
+// whole message per Write, and tells the tracker about every response.
+// The SDK serialises its own writes, but the filter's refusals come from
+// the reading goroutine, hence the mutex.
 type stdoutWriter struct {
+	mu    sync.Mutex
 	out   io.Writer
 	calls *replyTracker
 }
 
-func (w stdoutWriter) Write(p []byte) (int, error) {
+func (w *stdoutWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
 	n, err := w.out.Write(p)
-	if msg, derr := jsonrpc.DecodeMessage(bytes.TrimSpace(p)); derr == nil {
-		if resp, ok := msg.(*jsonrpc.Response); ok {
-			w.calls.answered(resp.ID)
+	w.mu.Unlock()
+	// The SDK's own encoding is valid JSON; only the envelope is read, so
+	// a large result is not decoded again.
+	if e, ok := scanEnvelope(p); ok && e.method == nil {
+		if key, ok := idKey(e.id); ok {
+			w.calls.answered(key)
 		}
 	}
 	return n, err
 }
 
-func (stdoutWriter) Close() error { return nil }
+// refuse writes a refusal; a failed write is the peer gone, which the
+// SDK's next write or read reports.
+func (w *stdoutWriter) refuse(reply []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.out.Write(reply)
+}
+
+func (*stdoutWriter) Close() error { return nil }
 
 // ServeStdio serves one session of b on in/out until the peer closes in,
 // or until ctx ends, then closes the session. Calls still in flight when
@@ -240,11 +277,12 @@ func ServeStdio(ctx context.Context, in io.Reader, out io.Writer, b Backend, dra
 	}
 	log := b.logger()
 	calls := newReplyTracker()
-	filter := newLineFilter(in, MaxLineBytes, log)
+	w := &stdoutWriter{out: out, calls: calls}
+	filter := newLineFilter(in, MaxLineBytes, log, w.refuse)
 	filter.calls = calls
 	t := &mcp.IOTransport{
 		Reader: &stdinReader{filter: filter, src: in, calls: calls, drain: drain},
-		Writer: stdoutWriter{out: out, calls: calls},
+		Writer: w,
 		// The filter already bounds a line; the SDK's own cap is higher,
 		// so it never refuses what we let through.
 		MaxLineLength: MaxLineBytes + readChunk,
