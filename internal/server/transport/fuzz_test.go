@@ -11,11 +11,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// FuzzStdioFraming feeds arbitrary input to the stdio line filter. Every
-// line it hands the SDK must be one the SDK decodes (a line it cannot
-// decode would end the session), carry an id the SDK answers under
-// exactly (the same tracker key both ways); every refusal must be one
-// JSON-RPC error on one line; and the line buffer stays bounded.
+// FuzzStdioFraming feeds arbitrary input to the stdio line filter. It must
+// never fail other than at the end of input (an error would end the
+// session), every call it passes must come back under the same tracker
+// key, every refusal must be one JSON-RPC error on one line, and the line
+// buffer stays bounded.
 func FuzzStdioFraming(f *testing.F) {
 	for _, seed := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n",
@@ -34,11 +34,8 @@ func FuzzStdioFraming(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var replies bytes.Buffer
 		flt := newLineFilter(bytes.NewReader(data), limit, discard(), func(b []byte) { replies.Write(b) })
-		var out bytes.Buffer
-		buf := make([]byte, 512)
 		for {
-			n, err := flt.Read(buf)
-			out.Write(buf[:n])
+			msg, err := flt.next()
 			if cap(flt.line) > 2*(limit+readChunk) {
 				t.Fatalf("the line buffer grew to %d bytes", cap(flt.line))
 			}
@@ -48,31 +45,34 @@ func FuzzStdioFraming(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-		}
-		for line := range strings.Lines(out.String()) {
-			if !strings.HasSuffix(line, "\n") {
-				t.Fatalf("a passed line lacks its newline: %q", line)
-			}
-			msg, err := jsonrpc.DecodeMessage([]byte(line[:len(line)-1]))
+			// The message must be the one the SDK's decoder makes of its
+			// line (decodeRequest is a shortcut, not a second opinion).
+			enc, err := jsonrpc.EncodeMessage(msg)
 			if err != nil {
-				t.Fatalf("passed a line the SDK cannot decode (%v): %q", err, line)
+				t.Fatal(err)
 			}
+			line := bytes.TrimSpace(bytes.TrimPrefix(flt.line, utf8BOM)) // still the message's line
+			if want, err := jsonrpc.DecodeMessage(line); err != nil {
+				t.Fatalf("passed a line the SDK cannot decode (%v): %q", err, line)
+			} else if wenc, _ := jsonrpc.EncodeMessage(want); !bytes.Equal(enc, wenc) {
+				t.Fatalf("line %q: passed %s, the SDK decodes %s", line, enc, wenc)
+			}
+			// What the SDK gets must survive its own encoding: the
+			// reply to a call goes out under an id the tracker matches.
 			req, ok := msg.(*jsonrpc.Request)
 			if !ok || !req.IsCall() {
 				continue
-			}
-			e, _ := scanEnvelope([]byte(line))
-			in, ok := idKey(e.id)
-			if !ok {
-				t.Fatalf("a call with no tracker key: %q", line)
 			}
 			answer, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{}`)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			ae, _ := scanEnvelope(answer)
-			if back, _ := idKey(ae.id); back != in {
-				t.Fatalf("id %s comes back as %s", e.id, ae.id)
+			back, err := jsonrpc.DecodeMessage(answer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if idKey(back.(*jsonrpc.Response).ID) != idKey(req.ID) || idKey(req.ID) == "" {
+				t.Fatalf("id %v comes back as %v", req.ID.Raw(), back.(*jsonrpc.Response).ID.Raw())
 			}
 		}
 		for line := range strings.Lines(replies.String()) {
@@ -106,11 +106,11 @@ func FuzzJSONRPCID(f *testing.F) {
 		}
 		var replies bytes.Buffer
 		flt := newLineFilter(strings.NewReader(line), 4096, discard(), func(b []byte) { replies.Write(b) })
-		passed, err := io.ReadAll(flt)
-		if err != nil {
+		msg, err := flt.next()
+		if err != nil && err != io.EOF {
 			t.Fatal(err)
 		}
-		if len(passed) == 0 {
+		if msg == nil {
 			if strings.ContainsAny(id, "\n\r") { // the line was split: not this target's concern
 				return
 			}
@@ -125,10 +125,6 @@ func FuzzJSONRPCID(f *testing.F) {
 				t.Fatalf("id %s: refused under id %s", id, r.ID)
 			}
 			return
-		}
-		msg, err := jsonrpc.DecodeMessage(bytes.TrimSpace(passed))
-		if err != nil {
-			t.Fatalf("id %s: passed a line the SDK cannot decode: %v", id, err)
 		}
 		req := msg.(*jsonrpc.Request)
 		answer, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{}`)})

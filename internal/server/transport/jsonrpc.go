@@ -21,8 +21,11 @@ const (
 // without decoding params or result (the SDK decodes those once, later).
 // A member that is absent is nil.
 type envelope struct {
-	version, id, method []byte
-	result, error       bool
+	version, id, method, params []byte
+	result, error               bool
+	// plain is false when a member name was escaped or repeated: the
+	// SDK's decoder must then judge the message itself.
+	plain bool
 	// depth is the deepest nesting of objects and arrays, the message
 	// itself counting 1.
 	depth int
@@ -41,6 +44,7 @@ func scanEnvelope(msg []byte) (e envelope, ok bool) {
 		return e, false
 	}
 	i = skipSpace(msg, i+1)
+	e.plain = true
 	for i < len(msg) && msg[i] != '}' {
 		keyEnd := skipString(msg, i)
 		key := msg[i+1 : keyEnd-1]
@@ -50,23 +54,33 @@ func scanEnvelope(msg []byte) (e envelope, ok bool) {
 			var k string
 			json.Unmarshal(msg[i:keyEnd], &k)
 			key = []byte(k)
+			e.plain = false
 		}
 		i = skipSpace(msg, keyEnd)
 		i = skipSpace(msg, i+1) // the colon
 		valEnd, depth := skipValue(msg, i)
 		e.depth = max(e.depth, 1+depth)
 		val := msg[i:valEnd]
+		var member *[]byte
 		switch string(key) {
 		case "jsonrpc":
-			e.version = val
+			member = &e.version
 		case "id":
-			e.id = val
+			member = &e.id
 		case "method":
-			e.method = val
+			member = &e.method
+		case "params":
+			member = &e.params
 		case "result":
+			e.plain = e.plain && !e.result
 			e.result = true
 		case "error":
+			e.plain = e.plain && !e.error
 			e.error = true
+		}
+		if member != nil {
+			e.plain = e.plain && *member == nil
+			*member = val
 		}
 		i = skipSpace(msg, valEnd)
 		if i < len(msg) && msg[i] == ',' {
@@ -155,74 +169,86 @@ func idProblem(raw []byte) string {
 	return "id must be a string, an integer or null"
 }
 
-// idKey is the identity of a request id as both directions spell it: an
-// incoming id the transport passed on, and the id of the SDK's response
-// to it. Numbers are passed on only as exact integers (idProblem), which
-// the SDK writes back in plain decimal; strings are compared unescaped,
-// since the SDK may escape differently from the client. 7 and "7" differ.
-func idKey(raw []byte) (string, bool) {
-	if len(raw) == 0 {
-		return "", false
-	}
-	switch raw[0] {
-	case '"':
-		if bytes.IndexByte(raw, '\\') < 0 {
-			return string(raw), true
-		}
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return "", false
-		}
-		return strconv.Quote(s), true
-	case 'n':
-		return "", false
-	}
-	n, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil {
-		return "", false
-	}
-	return strconv.FormatInt(n, 10), true
-}
-
-// requestProblem checks one line or body that is valid JSON as a single
-// JSON-RPC 2.0 message. It returns the envelope, and for a message the
-// SDK must not see, the error code, what was wrong, and the id to answer
-// under (the raw id when it could be read, else null).
-func requestProblem(msg []byte) (e envelope, code int, problem string, replyID []byte) {
+// requestProblem checks one line that is valid JSON as a single JSON-RPC
+// 2.0 message, before the SDK decodes it. For a message the SDK must not
+// see, it returns the error code, what was wrong, and the id to answer
+// under (the raw id when it is a string or a number, else nil for null).
+func requestProblem(msg []byte) (code int, problem string, replyID []byte) {
 	e, ok := scanEnvelope(msg)
 	if !ok {
-		if skipSpace(msg, 0) < len(msg) && msg[skipSpace(msg, 0)] == '[' {
-			return e, codeInvalidRequest, "a JSON-RPC batch (an array) is not accepted: send one message per line", nil
+		if i := skipSpace(msg, 0); i < len(msg) && msg[i] == '[' {
+			return codeInvalidRequest, "a JSON-RPC batch (an array) is not accepted: send one message per line", nil
 		}
-		return e, codeInvalidRequest, "a JSON-RPC message must be a JSON object", nil
+		return codeInvalidRequest, "a JSON-RPC message must be a JSON object", nil
 	}
 	if len(e.id) > 0 && (e.id[0] == '"' || e.id[0] == '-' || (e.id[0] >= '0' && e.id[0] <= '9')) {
 		replyID = e.id
 	}
-	if string(e.version) != `"2.0"` {
-		return e, codeInvalidRequest, `"jsonrpc" must be "2.0"`, replyID
+	switch {
+	case string(e.version) != `"2.0"`:
+		return codeInvalidRequest, `"jsonrpc" must be "2.0"`, replyID
+	case idProblem(e.id) != "":
+		return codeInvalidRequest, idProblem(e.id), replyID
+	case e.depth > maxDepth:
+		return codeInvalidRequest, fmt.Sprintf("the message nests objects and arrays deeper than %d levels", maxDepth), replyID
+	case e.method != nil && e.method[0] != '"':
+		return codeInvalidRequest, `"method" must be a string`, replyID
+	case e.method == nil && (!(e.result || e.error) || len(e.id) == 0 || e.id[0] == 'n'):
+		return codeInvalidRequest, `the message has neither a "method" (a request) nor an "id" with a "result" or "error" (a response)`, replyID
 	}
-	if p := idProblem(e.id); p != "" {
-		return e, codeInvalidRequest, p, replyID
+	return 0, "", replyID
+}
+
+// decodeRequest builds the SDK's Request from a message that passed
+// requestProblem, without the SDK's decoder: go-sdk v1.8.0's
+// jsonrpc.DecodeMessage (internal/json, Unmarshal) makes a new streaming
+// decoder for every message, whose buffer was about 60 KB a call in the
+// allocation profile of a stdio call (docs/benchmarks.md). Only the
+// common spelling is built here: a request whose member names are plain
+// and unique, whose method and string id are plain ASCII without escapes;
+// ok is false for anything else (responses included), which the SDK's
+// decoder then handles. FuzzStdioFraming checks that the two agree.
+func decodeRequest(msg []byte) (req *jsonrpc.Request, ok bool) {
+	e, _ := scanEnvelope(msg)
+	if !e.plain || e.method == nil || e.result || e.error || !plainString(e.method) {
+		return nil, false
 	}
-	if e.depth > maxDepth {
-		return e, codeInvalidRequest, fmt.Sprintf("the message nests objects and arrays deeper than %d levels", maxDepth), replyID
+	req = &jsonrpc.Request{Method: string(e.method[1 : len(e.method)-1])}
+	switch {
+	case len(e.id) == 0 || e.id[0] == 'n':
+	case e.id[0] == '"':
+		if !plainString(e.id) {
+			return nil, false
+		}
+		req.ID, _ = jsonrpc.MakeID(string(e.id[1 : len(e.id)-1]))
+	default:
+		// requestProblem let only integers that float64 holds exactly
+		// through; the public constructor takes the float64 the SDK's
+		// decoder would have made.
+		n, err := strconv.ParseInt(string(e.id), 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		req.ID, _ = jsonrpc.MakeID(float64(n))
 	}
-	if e.method != nil && e.method[0] != '"' {
-		return e, codeInvalidRequest, `"method" must be a string`, replyID
+	if len(e.params) > 0 {
+		req.Params = append(json.RawMessage(nil), e.params...)
 	}
-	if e.method == nil && (!(e.result || e.error) || len(e.id) == 0 || e.id[0] == 'n') {
-		return e, codeInvalidRequest, `the message has neither a "method" (a request) nor an "id" with a "result" or "error" (a response)`, replyID
+	return req, true
+}
+
+// plainString reports whether raw is a JSON string of printable ASCII
+// without escapes, whose value is its bytes between the quotes.
+func plainString(raw []byte) bool {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return false
 	}
-	if e.method == nil || e.error {
-		// A response to one of our requests, or a request carrying an
-		// "error" member: rare, and the SDK's decoding of "error" is
-		// strict (an object with an integer code), so let it judge.
-		if _, err := jsonrpc.DecodeMessage(msg); err != nil {
-			return e, codeInvalidRequest, "not a JSON-RPC 2.0 message: " + err.Error(), replyID
+	for _, c := range raw[1 : len(raw)-1] {
+		if c < 0x20 || c >= 0x7f || c == '\\' || c == '"' {
+			return false
 		}
 	}
-	return e, 0, "", nil
+	return true
 }
 
 // errorReply is the JSON-RPC error response for a refused message, with

@@ -5,15 +5,36 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-func readAll(t *testing.T, r io.Reader) string {
+// readAll returns the messages f passes on, each encoded as the SDK
+// encodes it, one per line. They are encoded only once all are read, so a
+// message that still pointed into the line buffer would show.
+func readAll(t *testing.T, f *lineFilter) string {
 	t.Helper()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
+	var msgs []jsonrpc.Message
+	for {
+		msg, err := f.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, msg)
 	}
-	return string(b)
+	var out strings.Builder
+	for _, msg := range msgs {
+		b, err := jsonrpc.EncodeMessage(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Write(b)
+		out.WriteByte('\n')
+	}
+	return out.String()
 }
 
 func TestLineFilter(t *testing.T) {
@@ -31,6 +52,8 @@ func TestLineFilter(t *testing.T) {
 		{"CRLF and a BOM are tolerated", "\xef\xbb\xbf" + ping + "\r\n", ping + "\n", ""},
 		{"blank lines are skipped", "\n  \n" + ping + "\n", ping + "\n", ""},
 		{"a response from the client is delivered", `{"jsonrpc":"2.0","id":"s1","result":{}}` + "\n", `{"jsonrpc":"2.0","id":"s1","result":{}}` + "\n", ""},
+		{"consecutive messages each keep their own bytes", `{"jsonrpc":"2.0","id":1,"method":"aaaa","params":{"x":"1111"}}` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"bbbb","params":{"y":"2222"}}` + "\n",
+			`{"jsonrpc":"2.0","id":1,"method":"aaaa","params":{"x":"1111"}}` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"bbbb","params":{"y":"2222"}}` + "\n", ""},
 		{"a notification is delivered", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n", ""},
 		{"malformed JSON gets -32700", "{not json\n" + ping + "\n", ping + "\n", parseErr},
 		{"two values on one line get -32700", ping + ping + "\n" + ping + "\n", ping + "\n", parseErr},
@@ -77,7 +100,8 @@ func TestLineFilterIDs(t *testing.T) {
 		f := newLineFilter(strings.NewReader(line), 100, discard(), func(b []byte) { replies.Write(b) })
 		got := readAll(t, f)
 		if tc.pass {
-			if got != line+"\n" || replies.Len() != 0 {
+			var passed struct{ ID json.RawMessage }
+			if json.Unmarshal([]byte(got), &passed) != nil || !sameID(passed.ID, json.RawMessage(tc.id)) || replies.Len() != 0 {
 				t.Errorf("id %s: passed %q, replied %q; want it passed", tc.id, got, replies.String())
 			}
 			continue
@@ -99,11 +123,9 @@ func TestLineFilterMemoryIsBounded(t *testing.T) {
 	huge := strings.Repeat("x", 10<<20)
 	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
 	f := newLineFilter(strings.NewReader(huge+"\n"+ping+"\n"), capBytes, discard(), func([]byte) {})
-	buf := make([]byte, 4096)
-	var out strings.Builder
+	var got []jsonrpc.Message
 	for {
-		n, err := f.Read(buf)
-		out.Write(buf[:n])
+		msg, err := f.next()
 		if c := cap(f.line); c > capBytes+readChunk+readChunk {
 			t.Fatalf("the line buffer grew to %d bytes", c)
 		}
@@ -113,8 +135,9 @@ func TestLineFilterMemoryIsBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		got = append(got, msg)
 	}
-	if out.String() != ping+"\n" {
-		t.Fatalf("got %q", out.String())
+	if len(got) != 1 || got[0].(*jsonrpc.Request).Method != "ping" {
+		t.Fatalf("got %v", got)
 	}
 }

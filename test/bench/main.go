@@ -1,0 +1,624 @@
+// Command bench is the end-to-end benchmark of issue #12: the server as
+// users run it, a built binary spawned by a go-sdk client over real pipes
+// or reached over loopback HTTP, measured side by side in one run with a
+// go-sdk binary whose only tool returns a constant (test/bench/consttool)
+// and, where Node and test/e2e's node_modules are present, the official
+// TypeScript SDK's constant tool (test/e2e/bench-const-server.mjs).
+//
+//	go run ./test/bench              # what `make bench` runs
+//	go run ./test/bench -duration 6s # longer runs, steadier figures
+//
+// It prints one line per configuration (transport, clients, server):
+// calls/s and p50/p90/p99 latency, with the ratio of time per call to the
+// go-sdk constant tool on the same transport and clients; then the runs at
+// scale (1,000 prose runs in flight against a gateway answering after
+// 200 ms), a list_prompts page of a 10,000-prompt catalog, and boot and
+// reload of that catalog, each through the process boundary. Servers of
+// one configuration are measured in interleaved rounds, so machine load
+// falls on all of them alike: compare ratios, not absolute figures.
+//
+// Every process it starts is its child and is stopped before it exits;
+// the temporary directory holding the binaries and catalogs is removed.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const token = "bench-token"
+
+type options struct {
+	duration time.Duration // per configuration and server, over all rounds
+	rounds   int
+	scale    bool
+	only     string // comma-separated transports
+	node     string // "" when the TypeScript floor is not available
+	repo     string
+	dir      string
+}
+
+func main() {
+	var o options
+	flag.DurationVar(&o.duration, "duration", 2*time.Second, "measured time per configuration and server (split over the rounds)")
+	flag.IntVar(&o.rounds, "rounds", 4, "interleaved rounds per configuration")
+	flag.StringVar(&o.only, "transports", "stdio,http,http-stateless", "the transports to compare, comma-separated")
+	flag.BoolVar(&o.scale, "scale", true, "also run the scale measurements (prose runs in flight, the 10,000-prompt catalog)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, o)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	repo, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	o.repo = repo
+	if o.dir, err = os.MkdirTemp("", "promptforge-bench-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(o.dir)
+	fmt.Printf("building the binaries into %s ...\n", o.dir)
+	for _, b := range [][2]string{
+		{"promptforge-mcp-server", "./cmd/promptforge-mcp-server"},
+		{"consttool", "./test/bench/consttool"},
+		{"gatewaytest", "./internal/gatewaytest/cmd/gatewaytest"},
+	} {
+		cmd := exec.CommandContext(ctx, goTool(), "build", "-o", filepath.Join(o.dir, b[0]), b[1])
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
+		}
+	}
+	o.node = nodeFloor(repo)
+	if o.node == "" {
+		fmt.Println("the TypeScript SDK floor is skipped: it needs node and test/e2e/node_modules (cd test/e2e && npm ci)")
+	}
+	fmt.Printf("machine: %d CPUs; %s per server and configuration in %d interleaved rounds\n\n", cpus(), o.duration, o.rounds)
+
+	prompts := filepath.Join(o.dir, "prompts")
+	if err := writePrompts(prompts, map[string]string{"echo.md": echoPrompt}); err != nil {
+		return err
+	}
+	fmt.Printf("%-15s %-8s %-27s %9s %9s %9s %9s   %s\n", "transport", "clients", "server", "calls/s", "p50", "p90", "p99", "time per call vs go-sdk const")
+	for _, tr := range strings.Split(o.only, ",") {
+		if !slices.Contains([]string{"stdio", "http", "http-stateless"}, tr) {
+			return fmt.Errorf("-transports: %q is not stdio, http or http-stateless", tr)
+		}
+		for _, clients := range []int{1, 16} {
+			if err := compare(ctx, o, tr, clients, prompts); err != nil {
+				return fmt.Errorf("%s, %d clients: %w", tr, clients, err)
+			}
+		}
+	}
+	if !o.scale {
+		return nil
+	}
+	fmt.Println()
+	if err := proseAtScale(ctx, o); err != nil {
+		return fmt.Errorf("prose runs at scale: %w", err)
+	}
+	if err := bigCatalog(ctx, o); err != nil {
+		return fmt.Errorf("the 10,000-prompt catalog: %w", err)
+	}
+	return nil
+}
+
+// A target is one server under test on one transport: it hands out client
+// sessions and the call each makes.
+type target struct {
+	name    string
+	floor   bool
+	call    func() *mcp.CallToolParams
+	connect func(ctx context.Context) (*mcp.ClientSession, error)
+	stop    func()
+}
+
+type sample struct {
+	calls int
+	took  time.Duration
+	lat   []time.Duration
+}
+
+func (s *sample) rate() float64 { return float64(s.calls) / s.took.Seconds() }
+
+func (s *sample) pct(p float64) time.Duration {
+	if len(s.lat) == 0 {
+		return 0
+	}
+	slices.Sort(s.lat)
+	return s.lat[min(len(s.lat)-1, int(float64(len(s.lat))*p))]
+}
+
+// compare measures every target of one transport at one client count, in
+// interleaved rounds, and prints a line for each.
+func compare(ctx context.Context, o options, tr string, clients int, prompts string) error {
+	targets, err := targetsFor(ctx, o, tr, prompts)
+	defer func() {
+		for _, t := range targets {
+			t.stop()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	sessions := make([][]*mcp.ClientSession, len(targets))
+	for i, t := range targets {
+		sessions[i], err = sessionsFor(ctx, t, tr, clients)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		defer func() {
+			for _, cs := range sessions[i] {
+				cs.Close()
+			}
+		}()
+		// Warm up: connection pools, lazily built state, the JIT of Node.
+		if _, err := drive(ctx, sessions[i], clients, t.call, 300*time.Millisecond); err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+	}
+	results := make([]sample, len(targets))
+	for r := range o.rounds {
+		for k := range targets {
+			i := (k + r) % len(targets)
+			s, err := drive(ctx, sessions[i], clients, targets[i].call, o.duration/time.Duration(o.rounds))
+			if err != nil {
+				return fmt.Errorf("%s: %w", targets[i].name, err)
+			}
+			results[i].calls += s.calls
+			results[i].took += s.took
+			results[i].lat = append(results[i].lat, s.lat...)
+		}
+	}
+	var floor *sample
+	for i, t := range targets {
+		if t.floor {
+			floor = &results[i]
+		}
+	}
+	for i, t := range targets {
+		s := &results[i]
+		ratio := ""
+		if floor != nil {
+			ratio = fmt.Sprintf("%.2fx (p50 %.2fx)", floor.rate()/s.rate(), float64(s.pct(0.5))/float64(floor.pct(0.5)))
+		}
+		fmt.Printf("%-15s %-8d %-27s %9.0f %9s %9s %9s   %s\n", tr, clients, t.name, s.rate(), us(s.pct(0.5)), us(s.pct(0.9)), us(s.pct(0.99)), ratio)
+	}
+	return nil
+}
+
+// sessionsFor opens the client sessions of one configuration: over stdio
+// one session (a stdio server has one client) shared by the callers; over
+// HTTP one session per caller.
+func sessionsFor(ctx context.Context, t target, tr string, clients int) ([]*mcp.ClientSession, error) {
+	n := clients
+	if tr == "stdio" {
+		n = 1
+	}
+	var out []*mcp.ClientSession
+	for range n {
+		cs, err := t.connect(ctx)
+		if err != nil {
+			for _, c := range out {
+				c.Close()
+			}
+			return nil, err
+		}
+		out = append(out, cs)
+	}
+	return out, nil
+}
+
+// drive keeps clients callers busy for d, each on sessions[i % len], and
+// returns what they did.
+func drive(ctx context.Context, sessions []*mcp.ClientSession, clients int, call func() *mcp.CallToolParams, d time.Duration) (sample, error) {
+	lats := make([][]time.Duration, clients)
+	errs := make([]error, clients)
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			cs := sessions[c%len(sessions)]
+			params := call()
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				t0 := time.Now()
+				res, err := cs.CallTool(ctx, params)
+				if err == nil && res.IsError {
+					err = fmt.Errorf("tool error: %v", res.Content)
+				}
+				if err != nil {
+					errs[c] = err
+					return
+				}
+				lats[c] = append(lats[c], time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	s := sample{took: time.Since(start)}
+	for _, l := range lats {
+		s.calls += len(l)
+		s.lat = append(s.lat, l...)
+	}
+	return s, errors.Join(append(errs, ctx.Err())...)
+}
+
+func echoCall() *mcp.CallToolParams {
+	return &mcp.CallToolParams{Name: "run_prompt", Arguments: map[string]any{"prompt": "echo", "args": "hello"}}
+}
+
+func listCall() *mcp.CallToolParams {
+	return &mcp.CallToolParams{Name: "list_prompts", Arguments: map[string]any{}}
+}
+
+func constCall() *mcp.CallToolParams {
+	return &mcp.CallToolParams{Name: "const", Arguments: map[string]any{}}
+}
+
+// targetsFor starts the servers of one transport: ours (run_prompt on a
+// Lua-only prompt, and list_prompts), the go-sdk floor and, on stdio and
+// stateful HTTP, the TypeScript floor.
+func targetsFor(ctx context.Context, o options, tr string, prompts string) ([]target, error) {
+	pf := filepath.Join(o.dir, "promptforge-mcp-server")
+	floor := filepath.Join(o.dir, "consttool")
+	var out []target
+	add := func(name string, isFloor bool, call func() *mcp.CallToolParams, start func() (func(context.Context) (*mcp.ClientSession, error), func(), error)) error {
+		connect, stop, err := start()
+		if err != nil {
+			return fmt.Errorf("start %s: %w", name, err)
+		}
+		out = append(out, target{name: name, floor: isFloor, call: call, connect: connect, stop: stop})
+		return nil
+	}
+	switch tr {
+	case "stdio":
+		cfg, err := writeConfig(o.dir, "stdio", prompts, "", 0, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range []struct {
+			name  string
+			floor bool
+			call  func() *mcp.CallToolParams
+			argv  []string
+		}{
+			{"go-sdk const (floor)", true, constCall, []string{floor}},
+			{"promptforge run_prompt", false, echoCall, []string{pf, "serve", "--stdio", cfg}},
+			{"promptforge list_prompts", false, listCall, []string{pf, "serve", "--stdio", cfg}},
+			{"ts-sdk const", false, constCall, tsArgv(o, "")},
+		} {
+			if t.argv == nil {
+				continue
+			}
+			if err := add(t.name, t.floor, t.call, stdioStarter(t.argv)); err != nil {
+				return out, err
+			}
+		}
+	case "http", "http-stateless":
+		version := "2025-11-25"
+		if tr == "http-stateless" {
+			version = "2026-07-28"
+		}
+		floorArgs := []string{"-http"}
+		if tr == "http-stateless" {
+			floorArgs = []string{"-stateless", "-http"}
+		}
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		if err := add("go-sdk const (floor)", true, constCall, httpStarter(append(append([]string{floor}, floorArgs...), "127.0.0.1:"+port), port, version)); err != nil {
+			return out, err
+		}
+		for _, t := range []struct {
+			name string
+			call func() *mcp.CallToolParams
+		}{{"promptforge run_prompt", echoCall}, {"promptforge list_prompts", listCall}} {
+			port, err := freePort()
+			if err != nil {
+				return out, err
+			}
+			cfg, err := writeConfig(o.dir, "http-"+port, prompts, port, 0, "")
+			if err != nil {
+				return out, err
+			}
+			if err := add(t.name, false, t.call, httpStarter([]string{pf, "serve", cfg}, port, version)); err != nil {
+				return out, err
+			}
+		}
+		if tr == "http" && o.node != "" {
+			port, err := freePort()
+			if err != nil {
+				return out, err
+			}
+			if err := add("ts-sdk const", false, constCall, httpStarter(tsArgv(o, port), port, version)); err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// stdioStarter spawns argv for each session, as an MCP host does.
+func stdioStarter(argv []string) func() (func(context.Context) (*mcp.ClientSession, error), func(), error) {
+	return func() (func(context.Context) (*mcp.ClientSession, error), func(), error) {
+		connect := func(ctx context.Context) (*mcp.ClientSession, error) {
+			cmd := exec.Command(argv[0], argv[1:]...)
+			return newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		}
+		return connect, func() {}, nil
+	}
+}
+
+// httpStarter starts argv, serving on port, and connects sessions of
+// protocol version to it.
+func httpStarter(argv []string, port, version string) func() (func(context.Context) (*mcp.ClientSession, error), func(), error) {
+	return func() (func(context.Context) (*mcp.ClientSession, error), func(), error) {
+		connect, stop, _, err := startHTTP(argv, port, version)
+		return connect, stop, err
+	}
+}
+
+// startHTTP starts argv, serving on port, and returns how to connect
+// sessions of protocol version to it, how to stop it, and its pid.
+func startHTTP(argv []string, port, version string) (func(context.Context) (*mcp.ClientSession, error), func(), int, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	// The server's log goes nowhere, as an MCP host keeps it away from
+	// the terminal; the benchmark checks every call's reply instead.
+	if err := cmd.Start(); err != nil {
+		return nil, nil, 0, err
+	}
+	stop := func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	}
+	if err := waitListening("127.0.0.1:" + port); err != nil {
+		stop()
+		return nil, nil, 0, err
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: 256}
+	connect := func(ctx context.Context) (*mcp.ClientSession, error) {
+		cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{
+			Endpoint:             "http://127.0.0.1:" + port + "/mcp",
+			HTTPClient:           &http.Client{Transport: bearer{tr}},
+			DisableStandaloneSSE: true,
+		}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			return nil, err
+		}
+		// A stateless run must really be stateless; over stateful HTTP the
+		// TypeScript SDK may settle on an older version, which is fine.
+		if got := cs.InitializeResult().ProtocolVersion; version == "2026-07-28" && got != version {
+			cs.Close()
+			return nil, fmt.Errorf("asked for protocol %s, got %s", version, got)
+		}
+		return cs, nil
+	}
+	return connect, func() { tr.CloseIdleConnections(); stop() }, cmd.Process.Pid, nil
+}
+
+func newClient() *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+}
+
+type bearer struct{ base http.RoundTripper }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+token)
+	return b.base.RoundTrip(r)
+}
+
+func tsArgv(o options, port string) []string {
+	if o.node == "" {
+		return nil
+	}
+	argv := []string{o.node, filepath.Join(o.repo, "test", "e2e", "bench-const-server.mjs")}
+	if port != "" {
+		argv = append(argv, "--http", port)
+	}
+	return argv
+}
+
+// nodeFloor returns the node command when the TypeScript floor can run.
+func nodeFloor(repo string) string {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(repo, "test", "e2e", "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		return ""
+	}
+	return node
+}
+
+const echoPrompt = "---\nname: echo\ndescription: Return the arguments unchanged, without calling a model.\npromptforge: 1\n---\n\n# Echo\n\n## Return\n\n```lua\nreturn args\n```\n"
+
+// speakPrompt makes one model turn; the scripted gateway holds it for the
+// seconds its text names.
+const speakPrompt = "---\nname: speak\ndescription: Say one thing through the model.\npromptforge: 1\n---\n\n# Speak\n\n```lua\nmodels.default(\"writer\", \"A general assistant model\")\n```\n\n## Say\n\nTake 0.2 seconds.\n"
+
+func writePrompts(dir string, files map[string]string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeConfig writes a prompts.toml for one server (name keeps files
+// apart) and returns its path. port "" is stdio. gateway "" points at a
+// port where nothing listens (boot goes on without models).
+func writeConfig(dir, name, prompts, port string, runs int, gateway string, extra ...string) (string, error) {
+	if port == "" {
+		port = "1"
+	}
+	if runs == 0 {
+		runs = 64
+	}
+	url, key := "http://127.0.0.1:1/v1", "gw-key"
+	if gateway != "" {
+		url, key, _ = strings.Cut(gateway, " ")
+	}
+	toml := fmt.Sprintf("[server]\nbind = \"127.0.0.1:%s\"\napi_key = %q\nmax_concurrent_runs = %d\nadmission_timeout = \"60s\"\nreply_deadline = \"60s\"\nretain_completed = \"1s\"\n%s\n\n[paths]\nprompts = %q\nfiles = [%q]\n\n[gateway]\nurl = %q\napi_key = %q\ntimeout = \"2s\"\nrefresh = \"0\"\n\n[catalog]\ninclude = [\"**/*.md\"]\n",
+		port, token, runs, strings.Join(append([]string{"watch = false"}, extra...), "\n"), prompts, dir, url, key)
+	if slices.ContainsFunc(extra, func(s string) bool { return strings.HasPrefix(s, "watch") }) {
+		toml = strings.Replace(toml, "watch = false\n", "", 1)
+	}
+	path := filepath.Join(dir, "prompts-"+name+".toml")
+	return path, os.WriteFile(path, []byte(toml), 0o644)
+}
+
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port, nil
+}
+
+// waitListening polls until addr accepts a connection (at most 30 s).
+func waitListening(addr string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing listens on %s after 30 s: %w", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func us(d time.Duration) string {
+	if d >= 10*time.Millisecond {
+		return fmt.Sprintf("%.1fms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%dµs", d.Microseconds())
+}
+
+func repoRoot() (string, error) {
+	out, err := exec.Command(goTool(), "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("run it inside the repository (go run ./test/bench)")
+	}
+	return filepath.Dir(mod), nil
+}
+
+func goTool() string {
+	if g := os.Getenv("GO"); g != "" {
+		return g
+	}
+	return "go"
+}
+
+func cpus() int {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "processor\t:")
+}
+
+// rssBytes is the resident set of process pid (Linux), 0 elsewhere.
+func rssBytes(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// startGateway starts the scripted gateway answering every chat request
+// after the seconds its text names; it returns "url key" and its stop.
+func startGateway(ctx context.Context, o options) (string, func(), error) {
+	script := filepath.Join(o.dir, "gateway-script.json")
+	if err := os.WriteFile(script, []byte(`{"respond":{"sleep":true,"then":{"text":"done"}}}`), 0o644); err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(filepath.Join(o.dir, "gatewaytest"), "-script", script, "-stdin-lifeline")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() {
+		stdin.Close()
+		cmd.Wait()
+	}
+	var ready struct {
+		URL    string `json:"url"`
+		APIKey string `json:"api_key"`
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err == nil {
+		err = json.Unmarshal([]byte(line), &ready)
+	}
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("the gateway's ready line %q: %w", line, err)
+	}
+	go io.Copy(io.Discard, stdout)
+	return ready.URL + " " + ready.APIKey, stop, nil
+}
