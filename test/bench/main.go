@@ -52,6 +52,7 @@ type options struct {
 	rounds   int
 	scale    bool
 	only     string // comma-separated transports
+	profile  string // directory for CPU profiles of the servers, "" for none
 	node     string // "" when the TypeScript floor is not available
 	repo     string
 	dir      string
@@ -62,6 +63,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 2*time.Second, "measured time per configuration and server (split over the rounds)")
 	flag.IntVar(&o.rounds, "rounds", 4, "interleaved rounds per configuration")
 	flag.StringVar(&o.only, "transports", "stdio,http,http-stateless", "the transports to compare, comma-separated")
+	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of each Go server process into this directory (builds ours with -tags benchprofile)")
 	flag.BoolVar(&o.scale, "scale", true, "also run the scale measurements (prose runs in flight, the 10,000-prompt catalog)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -84,12 +86,22 @@ func run(ctx context.Context, o options) error {
 	}
 	defer os.RemoveAll(o.dir)
 	fmt.Printf("building the binaries into %s ...\n", o.dir)
+	tags := ""
+	if o.profile != "" {
+		if o.profile, err = filepath.Abs(o.profile); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return err
+		}
+		tags = "benchprofile"
+	}
 	for _, b := range [][2]string{
 		{"promptforge-mcp-server", "./cmd/promptforge-mcp-server"},
 		{"consttool", "./test/bench/consttool"},
 		{"gatewaytest", "./internal/gatewaytest/cmd/gatewaytest"},
 	} {
-		cmd := exec.CommandContext(ctx, goTool(), "build", "-o", filepath.Join(o.dir, b[0]), b[1])
+		cmd := exec.CommandContext(ctx, goTool(), "build", "-tags", tags, "-o", filepath.Join(o.dir, b[0]), b[1])
 		cmd.Dir = repo
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
@@ -105,7 +117,7 @@ func run(ctx context.Context, o options) error {
 	if err := writePrompts(prompts, map[string]string{"echo.md": echoPrompt}); err != nil {
 		return err
 	}
-	fmt.Printf("%-15s %-8s %-27s %9s %9s %9s %9s   %s\n", "transport", "clients", "server", "calls/s", "p50", "p90", "p99", "time per call vs go-sdk const")
+	fmt.Printf("%-15s %-8s %-27s %9s %9s %9s %9s %9s   %s\n", "transport", "clients", "server", "calls/s", "p50", "p90", "p99", "cpu/call", "vs go-sdk const: time per call (p50, server cpu per call)")
 	for _, tr := range strings.Split(o.only, ",") {
 		if !slices.Contains([]string{"stdio", "http", "http-stateless"}, tr) {
 			return fmt.Errorf("-transports: %q is not stdio, http or http-stateless", tr)
@@ -137,13 +149,17 @@ type target struct {
 	call    func() *mcp.CallToolParams
 	connect func(ctx context.Context) (*mcp.ClientSession, error)
 	stop    func()
+	pids    func() []int
 }
 
 type sample struct {
 	calls int
 	took  time.Duration
 	lat   []time.Duration
+	cpu   time.Duration // the server processes' CPU time (user + system)
 }
+
+func (s *sample) cpuPerCall() time.Duration { return s.cpu / time.Duration(max(s.calls, 1)) }
 
 func (s *sample) rate() float64 { return float64(s.calls) / s.took.Seconds() }
 
@@ -187,10 +203,12 @@ func compare(ctx context.Context, o options, tr string, clients int, prompts str
 	for r := range o.rounds {
 		for k := range targets {
 			i := (k + r) % len(targets)
+			cpu0 := cpuTime(targets[i].pids())
 			s, err := drive(ctx, sessions[i], clients, targets[i].call, o.duration/time.Duration(o.rounds))
 			if err != nil {
 				return fmt.Errorf("%s: %w", targets[i].name, err)
 			}
+			results[i].cpu += cpuTime(targets[i].pids()) - cpu0
 			results[i].calls += s.calls
 			results[i].took += s.took
 			results[i].lat = append(results[i].lat, s.lat...)
@@ -206,9 +224,9 @@ func compare(ctx context.Context, o options, tr string, clients int, prompts str
 		s := &results[i]
 		ratio := ""
 		if floor != nil {
-			ratio = fmt.Sprintf("%.2fx (p50 %.2fx)", floor.rate()/s.rate(), float64(s.pct(0.5))/float64(floor.pct(0.5)))
+			ratio = fmt.Sprintf("%.2fx (p50 %.2fx, cpu %.2fx)", floor.rate()/s.rate(), float64(s.pct(0.5))/float64(floor.pct(0.5)), float64(s.cpuPerCall())/float64(floor.cpuPerCall()))
 		}
-		fmt.Printf("%-15s %-8d %-27s %9.0f %9s %9s %9s   %s\n", tr, clients, t.name, s.rate(), us(s.pct(0.5)), us(s.pct(0.9)), us(s.pct(0.99)), ratio)
+		fmt.Printf("%-15s %-8d %-27s %9.0f %9s %9s %9s %9s   %s\n", tr, clients, t.name, s.rate(), us(s.pct(0.5)), us(s.pct(0.9)), us(s.pct(0.99)), us(s.cpuPerCall()), ratio)
 	}
 	return nil
 }
@@ -289,12 +307,23 @@ func targetsFor(ctx context.Context, o options, tr string, prompts string) ([]ta
 	pf := filepath.Join(o.dir, "promptforge-mcp-server")
 	floor := filepath.Join(o.dir, "consttool")
 	var out []target
-	add := func(name string, isFloor bool, call func() *mcp.CallToolParams, start func() (func(context.Context) (*mcp.ClientSession, error), func(), error)) error {
-		connect, stop, err := start()
+	// env profiles a Go server when asked to (the profile covers the
+	// warm-up and every round of the configuration); the go-sdk floor
+	// reads the same variables.
+	env := func(name string) []string {
+		if o.profile == "" {
+			return nil
+		}
+		file := strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(tr + "-" + name + ".pprof")
+		return append(os.Environ(), "PROMPTFORGE_CPUPROFILE="+filepath.Join(o.profile, file),
+			"PROMPTFORGE_PROFILE_FOR="+(o.duration*2+5*time.Second).String())
+	}
+	add := func(name string, isFloor bool, call func() *mcp.CallToolParams, start starter) error {
+		connect, stop, pids, err := start()
 		if err != nil {
 			return fmt.Errorf("start %s: %w", name, err)
 		}
-		out = append(out, target{name: name, floor: isFloor, call: call, connect: connect, stop: stop})
+		out = append(out, target{name: name, floor: isFloor, call: call, connect: connect, stop: stop, pids: pids})
 		return nil
 	}
 	switch tr {
@@ -317,7 +346,11 @@ func targetsFor(ctx context.Context, o options, tr string, prompts string) ([]ta
 			if t.argv == nil {
 				continue
 			}
-			if err := add(t.name, t.floor, t.call, stdioStarter(t.argv)); err != nil {
+			var e []string
+			if t.argv[0] == pf || t.floor {
+				e = env(t.name)
+			}
+			if err := add(t.name, t.floor, t.call, stdioStarter(t.argv, e)); err != nil {
 				return out, err
 			}
 		}
@@ -334,7 +367,7 @@ func targetsFor(ctx context.Context, o options, tr string, prompts string) ([]ta
 		if err != nil {
 			return nil, err
 		}
-		if err := add("go-sdk const (floor)", true, constCall, httpStarter(append(append([]string{floor}, floorArgs...), "127.0.0.1:"+port), port, version)); err != nil {
+		if err := add("go-sdk const (floor)", true, constCall, httpStarter(append(append([]string{floor}, floorArgs...), "127.0.0.1:"+port), port, version, env("go-sdk const"))); err != nil {
 			return out, err
 		}
 		for _, t := range []struct {
@@ -349,7 +382,7 @@ func targetsFor(ctx context.Context, o options, tr string, prompts string) ([]ta
 			if err != nil {
 				return out, err
 			}
-			if err := add(t.name, false, t.call, httpStarter([]string{pf, "serve", cfg}, port, version)); err != nil {
+			if err := add(t.name, false, t.call, httpStarter([]string{pf, "serve", cfg}, port, version, env(t.name))); err != nil {
 				return out, err
 			}
 		}
@@ -358,7 +391,7 @@ func targetsFor(ctx context.Context, o options, tr string, prompts string) ([]ta
 			if err != nil {
 				return out, err
 			}
-			if err := add("ts-sdk const", false, constCall, httpStarter(tsArgv(o, port), port, version)); err != nil {
+			if err := add("ts-sdk const", false, constCall, httpStarter(tsArgv(o, port), port, version, nil)); err != nil {
 				return out, err
 			}
 		}
@@ -366,30 +399,44 @@ func targetsFor(ctx context.Context, o options, tr string, prompts string) ([]ta
 	return out, nil
 }
 
+// A starter starts one server and returns how to connect a session to it,
+// how to stop it, and the pids of its processes so far.
+type starter func() (connect func(context.Context) (*mcp.ClientSession, error), stop func(), pids func() []int, err error)
+
 // stdioStarter spawns argv for each session, as an MCP host does.
-func stdioStarter(argv []string) func() (func(context.Context) (*mcp.ClientSession, error), func(), error) {
-	return func() (func(context.Context) (*mcp.ClientSession, error), func(), error) {
+func stdioStarter(argv, env []string) starter {
+	return func() (func(context.Context) (*mcp.ClientSession, error), func(), func() []int, error) {
+		var mu sync.Mutex
+		var pids []int
 		connect := func(ctx context.Context) (*mcp.ClientSession, error) {
 			cmd := exec.Command(argv[0], argv[1:]...)
-			return newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+			cmd.Env = env
+			cs, err := newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+			if err == nil {
+				mu.Lock()
+				pids = append(pids, cmd.Process.Pid)
+				mu.Unlock()
+			}
+			return cs, err
 		}
-		return connect, func() {}, nil
+		return connect, func() {}, func() []int { mu.Lock(); defer mu.Unlock(); return slices.Clone(pids) }, nil
 	}
 }
 
 // httpStarter starts argv, serving on port, and connects sessions of
 // protocol version to it.
-func httpStarter(argv []string, port, version string) func() (func(context.Context) (*mcp.ClientSession, error), func(), error) {
-	return func() (func(context.Context) (*mcp.ClientSession, error), func(), error) {
-		connect, stop, _, err := startHTTP(argv, port, version)
-		return connect, stop, err
+func httpStarter(argv []string, port, version string, env []string) starter {
+	return func() (func(context.Context) (*mcp.ClientSession, error), func(), func() []int, error) {
+		connect, stop, pid, err := startHTTP(argv, port, version, env)
+		return connect, stop, func() []int { return []int{pid} }, err
 	}
 }
 
 // startHTTP starts argv, serving on port, and returns how to connect
 // sessions of protocol version to it, how to stop it, and its pid.
-func startHTTP(argv []string, port, version string) (func(context.Context) (*mcp.ClientSession, error), func(), int, error) {
+func startHTTP(argv []string, port, version string, env []string) (func(context.Context) (*mcp.ClientSession, error), func(), int, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
 	// The server's log goes nowhere, as an MCP host keeps it away from
 	// the terminal; the benchmark checks every call's reply instead.
 	if err := cmd.Start(); err != nil {
@@ -565,6 +612,33 @@ func cpus() int {
 		return 0
 	}
 	return strings.Count(string(b), "processor\t:")
+}
+
+// cpuTime is the CPU time (user + system) the processes pids have used
+// so far (Linux; 0 elsewhere), read from /proc/PID/stat in clock ticks
+// (USER_HZ, 100 on Linux).
+func cpuTime(pids []int) time.Duration {
+	var ticks int64
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// The fields after the command name, which is in parentheses and
+		// may hold spaces: state is field 3, utime 14, stime 15.
+		_, rest, ok := strings.Cut(string(b), ") ")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += u + st
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // rssBytes is the resident set of process pid (Linux), 0 elsewhere.

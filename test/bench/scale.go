@@ -47,7 +47,7 @@ func proseAtScale(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	connect, stop, pid, err := startHTTP([]string{filepath.Join(o.dir, "promptforge-mcp-server"), "serve", cfg}, port, "2025-11-25")
+	connect, stop, pid, err := startHTTP([]string{filepath.Join(o.dir, "promptforge-mcp-server"), "serve", cfg}, port, "2025-11-25", nil)
 	if err != nil {
 		return err
 	}

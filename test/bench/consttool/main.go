@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime/pprof"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -21,6 +23,15 @@ func main() {
 	addr := flag.String("http", "", "serve streamable HTTP on this address instead of stdio")
 	stateless := flag.Bool("stateless", false, "with -http: the stateless (2026-07-28) handler")
 	flag.Parse()
+	if path := os.Getenv("PROMPTFORGE_CPUPROFILE"); path != "" {
+		// The benchmark's -profile: a CPU profile of the first
+		// PROMPTFORGE_PROFILE_FOR, as the promptforge binary built with
+		// -tags benchprofile writes.
+		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
+			d, _ := time.ParseDuration(os.Getenv("PROMPTFORGE_PROFILE_FOR"))
+			time.AfterFunc(max(d, time.Second), func() { pprof.StopCPUProfile(); f.Close() })
+		}
+	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "consttool", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
 	s.AddTool(&mcp.Tool{Name: "const", Description: "Returns a constant.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
