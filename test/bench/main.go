@@ -62,7 +62,7 @@ func main() {
 	var o options
 	flag.DurationVar(&o.duration, "duration", 2*time.Second, "measured time per configuration and server (split over the rounds)")
 	flag.IntVar(&o.rounds, "rounds", 4, "interleaved rounds per configuration")
-	flag.StringVar(&o.only, "transports", "stdio,http,http-stateless", "the transports to compare, comma-separated")
+	flag.StringVar(&o.only, "transports", "stdio,http,http-stateless", `the transports to compare, comma-separated ("" for none)`)
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of each Go server process into this directory (builds ours with -tags benchprofile)")
 	flag.BoolVar(&o.scale, "scale", true, "also run the scale measurements (prose runs in flight, the 10,000-prompt catalog)")
 	flag.Parse()
@@ -118,7 +118,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	fmt.Printf("%-15s %-8s %-27s %9s %9s %9s %9s %9s   %s\n", "transport", "clients", "server", "calls/s", "p50", "p90", "p99", "cpu/call", "vs go-sdk const: time per call (p50, server cpu per call)")
-	for _, tr := range strings.Split(o.only, ",") {
+	for _, tr := range strings.FieldsFunc(o.only, func(r rune) bool { return r == ',' }) {
 		if !slices.Contains([]string{"stdio", "http", "http-stateless"}, tr) {
 			return fmt.Errorf("-transports: %q is not stdio, http or http-stateless", tr)
 		}
@@ -174,7 +174,7 @@ func (s *sample) pct(p float64) time.Duration {
 // compare measures every target of one transport at one client count, in
 // interleaved rounds, and prints a line for each.
 func compare(ctx context.Context, o options, tr string, clients int, prompts string) error {
-	targets, err := targetsFor(ctx, o, tr, prompts)
+	targets, err := targetsFor(ctx, o, tr, clients, prompts)
 	defer func() {
 		for _, t := range targets {
 			t.stop()
@@ -303,7 +303,7 @@ func constCall() *mcp.CallToolParams {
 // targetsFor starts the servers of one transport: ours (run_prompt on a
 // Lua-only prompt, and list_prompts), the go-sdk floor and, on stdio and
 // stateful HTTP, the TypeScript floor.
-func targetsFor(ctx context.Context, o options, tr string, prompts string) ([]target, error) {
+func targetsFor(ctx context.Context, o options, tr string, clients int, prompts string) ([]target, error) {
 	pf := filepath.Join(o.dir, "promptforge-mcp-server")
 	floor := filepath.Join(o.dir, "consttool")
 	var out []target
@@ -314,7 +314,7 @@ func targetsFor(ctx context.Context, o options, tr string, prompts string) ([]ta
 		if o.profile == "" {
 			return nil
 		}
-		file := strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(tr + "-" + name + ".pprof")
+		file := strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(fmt.Sprintf("%s-%d-%s.pprof", tr, clients, name))
 		return append(os.Environ(), "PROMPTFORGE_CPUPROFILE="+filepath.Join(o.profile, file),
 			"PROMPTFORGE_PROFILE_FOR="+(o.duration*2+5*time.Second).String())
 	}
