@@ -117,7 +117,9 @@ func run(ctx context.Context, o options) error {
 	if err := writePrompts(prompts, map[string]string{"echo.md": echoPrompt}); err != nil {
 		return err
 	}
-	fmt.Printf("%-15s %-8s %-27s %9s %9s %9s %9s %9s   %s\n", "transport", "clients", "server", "calls/s", "p50", "p90", "p99", "cpu/call", "vs go-sdk const: time per call (p50, server cpu per call)")
+	if o.only != "" {
+		fmt.Printf("%-15s %-8s %-27s %9s %9s %9s %9s %9s   %s\n", "transport", "clients", "server", "calls/s", "p50", "p90", "p99", "cpu/call", "vs go-sdk const: time per call (p50, server cpu per call)")
+	}
 	for _, tr := range strings.FieldsFunc(o.only, func(r rune) bool { return r == ',' }) {
 		if !slices.Contains([]string{"stdio", "http", "http-stateless"}, tr) {
 			return fmt.Errorf("-transports: %q is not stdio, http or http-stateless", tr)
@@ -311,12 +313,7 @@ func targetsFor(ctx context.Context, o options, tr string, clients int, prompts 
 	// warm-up and every round of the configuration); the go-sdk floor
 	// reads the same variables.
 	env := func(name string) []string {
-		if o.profile == "" {
-			return nil
-		}
-		file := strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(fmt.Sprintf("%s-%d-%s.pprof", tr, clients, name))
-		return append(os.Environ(), "PROMPTFORGE_CPUPROFILE="+filepath.Join(o.profile, file),
-			"PROMPTFORGE_PROFILE_FOR="+(o.duration*2+5*time.Second).String())
+		return profileEnv(o, fmt.Sprintf("%s-%d-%s", tr, clients, name), o.duration*2+5*time.Second)
 	}
 	add := func(name string, isFloor bool, call func() *mcp.CallToolParams, start starter) error {
 		connect, stop, pids, err := start()
@@ -397,6 +394,16 @@ func targetsFor(ctx context.Context, o options, tr string, clients int, prompts 
 		}
 	}
 	return out, nil
+}
+
+// profileEnv is the environment of a Go server that writes a CPU profile
+// of its first d to name.pprof in the -profile directory; nil without one.
+func profileEnv(o options, name string, d time.Duration) []string {
+	if o.profile == "" {
+		return nil
+	}
+	file := strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(name + ".pprof")
+	return append(os.Environ(), "PROMPTFORGE_CPUPROFILE="+filepath.Join(o.profile, file), "PROMPTFORGE_PROFILE_FOR="+d.String())
 }
 
 // A starter starts one server and returns how to connect a session to it,
@@ -658,24 +665,25 @@ func rssBytes(pid int) int64 {
 }
 
 // startGateway starts the scripted gateway answering every chat request
-// after the seconds its text names; it returns "url key" and its stop.
-func startGateway(ctx context.Context, o options) (string, func(), error) {
+// after the seconds its text names; it returns "url key", its stop and
+// its pid.
+func startGateway(ctx context.Context, o options) (string, func(), int, error) {
 	script := filepath.Join(o.dir, "gateway-script.json")
 	if err := os.WriteFile(script, []byte(`{"respond":{"sleep":true,"then":{"text":"done"}}}`), 0o644); err != nil {
-		return "", nil, err
+		return "", nil, 0, err
 	}
 	cmd := exec.Command(filepath.Join(o.dir, "gatewaytest"), "-script", script, "-stdin-lifeline")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return "", nil, err
+		return "", nil, 0, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", nil, err
+		return "", nil, 0, err
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return "", nil, 0, err
 	}
 	stop := func() {
 		stdin.Close()
@@ -691,8 +699,8 @@ func startGateway(ctx context.Context, o options) (string, func(), error) {
 	}
 	if err != nil {
 		stop()
-		return "", nil, fmt.Errorf("the gateway's ready line %q: %w", line, err)
+		return "", nil, 0, fmt.Errorf("the gateway's ready line %q: %w", line, err)
 	}
 	go io.Copy(io.Discard, stdout)
-	return ready.URL + " " + ready.APIKey, stop, nil
+	return ready.URL + " " + ready.APIKey, stop, cmd.Process.Pid, nil
 }

@@ -30,7 +30,7 @@ const (
 // the gateway's 200 ms, and the server process's resident memory per
 // in-flight run (its RSS under load less its RSS idle, divided by 1,000).
 func proseAtScale(ctx context.Context, o options) error {
-	gw, stopGateway, err := startGateway(ctx, o)
+	gw, stopGateway, gwPid, err := startGateway(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func proseAtScale(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	connect, stop, pid, err := startHTTP([]string{filepath.Join(o.dir, "promptforge-mcp-server"), "serve", cfg}, port, "2025-11-25", nil)
+	connect, stop, pid, err := startHTTP([]string{filepath.Join(o.dir, "promptforge-mcp-server"), "serve", cfg}, port, "2025-11-25", profileEnv(o, "scale-prose", 10*time.Second))
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,16 @@ func proseAtScale(ctx context.Context, o options) error {
 		wg.Wait()
 		return err
 	}
+	pids := []int{pid, gwPid, os.Getpid()}
+	cpu0 := make([]time.Duration, len(pids))
+	for i, p := range pids {
+		cpu0[i] = cpuTime([]int{p})
+	}
 	s, err := drive(ctx, css, inFlight, call, 3*o.duration)
+	cpu := make([]float64, len(pids)) // CPU per run, µs
+	for i, p := range pids {
+		cpu[i] = float64((cpuTime([]int{p})-cpu0[i]).Microseconds()) / float64(max(s.calls, 1))
+	}
 	close(done)
 	wg.Wait()
 	if err != nil {
@@ -117,6 +126,8 @@ func proseAtScale(ctx context.Context, o options) error {
 	fmt.Printf("prose runs at scale: %d in flight over HTTP, the gateway answering each after %s (one server process, %d sessions)\n", inFlight, gatewayWait, sessions)
 	fmt.Printf("  runs/s %.0f   latency p50 %s p90 %s p99 %s   added over the gateway's: p50 %s p99 %s\n",
 		s.rate(), us(s.pct(0.5)), us(s.pct(0.9)), us(s.pct(0.99)), us(s.pct(0.5)-gatewayWait), us(s.pct(0.99)-gatewayWait))
+	fmt.Printf("  CPU per run: server %.0fµs, gateway %.0fµs, this client %.0fµs: %.0f runs/s would fill 2 idle cores (machine load average now %s)\n",
+		cpu[0], cpu[1], cpu[2], 2e6/(cpu[0]+cpu[1]+cpu[2]), loadAverage())
 	fmt.Printf("  server RSS idle %.1f MB, under load %.1f MB (median of %d samples; peak %.1f MB): %.1f KB per in-flight run\n\n",
 		mb(idle), mb(loaded), len(samples), mb(peak.Load()), float64(loaded-idle)/inFlight/1024)
 	return nil
@@ -198,6 +209,15 @@ func bigCatalog(ctx context.Context, o options) error {
 	fmt.Printf("  list_prompts page (100 entries, full client round trip): %.0f calls/s, p50 %s p90 %s p99 %s\n", s.rate(), us(s.pct(0.5)), us(s.pct(0.9)), us(s.pct(0.99)))
 	fmt.Printf("  reload after one saved file (the save to the reload's log line, median of 5) %s = %.3f of the boot\n", us(reload), float64(reload)/float64(boot))
 	return nil
+}
+
+// loadAverage is the 1-minute load average (Linux), "?" elsewhere.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
 }
 
 func luaPrompt(name, description string) string {

@@ -102,10 +102,11 @@
 // Goroutines: [ServeHTTP] owns the http.Server's Serve goroutine and, at
 // shutdown, one Shutdown goroutine, and waits for both before it returns;
 // net/http owns one goroutine per connection and Shutdown stops them. The
-// HTTP handler owns one keep-alive goroutine per open SSE response and
-// stops it before the response ends. [ServeStdio] owns one goroutine
-// waiting on its session and returns only after the session has ended;
-// the SDK's own reader goroutine ends when the stdin reader is closed,
-// which happens when the session closes. Whoever calls ServeHTTP or
-// ServeStdio stops all of them by cancelling ctx.
+// HTTP handler owns one keep-alive timer per open SSE response (its
+// callback runs only when it fires) and stops it before the response ends.
+// [ServeStdio] owns one goroutine waiting on its session and returns only
+// after the session has ended; stdin is read on the SDK's own read loop
+// (stdioConn), which ends when the session closes the connection, closing
+// stdin. Whoever calls ServeHTTP or ServeStdio stops all of them by
+// cancelling ctx.
 package transport
