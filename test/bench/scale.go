@@ -114,7 +114,7 @@ func proseAtScale(ctx context.Context, o options) error {
 	s, err := drive(ctx, css, inFlight, call, 3*o.duration)
 	cpu := make([]float64, len(pids)) // CPU per run, µs
 	for i, p := range pids {
-		cpu[i] = float64((cpuTime([]int{p})-cpu0[i]).Microseconds()) / float64(max(s.calls, 1))
+		cpu[i] = float64((cpuTime([]int{p}) - cpu0[i]).Microseconds()) / float64(max(s.calls, 1))
 	}
 	close(done)
 	wg.Wait()
