@@ -39,6 +39,17 @@ bench:
 	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -bench 'RunPrompt|ConstTool|ListPromptsPage|RunsInFlight' ./internal/server/
 	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -benchtime 5x -bench 'Resolve10k|ReloadOneSaved' ./internal/catalog/
 	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -bench 'LaunchSettle|HeldRunsMemory' ./internal/runs/
+	$(MAKE) bench-e2e
+
+# The end-to-end benchmark (test/bench, docs/benchmarks.md "Through the
+# process boundary"): the built binary against a go-sdk constant-tool binary
+# and, when test/e2e has node_modules, the TypeScript SDK's, over stdio and
+# streamable HTTP at 1 and 16 clients; then 1,000 prose runs in flight and a
+# 10,000-prompt catalog. About 3 minutes; BENCH_E2E_FLAGS="-duration 6s"
+# for steadier figures, "-profile DIR" for CPU profiles of the servers.
+.PHONY: bench-e2e
+bench-e2e:
+	GO="$(GO)" $(GO) run ./test/bench $(BENCH_E2E_FLAGS)
 
 # Runs the Lua-only example; it needs no gateway.
 example:

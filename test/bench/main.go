@@ -53,6 +53,7 @@ type options struct {
 	scale    bool
 	only     string // comma-separated transports
 	profile  string // directory for CPU profiles of the servers, "" for none
+	baseline string // a git revision whose server is measured beside ours, "" for none
 	node     string // "" when the TypeScript floor is not available
 	repo     string
 	dir      string
@@ -64,6 +65,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 4, "interleaved rounds per configuration")
 	flag.StringVar(&o.only, "transports", "stdio,http,http-stateless", `the transports to compare, comma-separated ("" for none)`)
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of each Go server process into this directory (builds ours with -tags benchprofile)")
+	flag.StringVar(&o.baseline, "baseline", "", "also measure run_prompt of the server built at this git revision (before/after in one run)")
 	flag.BoolVar(&o.scale, "scale", true, "also run the scale measurements (prose runs in flight, the 10,000-prompt catalog)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -105,6 +107,11 @@ func run(ctx context.Context, o options) error {
 		cmd.Dir = repo
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
+		}
+	}
+	if o.baseline != "" {
+		if err := buildBaseline(ctx, o); err != nil {
+			return fmt.Errorf("build the baseline %s: %w", o.baseline, err)
 		}
 	}
 	o.node = nodeFloor(repo)
@@ -337,10 +344,11 @@ func targetsFor(ctx context.Context, o options, tr string, clients int, prompts 
 		}{
 			{"go-sdk const (floor)", true, constCall, []string{floor}},
 			{"promptforge run_prompt", false, echoCall, []string{pf, "serve", "--stdio", cfg}},
+			{"baseline run_prompt", false, echoCall, baseArgv(o, "serve", "--stdio", cfg)},
 			{"promptforge list_prompts", false, listCall, []string{pf, "serve", "--stdio", cfg}},
 			{"ts-sdk const", false, constCall, tsArgv(o, "")},
 		} {
-			if t.argv == nil {
+			if len(t.argv) == 0 || t.argv[0] == "" {
 				continue
 			}
 			var e []string
@@ -370,7 +378,11 @@ func targetsFor(ctx context.Context, o options, tr string, clients int, prompts 
 		for _, t := range []struct {
 			name string
 			call func() *mcp.CallToolParams
-		}{{"promptforge run_prompt", echoCall}, {"promptforge list_prompts", listCall}} {
+			bin  string
+		}{{"promptforge run_prompt", echoCall, pf}, {"promptforge list_prompts", listCall, pf}, {"baseline run_prompt", echoCall, baseArgv(o)[0]}} {
+			if t.bin == "" {
+				continue
+			}
 			port, err := freePort()
 			if err != nil {
 				return out, err
@@ -379,7 +391,7 @@ func targetsFor(ctx context.Context, o options, tr string, clients int, prompts 
 			if err != nil {
 				return out, err
 			}
-			if err := add(t.name, false, t.call, httpStarter([]string{pf, "serve", cfg}, port, version, env(t.name))); err != nil {
+			if err := add(t.name, false, t.call, httpStarter([]string{t.bin, "serve", cfg}, port, version, env(t.name))); err != nil {
 				return out, err
 			}
 		}
@@ -506,6 +518,33 @@ func tsArgv(o options, port string) []string {
 		argv = append(argv, "--http", port)
 	}
 	return argv
+}
+
+// buildBaseline builds the server as it was at revision o.baseline (git
+// archive into the temporary directory), as promptforge-baseline.
+func buildBaseline(ctx context.Context, o options) error {
+	src := filepath.Join(o.dir, "baseline-src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return err
+	}
+	archive := exec.CommandContext(ctx, "sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", o.repo, o.baseline, src)
+	if out, err := archive.CombinedOutput(); err != nil {
+		return fmt.Errorf("git archive: %v\n%s", err, out)
+	}
+	build := exec.CommandContext(ctx, goTool(), "build", "-o", filepath.Join(o.dir, "promptforge-baseline"), "./cmd/promptforge-mcp-server")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// baseArgv is the baseline server's command line, or [""] without one.
+func baseArgv(o options, args ...string) []string {
+	if o.baseline == "" {
+		return []string{""}
+	}
+	return append([]string{filepath.Join(o.dir, "promptforge-baseline")}, args...)
 }
 
 // nodeFloor returns the node command when the TypeScript floor can run.

@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,6 +77,8 @@ func proseAtScale(ctx context.Context, o options) error {
 	}
 	time.Sleep(500 * time.Millisecond)
 	idle := rssBytes(pid)
+	idleStats := scrape(port)
+	var loadStats map[string]float64
 
 	var peak atomic.Int64
 	var samples []int64
@@ -106,6 +110,18 @@ func proseAtScale(ctx context.Context, o options) error {
 		wg.Wait()
 		return err
 	}
+	wg.Go(func() {
+		// Halfway through the steady state: the runtime's own account of
+		// where the memory is (the server's /metrics).
+		select {
+		case <-done:
+		case <-time.After(3 * o.duration / 2):
+			m := scrape(port)
+			mu.Lock()
+			loadStats = m
+			mu.Unlock()
+		}
+	})
 	pids := []int{pid, gwPid, os.Getpid()}
 	cpu0 := make([]time.Duration, len(pids))
 	for i, p := range pids {
@@ -128,8 +144,13 @@ func proseAtScale(ctx context.Context, o options) error {
 		s.rate(), us(s.pct(0.5)), us(s.pct(0.9)), us(s.pct(0.99)), us(s.pct(0.5)-gatewayWait), us(s.pct(0.99)-gatewayWait))
 	fmt.Printf("  CPU per run: server %.0fµs, gateway %.0fµs, this client %.0fµs: %.0f runs/s would fill 2 idle cores (machine load average now %s)\n",
 		cpu[0], cpu[1], cpu[2], 2e6/(cpu[0]+cpu[1]+cpu[2]), loadAverage())
-	fmt.Printf("  server RSS idle %.1f MB, under load %.1f MB (median of %d samples; peak %.1f MB): %.1f KB per in-flight run\n\n",
+	fmt.Printf("  server RSS idle %.1f MB, under load %.1f MB (median of %d samples; peak %.1f MB): %.1f KB per in-flight run\n",
 		mb(idle), mb(loaded), len(samples), mb(peak.Load()), float64(loaded-idle)/inFlight/1024)
+	if idleStats != nil && loadStats != nil {
+		per := func(k string) float64 { return (loadStats[k] - idleStats[k]) / inFlight }
+		fmt.Printf("  per in-flight run, from the server's /metrics: %.1f goroutines, %.1f KB of goroutine stacks, %.1f KB of heap in use (%.1f KB of heap allocated and not yet collected)\n\n",
+			per("go_goroutines"), per("go_memstats_stack_inuse_bytes")/1024, per("go_memstats_heap_inuse_bytes")/1024, per("go_memstats_heap_alloc_bytes")/1024)
+	}
 	return nil
 }
 
@@ -209,6 +230,32 @@ func bigCatalog(ctx context.Context, o options) error {
 	fmt.Printf("  list_prompts page (100 entries, full client round trip): %.0f calls/s, p50 %s p90 %s p99 %s\n", s.rate(), us(s.pct(0.5)), us(s.pct(0.9)), us(s.pct(0.99)))
 	fmt.Printf("  reload after one saved file (the save to the reload's log line, median of 5) %s = %.3f of the boot\n", us(reload), float64(reload)/float64(boot))
 	return nil
+}
+
+// scrape reads the gauges of the server's /metrics (nil on failure).
+func scrape(port string) map[string]float64 {
+	req, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:"+port+"/metrics", nil)
+	if err != nil {
+		return nil
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: scrape /metrics:", err)
+		return nil
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 2 && !strings.HasPrefix(f[0], "#") {
+			if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+				out[f[0]] = v
+			}
+		}
+	}
+	return out
 }
 
 // loadAverage is the 1-minute load average (Linux), "?" elsewhere.
