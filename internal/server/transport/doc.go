@@ -85,9 +85,16 @@
 //     messages.go, MakeID), so 1.5 comes back as 1 and 2^70 as -2^63. No
 //     upstream issue found.
 //   - The end of stdin waits for the replies owed (replyTracker,
-//     stdinReader, stdoutWriter): at EOF the SDK cancels the requests in
-//     flight and drops replies not yet written (internal/jsonrpc2/conn.go,
-//     readIncoming; upstream modelcontextprotocol/go-sdk#1061).
+//     stdioConn): at EOF the SDK cancels the requests in flight and drops
+//     replies not yet written (internal/jsonrpc2/conn.go, readIncoming;
+//     upstream modelcontextprotocol/go-sdk#1061).
+//   - stdio is served through our own mcp.Connection (stdioConn), not the
+//     SDK's IOTransport, for speed rather than a defect: the IOTransport
+//     decodes each message three times and hands it between goroutines
+//     (mcp/transport.go, newIOConnLimited, ioConn.Read, readBatch), and
+//     internal/json.Unmarshal builds a new streaming decoder per message
+//     (docs/benchmarks.md, "Through the process boundary"). With an SDK
+//     that reads stdio cheaply it can go, with lineFilter's answers kept.
 //   - tasks/get, tasks/update and tasks/cancel need Mcp-Name equal to
 //     params.taskId (taskNameHeader; the Tasks extension's routing header,
 //     mcp-server §4.12): the SDK checks Mcp-Name only for tools/call,
