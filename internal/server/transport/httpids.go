@@ -13,19 +13,17 @@ import (
 // which answers them as before.
 func exactIDs(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			next.ServeHTTP(w, r)
-			return
-		}
-		body, ok := readBody(w, r)
-		if !ok {
-			return
-		}
-		if id, problem := inexactID(body); problem != "" {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			w.Write(errorReply(id, codeInvalidRequest, problem))
-			return
+		if r.Method == http.MethodPost {
+			body, ok := readBody(w, r)
+			if !ok {
+				return
+			}
+			if id, problem := inexactID(body); problem != "" {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				w.Write(errorReply(id, codeInvalidRequest, problem))
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
