@@ -24,12 +24,16 @@ prompt-tests:
 
 # A short fuzz run over web_fetch's URL forms: no input may reach a blocked
 # address. The corpus in internal/tools/testdata/fuzz keeps past findings.
+# Then stdio framing and JSON-RPC ids: every line passed to the SDK is one
+# it decodes and answers under the same id; every other line is refused.
 .PHONY: fuzz-smoke
 fuzz-smoke:
 	$(GO) test -run '^$$' -fuzz '^FuzzAdmitURL$$' -fuzztime 20s ./internal/tools/
 	# The config loader (prompts.toml and prompts.env): no panic, every
 	# failure a described *config.Error, every success within its limits.
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 15s ./internal/config/
+	$(GO) test -run '^$$' -fuzz '^FuzzStdioFraming$$' -fuzztime 15s ./internal/server/transport/
+	$(GO) test -run '^$$' -fuzz '^FuzzJSONRPCID$$' -fuzztime 15s ./internal/server/transport/
 
 # The bounded chaos test alone (it also runs in `test`): a few thousand
 # calls with random cancels, dropped connections and gateway faults, then
@@ -55,6 +59,17 @@ bench:
 	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -benchtime 5x -bench 'Resolve10k|ReloadOneSaved' ./internal/catalog/
 	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -bench 'LaunchSettle|HeldRunsMemory' ./internal/runs/
 	$(GO) test -run '^$$' -count $(BENCH_COUNT) -benchtime 2000x -bench 'RunPromptStore|CheckRunStore' ./test/replicas/
+	$(MAKE) bench-e2e
+
+# The end-to-end benchmark (test/bench, docs/benchmarks.md "Through the
+# process boundary"): the built binary against a go-sdk constant-tool binary
+# and, when test/e2e has node_modules, the TypeScript SDK's, over stdio and
+# streamable HTTP at 1 and 16 clients; then 1,000 prose runs in flight and a
+# 10,000-prompt catalog. About 3 minutes; BENCH_E2E_FLAGS="-duration 6s"
+# for steadier figures, "-profile DIR" for CPU profiles of the servers.
+.PHONY: bench-e2e
+bench-e2e:
+	GO="$(GO)" $(GO) run ./test/bench $(BENCH_E2E_FLAGS)
 
 # Runs the Lua-only example; it needs no gateway.
 example:

@@ -94,6 +94,10 @@ func cmdServe(ctx context.Context, argv []string, stdin io.Reader, stdout, stder
 	if f.stdio {
 		opts.Transport = app.Stdio
 	}
+	// An operator's GOGC is theirs; otherwise keep the heap floor.
+	if _, set := lookup("GOGC"); !set {
+		defer heapFloor(heapFloorBytes)()
+	}
 	if err := app.Boot(ctx, opts); err != nil {
 		if ctx.Err() != nil {
 			// A signal during boot is an operator stopping the server, not a

@@ -148,10 +148,16 @@ func TestBinaryOverStdio(t *testing.T) {
 		t.Fatalf("tools %s", got)
 	}
 
-	// An over-long line is dropped; the request after it is answered.
+	// An over-long line and one that is not JSON are answered with
+	// JSON-RPC errors (id null); the request after them is answered.
 	p.send(`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"pad":"` + strings.Repeat("y", transport.MaxLineBytes+1) + `"}}`)
 	p.send(`not json at all`)
 	p.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"echo","args":"from the binary"}}}`)
+	for _, code := range []float64{-32600, -32700} {
+		if r := p.recv(); r["id"] != nil || r["error"].(map[string]any)["code"] != code {
+			t.Fatalf("refusal %v: %v", code, r)
+		}
+	}
 	reply := p.recv()
 	if reply["id"] != float64(4) {
 		t.Fatalf("reply %v", reply)

@@ -101,6 +101,11 @@ type wait struct {
 
 // Observe implements [engine.Observer].
 func (p *progress) Observe(ev engine.Event) {
+	if p.queue == nil {
+		// No progress token: nothing to track, not even the wait's name
+		// (built below before startWait could refuse it).
+		return
+	}
 	switch ev.Detail {
 	case engine.RunStarted:
 		p.emit(false, ev.Section)

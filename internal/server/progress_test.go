@@ -392,3 +392,18 @@ func TestAHeldModelTurnSendsHeartbeatsToTheClient(t *testing.T) {
 		}
 	})
 }
+
+// A call without a progress token pays nothing per event: no pump, no
+// wait tracking, not even the wait's name.
+func TestProgressWithoutATokenCostsNothingPerEvent(t *testing.T) {
+	p := newProgress(context.Background(), nil, nil)
+	subject := strings.Repeat("m", 8)
+	allocs := testing.AllocsPerRun(100, func() {
+		p.Observe(engine.Event{Detail: engine.ModelTurnStarted, Section: "Say", Subject: subject})
+		p.Observe(engine.Event{Detail: engine.ToolCallStarted, Section: "Say", Subject: subject})
+		p.Observe(engine.Event{Detail: engine.ModelTurnCompleted, Section: "Say"})
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per event round without a progress token, want 0", allocs)
+	}
+}

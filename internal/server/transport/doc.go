@@ -75,15 +75,28 @@
 //     StreamableHTTPHandler.ServeHTTP) refuses any non-loopback Host on a
 //     loopback bind, so an operator's allowed_hosts could not work there.
 //     This is a configuration choice, not a defect; no upstream issue.
-//   - A bad stdio line is dropped, not fatal (lineFilter): the SDK's stdio
+//   - A bad stdio line is answered, not fatal (lineFilter): the SDK's stdio
 //     reader ends the session on the first line it cannot decode or that is
 //     too long (mcp/transport.go, newIOConnLimited and ioConn.Read;
 //     internal/jsonrpc2/conn.go, readIncoming; upstream
-//     modelcontextprotocol/go-sdk#1209).
+//     modelcontextprotocol/go-sdk#1209), so the filter answers such a line
+//     itself (-32700 or -32600) and the SDK never sees it.
+//   - A numeric id the SDK would answer under another id is refused
+//     (idProblem; lineFilter on stdio, exactIDs over HTTP with 400): the
+//     SDK converts it through float64 to int64 (internal/jsonrpc2/
+//     messages.go, MakeID), so 1.5 comes back as 1 and 2^70 as -2^63. No
+//     upstream issue found.
 //   - The end of stdin waits for the replies owed (replyTracker,
-//     stdinReader, stdoutWriter): at EOF the SDK cancels the requests in
-//     flight and drops replies not yet written (internal/jsonrpc2/conn.go,
-//     readIncoming; upstream modelcontextprotocol/go-sdk#1061).
+//     stdioConn): at EOF the SDK cancels the requests in flight and drops
+//     replies not yet written (internal/jsonrpc2/conn.go, readIncoming;
+//     upstream modelcontextprotocol/go-sdk#1061).
+//   - stdio is served through our own mcp.Connection (stdioConn), not the
+//     SDK's IOTransport, for speed rather than a defect: the IOTransport
+//     decodes each message three times and hands it between goroutines
+//     (mcp/transport.go, newIOConnLimited, ioConn.Read, readBatch), and
+//     internal/json.Unmarshal builds a new streaming decoder per message
+//     (docs/benchmarks.md, "Through the process boundary"). With an SDK
+//     that reads stdio cheaply it can go, with lineFilter's answers kept.
 //   - tasks/get, tasks/update and tasks/cancel need Mcp-Name equal to
 //     params.taskId (taskNameHeader; the Tasks extension's routing header,
 //     mcp-server §4.12): the SDK checks Mcp-Name only for tools/call,
@@ -118,10 +131,11 @@
 // Goroutines: [ServeHTTP] owns the http.Server's Serve goroutine and, at
 // shutdown, one Shutdown goroutine, and waits for both before it returns;
 // net/http owns one goroutine per connection and Shutdown stops them. The
-// HTTP handler owns one keep-alive goroutine per open SSE response and
-// stops it before the response ends. [ServeStdio] owns one goroutine
-// waiting on its session and returns only after the session has ended;
-// the SDK's own reader goroutine ends when the stdin reader is closed,
-// which happens when the session closes. Whoever calls ServeHTTP or
-// ServeStdio stops all of them by cancelling ctx.
+// HTTP handler owns one keep-alive timer per open SSE response (its
+// callback runs only when it fires) and stops it before the response ends.
+// [ServeStdio] owns one goroutine waiting on its session and returns only
+// after the session has ended; stdin is read on the SDK's own read loop
+// (stdioConn), which ends when the session closes the connection, closing
+// stdin. Whoever calls ServeHTTP or ServeStdio stops all of them by
+// cancelling ctx.
 package transport

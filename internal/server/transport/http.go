@@ -155,8 +155,8 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 	// headers), so the stateful path's body stays unread for
 	// cancelOnDisconnect.
 	mux.Handle("/mcp", guard(bufferBody(taskNameHeader(byEra(
-		cancelOnDisconnect(b.Calls, log, newSessionLimit(b.MCP, b.Calls, log, opts.MaxSessions).wrap(keepAliveSSE(keepAlive, stateful))),
-		keepAliveSSE(keepAlive, stateless),
+		cancelOnDisconnect(b.Calls, log, exactIDs(newSessionLimit(b.MCP, b.Calls, log, opts.MaxSessions).wrap(keepAliveSSE(keepAlive, stateful)))),
+		exactIDs(keepAliveSSE(keepAlive, stateless)),
 	)))))
 	mux.Handle("/metrics", guard(metrics))
 	mux.Handle("/healthz", healthz(opts.Health))
@@ -486,6 +486,9 @@ func (d discardResponse) WriteHeader(int)             {}
 // modelcontextprotocol/go-sdk#1229, whose StreamKeepAlive covers only
 // subscriptions/listen streams). The SDK writes each event with one Write
 // followed by a Flush; the lock keeps a comment from landing inside one.
+// The pings run on a timer (time.AfterFunc), not a goroutine per stream: a
+// stateful tools/call is answered on an event stream, so a goroutine there
+// was one more per call in flight.
 func keepAliveSSE(interval time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		kw := &keepAliveWriter{ResponseWriter: w, interval: interval}
@@ -502,8 +505,8 @@ type keepAliveWriter struct {
 	wroteHeader bool
 	last        time.Time
 	failed      bool
-	stop        chan struct{}
-	done        chan struct{}
+	timer       *time.Timer // the next ping; nil unless an event stream is open
+	stopped     bool
 }
 
 func (k *keepAliveWriter) WriteHeader(code int) {
@@ -520,8 +523,7 @@ func (k *keepAliveWriter) writeHeaderLocked(code int) {
 	k.ResponseWriter.WriteHeader(code)
 	if code == http.StatusOK && strings.HasPrefix(k.Header().Get("Content-Type"), "text/event-stream") {
 		k.last = time.Now()
-		k.stop, k.done = make(chan struct{}), make(chan struct{})
-		go k.ping()
+		k.timer = time.AfterFunc(k.interval, k.ping)
 	}
 }
 
@@ -548,41 +550,34 @@ func (k *keepAliveWriter) Flush() {
 
 func (k *keepAliveWriter) Unwrap() http.ResponseWriter { return k.ResponseWriter }
 
-// ping runs while the event stream is open.
+// ping is the timer's callback while the event stream is open: a comment
+// if the stream has been quiet for the interval, then the next ping.
 func (k *keepAliveWriter) ping() {
-	defer close(k.done)
-	timer := time.NewTimer(k.interval)
-	defer timer.Stop()
-	for {
-		select {
-		case <-k.stop:
-			return
-		case <-timer.C:
-		}
-		k.mu.Lock()
-		if idle := time.Since(k.last); idle >= k.interval && !k.failed {
-			if _, err := io.WriteString(k.ResponseWriter, ": keep-alive\n\n"); err != nil {
-				k.failed = true
-			} else {
-				http.NewResponseController(k.ResponseWriter).Flush()
-			}
-			k.last = time.Now()
-		}
-		next := k.interval - time.Since(k.last)
-		k.mu.Unlock()
-		timer.Reset(max(next, time.Millisecond))
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped {
+		return
 	}
+	if idle := time.Since(k.last); idle >= k.interval && !k.failed {
+		if _, err := io.WriteString(k.ResponseWriter, ": keep-alive\n\n"); err != nil {
+			k.failed = true
+		} else {
+			http.NewResponseController(k.ResponseWriter).Flush()
+		}
+		k.last = time.Now()
+	}
+	k.timer.Reset(max(k.interval-time.Since(k.last), time.Millisecond))
 }
 
-// stopPinging ends the ping goroutine before the handler returns: the
-// ResponseWriter must not be written after that.
+// stopPinging ends the pings before the handler returns: the
+// ResponseWriter must not be written after that. A ping already waiting
+// for the lock finds stopped and writes nothing.
 func (k *keepAliveWriter) stopPinging() {
 	k.mu.Lock()
-	stop, done := k.stop, k.done
-	k.mu.Unlock()
-	if stop != nil {
-		close(stop)
-		<-done
+	defer k.mu.Unlock()
+	k.stopped = true
+	if k.timer != nil {
+		k.timer.Stop()
 	}
 }
 

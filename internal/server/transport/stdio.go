@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -29,50 +30,65 @@ const (
 
 var utf8BOM = []byte("\xef\xbb\xbf")
 
-// lineFilter turns a newline-delimited byte stream into a stream of
-// well-formed JSON-RPC messages, one per line. A line over MaxLineBytes is
-// discarded without being buffered (the reader skips to its newline), and
-// a line that is not one JSON-RPC message is dropped; either way the next
-// line is read as usual.
+// lineFilter reads newline-delimited JSON-RPC from the peer, one message
+// per line, and answers every line that is not one message itself: a line
+// that is not JSON gets -32700, one that is JSON but not one JSON-RPC 2.0
+// message (a batch, a wrong "jsonrpc", a "method" that is not a string, an
+// id the SDK would answer under another id, anything the SDK's decoder
+// refuses) gets -32600, under the line's id when it can be read and null
+// otherwise (JSON-RPC 2.0 §5.1; issue #11 items 7 and 8). A line over
+// MaxLineBytes is skipped without being buffered (the reader skips to its
+// newline) and answered -32600 with id null. Either way the next line is
+// read as usual.
 //
-// go-sdk v1.8.0's reader would end the session on the first bad line: the
-// decoding goroutine of newIOConnLimited (mcp/transport.go) returns on the
-// first error from its one streaming json.Decoder, and ioConn.Read passes
-// that error, or one from readBatch, to the connection, whose read loop
-// (internal/jsonrpc2/conn.go, readIncoming) then stops for good. A line
-// over IOTransport.MaxLineLength ends it the same way. So the SDK only
-// ever sees lines that passed here (upstream
-// modelcontextprotocol/go-sdk#1209).
+// go-sdk v1.8.0's own stdio reader would end the session on the first bad
+// line: the decoding goroutine of newIOConnLimited (mcp/transport.go)
+// returns on the first error from its one streaming json.Decoder, and
+// ioConn.Read passes that error, or one from readBatch, to the connection,
+// whose read loop (internal/jsonrpc2/conn.go, readIncoming) then stops for
+// good; a line over IOTransport.MaxLineLength ends it the same way
+// (upstream modelcontextprotocol/go-sdk#1209). So the session reads
+// through stdioConn, which hands the SDK only messages that passed here.
+//
+// Each line is checked by json.Valid and one scan of its top-level members
+// (scanEnvelope), and a request in the common spelling is built from that
+// scan (decodeRequest, copying only its params); anything else is decoded
+// by the SDK's own jsonrpc.DecodeMessage. Either way it is read in place in
+// the line buffer, and decoded once.
 type lineFilter struct {
 	src *bufio.Reader
 	log *slog.Logger
 	max int
-	// calls, when set, is told the id of every request passed on.
-	calls *replyTracker
-	line  []byte // the line being assembled
-	out   []byte // the accepted line (with its newline) not yet read
-	err   error  // the source's terminal error, reported once out is empty
+	// refuse writes the error reply to a refused line.
+	refuse func(reply []byte)
+	line   []byte // the line being read
+	err    error  // the source's terminal error, returned after the last message
 }
 
-func newLineFilter(r io.Reader, max int, log *slog.Logger) *lineFilter {
-	return &lineFilter{src: bufio.NewReaderSize(r, readChunk), log: log, max: max}
+func newLineFilter(r io.Reader, max int, log *slog.Logger, refuse func([]byte)) *lineFilter {
+	return &lineFilter{src: bufio.NewReaderSize(r, readChunk), log: log, max: max, refuse: refuse}
 }
 
-func (f *lineFilter) Read(p []byte) (int, error) {
-	for len(f.out) == 0 {
-		if f.err != nil {
-			return 0, f.err
+// next returns the next JSON-RPC message, answering the lines before it
+// that are not one; its error is the source's (io.EOF at the end).
+func (f *lineFilter) next() (jsonrpc.Message, error) {
+	for f.err == nil {
+		if msg := f.line1(); msg != nil {
+			return msg, nil
 		}
-		f.next()
 	}
-	n := copy(p, f.out)
-	f.out = f.out[n:]
-	return n, nil
+	return nil, f.err
 }
 
-// next reads one line and, if it is a JSON-RPC message, makes it the
-// pending output.
-func (f *lineFilter) next() {
+// line1 reads one line and returns its message, or nil after answering
+// (or skipping, when blank) the line. The source's error is kept in f.err,
+// so the last line, without a newline, is still delivered.
+func (f *lineFilter) line1() jsonrpc.Message {
+	if cap(f.line) > keepLine {
+		// Grown for one big message, which has been decoded by now: drop
+		// it so it does not stay resident.
+		f.line = nil
+	}
 	f.line = f.line[:0]
 	over := false
 	for {
@@ -88,35 +104,41 @@ func (f *lineFilter) next() {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		if err != nil {
-			f.err = err
-		}
+		f.err = err
 		break
 	}
-	if cap(f.line) > keepLine {
-		defer func() { f.line = nil }()
-	}
 	if over {
-		f.log.Warn("dropped an over-long stdio line", "limit_bytes", f.max)
-		return
+		f.log.Warn("refused an over-long stdio line", "limit_bytes", f.max)
+		f.refuse(errorReply(nil, codeInvalidRequest, fmt.Sprintf("the message is longer than the %d-byte line limit", f.max)))
+		return nil
 	}
-	msg := bytes.TrimSpace(bytes.TrimPrefix(f.line, utf8BOM))
-	if len(msg) == 0 {
-		return
+	raw := bytes.TrimSpace(bytes.TrimPrefix(f.line, utf8BOM))
+	if len(raw) == 0 {
+		return nil
 	}
-	if !json.Valid(msg) {
-		f.log.Debug("dropped a stdio line that is not one JSON value")
-		return
+	if !json.Valid(raw) {
+		f.log.Debug("refused a stdio line that is not one JSON value")
+		f.refuse(errorReply(nil, codeParseError, "parse error: the line is not one JSON value"))
+		return nil
 	}
-	decoded, err := jsonrpc.DecodeMessage(msg)
-	if err != nil {
-		f.log.Debug("dropped a stdio line that is not a JSON-RPC message", "error", err)
-		return
+	code, problem, id := requestProblem(raw)
+	var msg jsonrpc.Message
+	if code == 0 {
+		if req, ok := decodeRequest(raw); ok {
+			msg = req
+		} else {
+			var err error
+			if msg, err = jsonrpc.DecodeMessage(raw); err != nil {
+				code, problem = codeInvalidRequest, "not a JSON-RPC 2.0 message: "+err.Error()
+			}
+		}
 	}
-	if req, ok := decoded.(*jsonrpc.Request); ok && req.IsCall() && f.calls != nil {
-		f.calls.asked(req.ID)
+	if code != 0 {
+		f.log.Debug("refused a stdio line that is not one JSON-RPC message", "error", problem)
+		f.refuse(errorReply(id, code, problem))
+		return nil
 	}
-	f.out = append(append(make([]byte, 0, len(msg)+1), msg...), '\n')
+	return msg
 }
 
 // replyTracker knows which requests read from stdin have not been
@@ -139,22 +161,20 @@ func newReplyTracker() *replyTracker {
 	return &replyTracker{pending: map[string]struct{}{}, changed: make(chan struct{}), closed: make(chan struct{})}
 }
 
-// idKey makes 7 and "7" different keys, as they are different ids.
-func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
-
-func (t *replyTracker) asked(id jsonrpc.ID) {
+// asked and answered take an id's idKey.
+func (t *replyTracker) asked(key string) {
 	t.mu.Lock()
-	t.pending[idKey(id)] = struct{}{}
+	t.pending[key] = struct{}{}
 	t.mu.Unlock()
 }
 
-func (t *replyTracker) answered(id jsonrpc.ID) {
+func (t *replyTracker) answered(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.pending[idKey(id)]; !ok {
+	if _, ok := t.pending[key]; !ok {
 		return
 	}
-	delete(t.pending, idKey(id))
+	delete(t.pending, key)
 	close(t.changed)
 	t.changed = make(chan struct{})
 }
@@ -184,51 +204,96 @@ func (t *replyTracker) wait(limit time.Duration) {
 	}
 }
 
-// stdinReader hands the SDK the filtered lines and, at the end of input,
-// holds the end back until the requests already read are answered (at
-// most drain). Closing it closes the source, which is what unblocks a
-// read in progress on a pipe.
-type stdinReader struct {
+// stdioConn is the session's mcp.Connection over stdin and stdout, in
+// place of the SDK's IOTransport: Read runs on the SDK's read loop and
+// decodes each line where it lies (lineFilter), with no reading goroutine
+// of its own and no hand-off between goroutines; Write encodes each
+// message once, writes it with its newline in one call, and tells the
+// tracker about every response (the SDK's ioConn kept a goroutine and a
+// channel between the pipe and the read loop, and decoded every message
+// three times: its json.Decoder, readBatch's attempt at an array, then
+// DecodeMessage).
+//
+// At the end of input Read holds the end back until the requests already
+// read are answered (at most drain). Closing it closes the source, which
+// is what unblocks a read in progress on a pipe.
+type stdioConn struct {
 	filter *lineFilter
 	src    io.Reader
 	calls  *replyTracker
 	drain  time.Duration
+
+	// mu serialises writes: the SDK's messages and the filter's refusals
+	// (written from the read loop).
+	mu  sync.Mutex
+	out io.Writer
 }
 
-func (r *stdinReader) Read(p []byte) (int, error) {
-	n, err := r.filter.Read(p)
-	if err != nil && n == 0 {
-		r.calls.wait(r.drain)
+// stdioTransport hands the SDK its one connection.
+type stdioTransport struct{ conn *stdioConn }
+
+func (t stdioTransport) Connect(context.Context) (mcp.Connection, error) { return t.conn, nil }
+
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	return n, err
+	msg, err := c.filter.next()
+	if err != nil {
+		c.calls.wait(c.drain)
+		return nil, err
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		c.calls.asked(idKey(req.ID))
+	}
+	return msg, nil
 }
 
-func (r *stdinReader) Close() error {
-	r.calls.close()
-	if c, ok := r.src.(io.Closer); ok {
-		return c.Close()
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("encode a message for stdout: %w", err)
+	}
+	c.mu.Lock()
+	_, err = c.out.Write(append(data, '\n'))
+	c.mu.Unlock()
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.calls.answered(idKey(resp.ID))
+	}
+	return err
+}
+
+// refuse writes a refusal; a failed write is the peer gone, which the
+// SDK's next write or read reports.
+func (c *stdioConn) refuse(reply []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.out.Write(reply)
+}
+
+func (c *stdioConn) Close() error {
+	c.calls.close()
+	if cl, ok := c.src.(io.Closer); ok {
+		return cl.Close()
 	}
 	return nil
 }
 
-// stdoutWriter tells the tracker about every response it writes. The SDK
-// writes one whole message per Write.
-type stdoutWriter struct {
-	out   io.Writer
-	calls *replyTracker
-}
+func (*stdioConn) SessionID() string { return "" }
 
-func (w stdoutWriter) Write(p []byte) (int, error) {
-	n, err := w.out.Write(p)
-	if msg, derr := jsonrpc.DecodeMessage(bytes.TrimSpace(p)); derr == nil {
-		if resp, ok := msg.(*jsonrpc.Response); ok {
-			w.calls.answered(resp.ID)
-		}
+// idKey makes 7 and "7" different keys, as they are different ids.
+func idKey(id jsonrpc.ID) string {
+	switch v := id.Raw().(type) {
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case string:
+		return strconv.Quote(v)
 	}
-	return n, err
+	return ""
 }
-
-func (stdoutWriter) Close() error { return nil }
 
 // ServeStdio serves one session of b on in/out until the peer closes in,
 // or until ctx ends, then closes the session. Calls still in flight when
@@ -239,17 +304,9 @@ func ServeStdio(ctx context.Context, in io.Reader, out io.Writer, b Backend, dra
 		drain = DefaultDrainTimeout
 	}
 	log := b.logger()
-	calls := newReplyTracker()
-	filter := newLineFilter(in, MaxLineBytes, log)
-	filter.calls = calls
-	t := &mcp.IOTransport{
-		Reader: &stdinReader{filter: filter, src: in, calls: calls, drain: drain},
-		Writer: stdoutWriter{out: out, calls: calls},
-		// The filter already bounds a line; the SDK's own cap is higher,
-		// so it never refuses what we let through.
-		MaxLineLength: MaxLineBytes + readChunk,
-	}
-	ss, err := b.MCP.Connect(ctx, t, nil)
+	conn := &stdioConn{src: in, out: out, calls: newReplyTracker(), drain: drain}
+	conn.filter = newLineFilter(in, MaxLineBytes, log, conn.refuse)
+	ss, err := b.MCP.Connect(ctx, stdioTransport{conn}, nil)
 	if err != nil {
 		return fmt.Errorf("connect the stdio session: %w", err)
 	}

@@ -83,10 +83,24 @@ func TestStdioSurvivesAHostilePeer(t *testing.T) {
 	p := newStdioPeer(t, h)
 	p.initialize()
 
-	// An over-long line, malformed JSON and a wrong argument type: each is
-	// dropped or answered, and the session goes on.
+	// An over-long line, malformed JSON, ids the SDK would answer under
+	// another id and a wrong argument type: each is answered, and the
+	// session goes on.
 	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"echo","args":"` + strings.Repeat("x", transport.MaxLineBytes) + `"}}}`)
+	if m := p.recv(); m["id"] != nil || m["error"].(map[string]any)["code"] != float64(-32600) {
+		t.Fatalf("over-long line: %v", m)
+	}
 	p.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call",`)
+	if m := p.recv(); m["id"] != nil || m["error"].(map[string]any)["code"] != float64(-32700) {
+		t.Fatalf("malformed JSON: %v", m)
+	}
+	for _, id := range []string{"1180591620717411303424", "1.5"} {
+		p.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"echo","args":"wrong id"}}}`)
+		line, err := p.r.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, `{"jsonrpc":"2.0","id":`+id+`,"error":{"code":-32600,`) {
+			t.Fatalf("id %s: %q %v", id, line, err)
+		}
+	}
 	p.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":["echo"]}}}`)
 	m := p.recv()
 	if m["id"] != float64(4) || m["error"].(map[string]any)["code"] != float64(-32602) {
