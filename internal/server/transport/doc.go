@@ -111,7 +111,7 @@
 //     when a new one is asked for, and closed idle ones the way a DELETE
 //     closes them. No upstream issue found.
 //   - No JSON-RPC error goes out with code 0 (ErrorCodes, validCodes,
-//     sessionLimit): the SDK sends every error that is not a
+//     withValidCode, sessionLimit): the SDK sends every error that is not a
 //     *jsonrpc.Error with code 0 (internal/jsonrpc2/messages.go,
 //     toWireError): a duplicate initialize (ServerSession.initialize), a
 //     call cancelled before its handler started (internal/jsonrpc2/conn.go,
@@ -121,8 +121,8 @@
 //     receiving middleware the server registers last, codes cancellations
 //     and a refused initialize on every transport; validCodes, in
 //     keepAliveWriter.Write, codes every code-0 error the SDK writes on
-//     HTTP, before or after any middleware. stdio has ErrorCodes only. No
-//     upstream issue found.
+//     HTTP, before or after any middleware; withValidCode, in
+//     stdioConn.Write, does the same on stdio. No upstream issue found.
 //   - The SDK's INFO lines are dropped (SDKLogger): it logs every session's
 //     lifecycle at INFO (mcp/server.go: Server.Connect, Server.bind,
 //     Server.disconnect, ServerSession.initialized; upstream

@@ -126,3 +126,18 @@ func fixMessage(msg []byte) []byte {
 	}
 	return out
 }
+
+// withValidCode is validCodes' rule for a response not yet encoded (the
+// stdio connection's): an error that would go out with code 0 (not a
+// *jsonrpc.Error, or one with code 0; toWireError keeps a wrapped
+// error's code) gets codeFor's. The response is copied, not changed.
+func withValidCode(resp *jsonrpc.Response) *jsonrpc.Response {
+	var coded *jsonrpc.Error
+	if errors.As(resp.Error, &coded) && coded.Code != 0 {
+		return resp
+	}
+	msg := resp.Error.Error()
+	fixed := *resp
+	fixed.Error = &jsonrpc.Error{Code: codeFor(msg), Message: msg}
+	return &fixed
+}

@@ -1,7 +1,10 @@
 package transport
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -139,5 +142,45 @@ func TestLineFilterMemoryIsBounded(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].(*jsonrpc.Request).Method != "ping" {
 		t.Fatalf("got %v", got)
+	}
+}
+
+// The stdio connection gives the errors the SDK would send with code 0
+// (a call cancelled before its handler ran is answered with the bare
+// "context canceled", below every middleware) a valid code, as the HTTP
+// writer does; a coded error keeps its code.
+func TestStdioRepliesHaveValidCodes(t *testing.T) {
+	id, err := jsonrpc.MakeID(float64(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		err  error
+		want int64
+	}{
+		{context.Canceled, CodeRequestCancelled},
+		{errors.New(`duplicate "initialize" received`), jsonrpc.CodeInvalidRequest},
+		{errors.New("something broke"), jsonrpc.CodeInternalError},
+		{&jsonrpc.Error{Code: 0, Message: "uncoded"}, jsonrpc.CodeInternalError},
+		{fmt.Errorf("wrapped: %w", &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "x"}), jsonrpc.CodeMethodNotFound},
+	} {
+		var out strings.Builder
+		c := &stdioConn{calls: newReplyTracker(), out: &out}
+		if err := c.Write(context.Background(), &jsonrpc.Response{ID: id, Error: tc.err}); err != nil {
+			t.Fatal(err)
+		}
+		var reply struct {
+			ID    int64 `json:"id"`
+			Error struct {
+				Code    int64  `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(out.String()), &reply); err != nil {
+			t.Fatalf("%v: reply %q: %v", tc.err, out.String(), err)
+		}
+		if reply.ID != 7 || reply.Error.Code != tc.want || reply.Error.Message != tc.err.Error() {
+			t.Errorf("%v: reply %s, want code %d under id 7 with the message kept", tc.err, out.String(), tc.want)
+		}
 	}
 }
