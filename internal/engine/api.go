@@ -50,6 +50,16 @@ type Options struct {
 	Params map[string]any
 	// Observer receives the run's observations; nil discards them.
 	Observer Observer
+	// Tracer, when set, receives every observation of the run as a
+	// [TraceEvent]: fanout arms' own lifecycle included (which Observer
+	// does not see), each placed in the run's structure, with what model
+	// turns and tool calls measured. nil builds none of it. Like
+	// Observer it must not block and is called concurrently by arms.
+	Tracer Tracer
+	// CaptureContent adds the verbatim text of prompts, replies, tool
+	// arguments and results to the tracer's Info. Off, the tracer gets
+	// sizes, names and counts only.
+	CaptureContent bool
 	// Debug, when set, receives every completed model turn's request and
 	// response bodies, fanout arms' turns included. Calls never overlap.
 	Debug func(DebugTurn)
@@ -167,6 +177,12 @@ func (e *Error) Cancelled() bool { return e.Kind == KindCancelled }
 // concurrently (fanout arms).
 type Observer interface {
 	Observe(Event)
+}
+
+// Tracer receives a run's events with their structure (see
+// [Options.Tracer]).
+type Tracer interface {
+	Observe(TraceEvent)
 }
 
 // ObserverFunc adapts a function to Observer.
