@@ -75,6 +75,8 @@ type Config struct {
 	Prompts map[string]PromptBlock
 	// Models holds the [models."<id>"] tables by model id; never nil.
 	Models ModelTable
+	// Observability is the [observability] table.
+	Observability Observability
 }
 
 // ModelTable holds the [models."<id>"] tables by model id. The values are
@@ -199,6 +201,8 @@ func defaults() *Config {
 		Gateway: Gateway{Timeout: DefaultGatewayTimeout, RequestTimeout: DefaultRequestTimeout, ThinkingSwitch: DefaultThinkingSwitch, Refresh: DefaultGatewayRefresh},
 		Prompts: map[string]PromptBlock{},
 		Models:  ModelTable{},
+
+		Observability: Observability{Traces: DefaultTraces, TraceSteps: DefaultTraceSteps},
 	}
 }
 
@@ -271,7 +275,9 @@ func (c *Config) FileRoots() ([]string, error) {
 //   - [tools].* — the live tool set, built once at boot (the reference
 //     neither applies nor reports these; we report them);
 //   - [models."<id>"] — overrides merged into the boot model catalog, one
-//     entry per id added, removed or changed, ids sorted.
+//     entry per id added, removed or changed, ids sorted;
+//   - [observability] — the trace book and the OTLP exporter, built once
+//     at boot.
 //
 // The first twelve names and their order are the reference's (mcp-server §7.5);
 // the rest are ours. The result is empty when nothing unreloadable changed.
@@ -302,6 +308,7 @@ func (c *Config) DiffUnreloadable(next *Config) []string {
 	add((c.Paths.Files == nil) != (next.Paths.Files == nil) || !slices.Equal(c.Paths.Files, next.Paths.Files), "[paths].files")
 	add(c.Tools.WebFetch != next.Tools.WebFetch, "[tools].web_fetch")
 	add(c.Tools.WebSearch != next.Tools.WebSearch, "[tools].web_search")
+	add(c.Observability != next.Observability, "[observability]")
 	ids := slices.Sorted(maps.Keys(c.Models))
 	for id := range maps.Keys(next.Models) {
 		if _, ok := c.Models[id]; !ok {

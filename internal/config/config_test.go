@@ -180,6 +180,8 @@ func TestParseMinimalConfigFillsDefaults(t *testing.T) {
 			RequestTimeout: 120 * time.Second, ThinkingSwitch: "chat_template_kwargs", Refresh: 5 * time.Minute},
 		Prompts: map[string]PromptBlock{},
 		Models:  ModelTable{},
+
+		Observability: Observability{Traces: true, TraceSteps: 2000},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("minimal config =\n%+v\nwant\n%+v", cfg, want)

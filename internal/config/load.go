@@ -326,6 +326,11 @@ func (p *parser) build(raw *rawConfig) (*Config, error) {
 		cfg.Tools.WebFetch = deref(raw.Tools.WebFetch, false)
 		cfg.Tools.WebSearch = deref(raw.Tools.WebSearch, false)
 	}
+	if raw.Observability != nil {
+		if err := p.buildObservability(raw.Observability, &cfg.Observability); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.buildPrompts(raw.Prompts, cfg.Prompts); err != nil {
 		return nil, err
 	}

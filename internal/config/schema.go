@@ -21,6 +21,8 @@ type rawConfig struct {
 	Tools   *rawTools           `toml:"tools"`
 	Prompts map[string]rawBlock `toml:"prompts"`
 	Models  map[string]rawModel `toml:"models"`
+
+	Observability *rawObservability `toml:"observability"`
 }
 
 type rawServer struct {
@@ -80,7 +82,7 @@ type rawModel struct {
 func tableKeys(table tomlPath) (keys []string, ok bool) {
 	switch {
 	case len(table) == 0:
-		return []string{"server", "paths", "gateway", "catalog", "tools", "prompts", "models"}, true
+		return []string{"server", "paths", "gateway", "catalog", "tools", "prompts", "models", "observability"}, true
 	case len(table) == 1:
 		switch table[0] {
 		case "server":
@@ -94,6 +96,8 @@ func tableKeys(table tomlPath) (keys []string, ok bool) {
 			return []string{"include", "exclude", "tools"}, true
 		case "tools":
 			return []string{"web_fetch", "web_search"}, true
+		case "observability":
+			return observabilityKeys, true
 		}
 	case len(table) == 2 && table[0] == "prompts":
 		return []string{"enabled", "file"}, true
@@ -129,6 +133,8 @@ func expectedType(p tomlPath) string {
 		return str
 	case len(p) != 2:
 		return ""
+	case p[0] == "observability":
+		return observabilityType(p[1])
 	}
 	switch p[0] + "." + p[1] {
 	case "server.bind":
