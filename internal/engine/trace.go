@@ -80,6 +80,9 @@ type Info struct {
 	Index       int           `json:"index,omitempty"` // an arm's 1-based position
 	Of          int           `json:"of,omitempty"`    // how many arms its fanout has
 	Err         string        `json:"error,omitempty"`
+	// ErrKind is a failed turn's gateway error kind ("transport",
+	// "status", "malformed", "empty reply", ...); "" for other failures.
+	ErrKind string `json:"error_kind,omitempty"`
 	// Content, only with Options.CaptureContent.
 	Prompt    string `json:"prompt,omitempty"` // the last user message of the turn
 	Reply     string `json:"reply,omitempty"`

@@ -281,6 +281,9 @@ func (u *unit) turnFailed(ctx context.Context, err error) error {
 	var info *Info
 	if u.r.tracing() {
 		info = errInfo(err)
+		if ge != nil {
+			info.ErrKind = ge.Kind.String()
+		}
 	}
 	u.emit(ModelTurnFailed, "", "", info)
 	return classify(err)

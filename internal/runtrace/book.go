@@ -51,19 +51,24 @@ func (b *Book) Start(id, name string) *Recorder {
 	return rec
 }
 
-// Finish closes run id's trace with its terminal record's outcome and
-// files it with the finished ones. An id Start never saw is ignored.
+// Finish closes run id's trace with its outcome and files it with the
+// finished ones. It may be called again with the run's terminal record,
+// which then restates the header (the registry may word the error
+// differently, as when a cancellation names its cause). An id Start never
+// saw, or one evicted since, is ignored.
 func (b *Book) Finish(id, status, errText string, turns int, tokens Tokens) {
 	b.mu.Lock()
-	rec, ok := b.running[id]
-	if ok {
+	rec, running := b.running[id]
+	if running {
 		delete(b.running, id)
 		b.finished[id] = rec
 		b.order = append(b.order, finishedAt{id: id, at: b.now()})
 		b.sweepLocked()
+	} else {
+		rec = b.finished[id]
 	}
 	b.mu.Unlock()
-	if ok {
+	if rec != nil {
 		rec.Finish(status, errText, turns, tokens)
 	}
 }

@@ -407,11 +407,16 @@ func (r *Recorder) capture(s string) string {
 
 // Finish records the run's outcome: status ("completed" or "failed"), its
 // error, and the totals the run record has (which count refused replies'
-// tokens the steps may not). Later events are ignored.
+// tokens the steps may not). Later events are ignored; a later Finish
+// restates the header only.
 func (r *Recorder) Finish(status, errText string, turns int, tokens Tokens) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
+		r.t.Status, r.t.Turns, r.t.Tokens = status, turns, tokens
+		if errText != "" {
+			r.t.Error = errText
+		}
 		return
 	}
 	for id, u := range r.units {
