@@ -170,7 +170,6 @@ const (
 	// recordTail ends the run record's properties and the object.
 	recordTail = `},"required":["run_id","prompt","status","value","turns","tokens","elapsed_ms","error"],"additionalProperties":false}`
 
-
 	needPromptOutput = `{"type":"object","properties":{` +
 		`"prompts":{"type":"array","maxItems":3,"items":{"type":"object","properties":{` +
 		`"name":{"type":"string"},` +
