@@ -43,8 +43,9 @@ type Options struct {
 	// MaxContentBytes caps the captured text of one trace together; 0 is
 	// DefaultMaxContentBytes.
 	MaxContentBytes int
-	// Sink, when set, sees every step start and end.
-	Sink Sink
+	// NewSink, when set, makes each recorder's Sink, which sees every
+	// step start and end of that run.
+	NewSink func() Sink
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
@@ -89,6 +90,9 @@ type Tokens struct {
 	Completion int `json:"completion"`
 }
 
+// Info is what a step measured (the engine's, kept as it reported it).
+type Info = engine.Info
+
 // Step is one thing the run did. Times are milliseconds from the run's
 // start; EndMS is 0 while the step runs.
 type Step struct {
@@ -130,6 +134,7 @@ type node struct {
 // engine.Tracer.
 type Recorder struct {
 	opts Options
+	sink Sink // nil: no export
 	mu   sync.Mutex
 	t    Trace
 	// start is the run's start on the recorder's clock.
@@ -155,8 +160,9 @@ func NewRecorder(id, name string, opts Options) *Recorder {
 	r := &Recorder{opts: opts, units: map[uint32]*node{}, budget: opts.MaxContentBytes}
 	r.start = opts.Now()
 	r.t = Trace{RunID: id, Prompt: name, Started: r.start, Status: "running", ContentCaptured: opts.CaptureContent}
-	if opts.Sink != nil {
-		opts.Sink.RunStarted(&r.t)
+	if opts.NewSink != nil {
+		r.sink = opts.NewSink()
+		r.sink.RunStarted(&r.t)
 	}
 	return r
 }
@@ -284,12 +290,12 @@ func (r *Recorder) add(parent *node, kind, name string, info *engine.Info) *node
 	} else {
 		r.t.Dropped++
 	}
-	if r.opts.Sink != nil {
+	if r.sink != nil {
 		var ps *Step
 		if parent != nil {
 			ps = &parent.step
 		}
-		r.opts.Sink.StepStarted(&n.step, ps)
+		r.sink.StepStarted(&n.step, ps)
 	}
 	return n
 }
@@ -374,8 +380,8 @@ func (r *Recorder) endUnit(id uint32, u *node, status string, info *engine.Info)
 
 func (r *Recorder) end(n *node, status string) {
 	n.step.EndMS, n.step.Status = r.since(), status
-	if r.opts.Sink != nil {
-		r.opts.Sink.StepEnded(&n.step)
+	if r.sink != nil {
+		r.sink.StepEnded(&n.step)
 	}
 }
 
@@ -428,8 +434,8 @@ func (r *Recorder) Finish(status, errText string, turns int, tokens Tokens) {
 		r.t.Error = errText
 	}
 	r.t.DurationMS = r.opts.Now().Sub(r.start).Milliseconds()
-	if r.opts.Sink != nil {
-		r.opts.Sink.RunEnded(&r.t)
+	if r.sink != nil {
+		r.sink.RunEnded(&r.t)
 	}
 }
 

@@ -136,7 +136,7 @@ func TestRecorder_CaptureKeepsTextWithinItsBudget(t *testing.T) {
 
 func TestRecorder_BoundedSteps(t *testing.T) {
 	var sink countingSink
-	tr, _ := runStructured(t, Options{MaxSteps: 3, Sink: &sink})
+	tr, _ := runStructured(t, Options{MaxSteps: 3, NewSink: func() Sink { return &sink }})
 	if len(tr.Steps) != 3 || tr.Dropped != 7 {
 		t.Fatalf("kept %d, dropped %d; want 3 and 7", len(tr.Steps), tr.Dropped)
 	}
