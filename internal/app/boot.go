@@ -113,6 +113,17 @@ func Boot(ctx context.Context, o BootOptions) error {
 			"root", r, "config", o.ConfigPath)
 	}
 	own, promptsDirs := ownFiles(o.ConfigPath, cfg)
+	tracing, flushTraces, err := observability(ctx, cfg, o.LookupEnv, o.Version, logger)
+	if err != nil {
+		return step(StepPrepareTools, err)
+	}
+	// Deferred before the server's Close, so it runs after it: the runs
+	// have ended and their spans are queued.
+	defer func() {
+		flushCtx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		flushTraces(flushCtx)
+	}()
 	srv, err := server.New(server.Options{
 		Catalog:     handle,
 		Limits:      limitsOf(cfg),
@@ -125,6 +136,7 @@ func Boot(ctx context.Context, o BootOptions) error {
 		Logger:      logger,
 		Metrics:     metrics,
 		Version:     o.Version,
+		Tracing:     tracing,
 	})
 	if err != nil {
 		return step(StepPrepareTools, err)
@@ -162,6 +174,7 @@ func Boot(ctx context.Context, o BootOptions) error {
 			o.Listening(ln.Addr())
 		}
 		httpOpts.Metrics = metrics.Handler()
+		httpOpts.Status = srv.StatusHandler(transport.StatusPath)
 		if err := transport.ServeHTTP(serveCtx, ln, srv.Backend(), httpOpts); err != nil {
 			return step(StepServe, err)
 		}
