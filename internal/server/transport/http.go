@@ -64,6 +64,10 @@ type HTTPOptions struct {
 	// Metrics serves /metrics, behind the same checks as /mcp; nil
 	// answers 404 there.
 	Metrics http.Handler
+	// Status serves the status page under StatusPath (/status/), behind
+	// the Host check and the bearer token or the login form's cookie
+	// (status.go); nil answers 404 there.
+	Status http.Handler
 }
 
 // ResolveAllowedHosts applies mcp-server §9.3: a configured list is used as
@@ -132,6 +136,9 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 		keepAliveSSE(keepAlive, stateless),
 	))))
 	mux.Handle("/metrics", guard(metrics))
+	if opts.Status != nil {
+		mountStatus(mux, []byte(token), hosts, opts.Status)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"status":"serving"}`)
