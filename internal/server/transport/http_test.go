@@ -45,7 +45,7 @@ func newHTTPHarness(t *testing.T, f fixture, hosts []string) *httpHarness {
 	ctx, cancel := context.WithCancel(context.Background())
 	hh := &httpHarness{harness: h, url: "http://" + ln.Addr().String(), cancel: cancel, served: make(chan error, 1)}
 	go func() {
-		hh.served <- transport.ServeHTTP(ctx, ln, h.srv.Backend(), transport.HTTPOptions{APIKey: testToken, AllowedHosts: hosts, DrainTimeout: 5 * time.Second, Metrics: h.metrics.Handler()})
+		hh.served <- transport.ServeHTTP(ctx, ln, h.srv.Backend(), transport.HTTPOptions{APIKey: testToken, AllowedHosts: hosts, DrainTimeout: 5 * time.Second, Metrics: h.metrics.Handler(), Status: h.srv.StatusHandler(transport.StatusPath)})
 	}()
 	t.Cleanup(func() { hh.stop(t) })
 	return hh
