@@ -23,3 +23,11 @@ func TestObservability_ValuesAndRefusals(t *testing.T) {
 		}
 	}
 }
+
+func TestObservability_ChangeNeedsARestart(t *testing.T) {
+	a := mustParse(t, minimal, nil)
+	b := mustParse(t, minimal+"\n[observability]\ncapture_content = true\n", nil)
+	if got := a.DiffUnreloadable(b); len(got) != 1 || got[0] != "[observability]" {
+		t.Fatalf("DiffUnreloadable = %v", got)
+	}
+}

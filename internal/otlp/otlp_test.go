@@ -2,7 +2,6 @@ package otlp_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,11 +16,10 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/gateway"
-	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 	"github.com/promptforge-go/promptforge/internal/otlp"
 	"github.com/promptforge-go/promptforge/internal/prompt"
 	"github.com/promptforge-go/promptforge/internal/runtrace"
-	"github.com/promptforge-go/promptforge/internal/secret"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
@@ -58,22 +56,10 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 const twoSections = "---\nname: t\ndescription: A test prompt.\npromptforge: 1\n---\n# T\n\n" +
-	"```lua\nmodels.default(\"writer\", \"A general assistant model\")\ntools.need(\"search\", \"Search the web and return a list of results.\")\ntools.always(\"search\")\n```\n" +
+	"```lua\nmodels.default(\"writer\", \"A general assistant model\")\ntools.need(\"search\", \"Search the web and return a list of results (title, url, description).\")\ntools.always(\"search\")\n```\n" +
 	"\n## A\n\nFind things.\n\n" +
 	"\n## B\n\n```lua\nlog(\"fanning out\")\nreturn table.concat(fanout(\"## W\", {\"x\", \"y\"}), \",\")\n```\n" +
 	"\n## W\n\n---\n\n```lua\nreturn item\n```\n"
-
-type searchTool struct{}
-
-func (searchTool) Descriptor() tools.Descriptor {
-	return tools.Descriptor{ID: tools.ID{Server: "promptforge", Name: "web_search"}, WireName: "web_search",
-		Description: "Search the web and return a list of results.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}}}`)}
-}
-
-func (searchTool) Call(context.Context, json.RawMessage) (tools.Result, error) {
-	return tools.Result{Text: "three results"}, nil
-}
 
 func attr(s *tracepb.Span, key string) string {
 	for _, kv := range s.Attributes {
@@ -93,21 +79,14 @@ func TestExport_SpanTreeOfARun(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	g := gatewaytest.New(t)
-	g.Enqueue(gatewaytest.Calls(gatewaytest.Call{Name: "search", Args: map[string]any{"query": "go"}}).WithUsage(7, 3),
-		gatewaytest.Text("found it").WithUsage(11, 5))
-	c, err := gateway.New(gateway.Options{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseIdleConnections()
+	c, search := servertest.SearchingGateway(t)
 	p, err := prompt.Parse([]byte(twoSections))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := runtrace.NewRecorder("run-1", "t", runtrace.Options{NewSink: exp.NewSink})
-	res, err := engine.Run(context.Background(), p, "", nil, engine.Options{Client: c, Tools: []tools.Tool{searchTool{}}, Tracer: rec,
-		Models: []gateway.Model{{ID: "test-model", Description: "A general assistant model for tests", Dialect: gateway.DialectOpenAI}}})
+	res, err := engine.Run(context.Background(), p, "", nil, engine.Options{Client: c, Tools: []tools.Tool{search}, Tracer: rec,
+		Models: []gateway.Model{servertest.TestModel}})
 	if err != nil || res.Value != "x,y" {
 		t.Fatalf("run = %q, %v", res.Value, err)
 	}

@@ -140,10 +140,35 @@ type Recorder struct {
 	// start is the run's start on the recorder's clock.
 	start  time.Time
 	nextID int
-	units  map[uint32]*node
+	// units are the units going, by engine unit id: a few at a time (a
+	// chain's depth, fanout arms in flight), so a slice beats a map.
+	units  []openUnit
 	kept   []*node // the steps kept, in ID order
 	budget int     // captured bytes left
 	done   bool
+}
+
+type openUnit struct {
+	id   uint32
+	node *node
+}
+
+func (r *Recorder) lookup(id uint32) *node {
+	for _, u := range r.units {
+		if u.id == id {
+			return u.node
+		}
+	}
+	return nil
+}
+
+func (r *Recorder) forget(id uint32) {
+	for i, u := range r.units {
+		if u.id == id {
+			r.units = append(r.units[:i], r.units[i+1:]...)
+			return
+		}
+	}
 }
 
 // NewRecorder starts recording run id of prompt name.
@@ -157,7 +182,7 @@ func NewRecorder(id, name string, opts Options) *Recorder {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	r := &Recorder{opts: opts, units: map[uint32]*node{}, budget: opts.MaxContentBytes}
+	r := &Recorder{opts: opts, budget: opts.MaxContentBytes}
 	r.start = opts.Now()
 	r.t = Trace{RunID: id, Prompt: name, Started: r.start, Status: "running", ContentCaptured: opts.CaptureContent}
 	if opts.NewSink != nil {
@@ -176,8 +201,56 @@ func (r *Recorder) since() float64 {
 	return max(float64(r.opts.Now().Sub(r.start).Microseconds())/1000, 0.001)
 }
 
+// ignored are the events a trace does not record (Lua phases, store
+// operations, scope checks): most of a run's events, so they are dropped
+// before the lock. The H1's are kept but its teardown's start, since its
+// first event, whichever it is, starts its step; an H1 with nothing in it
+// reports only its teardown, and has no step.
+var ignored = func() (set [engine.SectionFailed + 1]bool) {
+	for _, d := range []engine.Detail{
+		engine.LuaCompilationStarted, engine.LuaCompilationSucceeded, engine.LuaCompilationFailed,
+		engine.LuaSharedLoadStarted, engine.LuaSharedLoadSucceeded, engine.LuaSharedLoadFailed,
+		engine.LuaChunkStarted, engine.LuaChunkSucceeded, engine.LuaChunkFailed,
+		engine.LuaReplyBindingStarted, engine.LuaReplyBindingSucceeded, engine.LuaReplyBindingFailed,
+		engine.LuaTeardownStarted, engine.LuaTeardownSucceeded,
+		engine.ToolScopeValidationStarted, engine.ToolScopeValidationSucceeded, engine.ToolScopeValidationFailed,
+		engine.StoreWriteSucceeded, engine.StoreWriteFailed, engine.StoreAppendSucceeded, engine.StoreAppendFailed,
+		engine.StoreReadSucceeded, engine.StoreReadFailed, engine.StoreReadNumberedSucceeded, engine.StoreReadNumberedFailed,
+		engine.StoreReplaceSucceeded, engine.StoreReplaceFailed, engine.StoreDeleteSucceeded, engine.StoreDeleteFailed,
+		engine.StoreGlobSucceeded, engine.StoreGlobFailed, engine.ModelTurnTruncated,
+	} {
+		set[d] = true
+	}
+	return set
+}()
+
+// waits are the events that start (status "") or end a model turn or a
+// tool call, by detail.
+var waits = func() (w [engine.SectionFailed + 1]struct{ kind, status string }) {
+	w[engine.ModelTurnStarted].kind = KindTurn
+	w[engine.ModelTurnCompleted].kind, w[engine.ModelTurnCompleted].status = KindTurn, StatusOK
+	w[engine.ModelTurnFailed].kind, w[engine.ModelTurnFailed].status = KindTurn, StatusFailed
+	w[engine.ToolCallStarted].kind = KindTool
+	w[engine.ToolCallSucceeded].kind, w[engine.ToolCallSucceeded].status = KindTool, StatusOK
+	w[engine.ToolCallFailed].kind, w[engine.ToolCallFailed].status = KindTool, StatusFailed
+	return w
+}()
+
+// unitEnds are the events that end a section or an arm, with its status.
+var unitEnds = map[engine.Detail]string{
+	engine.SectionFinished:    StatusOK,
+	engine.SectionFailed:      StatusFailed,
+	engine.FanoutArmSucceeded: StatusOK,
+	engine.FanoutArmExhausted: StatusExhausted,
+	engine.FanoutArmCancelled: StatusCancelled,
+	engine.FanoutArmFailed:    StatusFailed,
+}
+
 // Observe implements engine.Tracer.
 func (r *Recorder) Observe(ev engine.TraceEvent) {
+	if int(ev.Detail) < len(ignored) && ignored[ev.Detail] && (ev.Via != engine.ViaH1 || ev.Detail == engine.LuaTeardownStarted) {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
@@ -192,46 +265,39 @@ func (r *Recorder) Observe(ev engine.TraceEvent) {
 		}
 		return
 	}
+	if ev.Detail == engine.LuaTeardownSucceeded {
+		// Only the H1's gets here: its end, if anything in it started
+		// its step.
+		if n := r.lookup(ev.Unit); n != nil {
+			r.endUnit(ev.Unit, n, StatusOK, nil)
+		}
+		return
+	}
 	u := r.unit(ev)
+	if int(ev.Detail) < len(waits) && waits[ev.Detail].kind != "" {
+		w := waits[ev.Detail]
+		if w.status == "" {
+			r.push(u, w.kind, ev.Info)
+		} else {
+			r.pop(u, w.kind, w.status, ev.Info)
+		}
+		return
+	}
+	if status := unitEnds[ev.Detail]; status != "" && (ev.Detail != engine.SectionFinished || ev.Via != engine.ViaFanout) {
+		// An arm's own SectionFinished is not its end: its Fanout arm
+		// event, after it, is.
+		r.endUnit(ev.Unit, u, status, ev.Info)
+		return
+	}
 	switch ev.Detail {
-	case engine.ModelTurnStarted:
-		r.push(u, KindTurn, ev.Info)
-	case engine.ModelTurnCompleted:
-		r.pop(u, KindTurn, StatusOK, ev.Info)
-	case engine.ModelTurnFailed:
-		r.pop(u, KindTurn, StatusFailed, ev.Info)
-	case engine.ToolCallStarted:
-		r.push(u, KindTool, ev.Info)
-	case engine.ToolCallSucceeded:
-		r.pop(u, KindTool, StatusOK, ev.Info)
-	case engine.ToolCallFailed:
-		r.pop(u, KindTool, StatusFailed, ev.Info)
 	case engine.DetailLua:
 		n := r.add(u.innermost(), KindLog, "", nil)
 		if r.opts.CaptureContent {
 			n.step.Message = r.capture(trimLua(ev.Message))
 		}
 		r.end(n, StatusOK)
-	case engine.SectionFinished:
-		if ev.Via != engine.ViaFanout {
-			r.endUnit(ev.Unit, u, StatusOK, nil)
-		}
-	case engine.SectionFailed:
-		r.endUnit(ev.Unit, u, StatusFailed, ev.Info)
 	case engine.FanoutArmStarted:
 		u.step.Info = ev.Info
-	case engine.FanoutArmSucceeded:
-		r.endUnit(ev.Unit, u, StatusOK, nil)
-	case engine.FanoutArmExhausted:
-		r.endUnit(ev.Unit, u, StatusExhausted, nil)
-	case engine.FanoutArmCancelled:
-		r.endUnit(ev.Unit, u, StatusCancelled, nil)
-	case engine.FanoutArmFailed:
-		r.endUnit(ev.Unit, u, StatusFailed, ev.Info)
-	case engine.LuaTeardownSucceeded:
-		if ev.Via == engine.ViaH1 {
-			r.endUnit(ev.Unit, u, StatusOK, nil)
-		}
 	}
 }
 
@@ -247,12 +313,12 @@ func trimLua(msg string) string {
 // FanoutArmStarted, a section's SectionStarted, but a tracer must not depend
 // on which comes first).
 func (r *Recorder) unit(ev engine.TraceEvent) *node {
-	if n, ok := r.units[ev.Unit]; ok {
+	if n := r.lookup(ev.Unit); n != nil {
 		return n
 	}
 	var parent *node
-	if p, ok := r.units[ev.Parent]; ok && ev.Parent != 0 {
-		parent = p.innermost()
+	if ev.Parent != 0 {
+		parent = r.lookup(ev.Parent).innermost()
 	}
 	kind := KindSection
 	switch ev.Via {
@@ -263,7 +329,7 @@ func (r *Recorder) unit(ev engine.TraceEvent) *node {
 	}
 	n := r.add(parent, kind, ev.Section, nil)
 	n.step.Via = ev.Via.String()
-	r.units[ev.Unit] = n
+	r.units = append(r.units, openUnit{ev.Unit, n})
 	return n
 }
 
@@ -375,7 +441,7 @@ func (r *Recorder) endUnit(id uint32, u *node, status string, info *engine.Info)
 		u.step.Info = merge(u.step.Info, &engine.Info{Err: info.Err})
 	}
 	r.end(u, status)
-	delete(r.units, id)
+	r.forget(id)
 }
 
 func (r *Recorder) end(n *node, status string) {
@@ -425,8 +491,9 @@ func (r *Recorder) Finish(status, errText string, turns int, tokens Tokens) {
 		}
 		return
 	}
-	for id, u := range r.units {
-		r.endUnit(id, u, StatusCancelled, nil)
+	for len(r.units) > 0 {
+		u := r.units[len(r.units)-1]
+		r.endUnit(u.id, u.node, StatusCancelled, nil)
 	}
 	r.done = true
 	r.t.Status, r.t.Turns, r.t.Tokens = status, turns, tokens

@@ -2,7 +2,6 @@ package runtrace
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,9 +10,8 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/gateway"
-	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 	"github.com/promptforge-go/promptforge/internal/prompt"
-	"github.com/promptforge-go/promptforge/internal/secret"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
@@ -22,45 +20,26 @@ func lua(src string) string { return "```lua\n" + src + "\n```\n" }
 // structured has the H1, a walked section with a model turn that calls a
 // tool, an execute, a jump, and a fanout of two arms.
 const structured = "---\nname: t\ndescription: A test prompt.\npromptforge: 1\n---\n# T\n\n" +
-	"```lua\nmodels.default(\"writer\", \"A general assistant model\")\ntools.need(\"search\", \"Search the web and return a list of results.\")\ntools.always(\"search\")\nlog(\"hello\")\n```\n" +
+	"```lua\nmodels.default(\"writer\", \"A general assistant model\")\ntools.need(\"search\", \"Search the web and return a list of results (title, url, description).\")\ntools.always(\"search\")\nlog(\"hello\")\n```\n" +
 	"\n## A\n\nFind things.\n\n```lua\nexecute(\"## Sub\"); jump(\"## C\")\n```\n" +
 	"\n## B\n\n```lua\nerror(\"jumped over\")\n```\n" +
 	"\n## C\n\n```lua\nreturn table.concat(fanout(\"## W\", {\"x\", \"y\"}), \",\")\n```\n" +
 	"\n## Sub\n\n---\n\n```lua\nlocal s = 1\n```\n" +
 	"\n## W\n\n---\n\n```lua\nreturn item\n```\n"
 
-type searchTool struct{}
-
-func (searchTool) Descriptor() tools.Descriptor {
-	return tools.Descriptor{ID: tools.ID{Server: "promptforge", Name: "web_search"}, WireName: "web_search",
-		Description: "Search the web and return a list of results.",
-		Parameters:  []byte(`{"type":"object","properties":{"query":{"type":"string"}}}`)}
-}
-
-func (searchTool) Call(context.Context, json.RawMessage) (tools.Result, error) {
-	return tools.Result{Text: "three results"}, nil
-}
-
 // runStructured runs the structured prompt through a recorder made with
 // opts and returns its trace.
 func runStructured(t *testing.T, opts Options) (Trace, *Recorder) {
 	t.Helper()
-	g := gatewaytest.New(t)
-	g.Enqueue(gatewaytest.Calls(gatewaytest.Call{Name: "search", Args: map[string]any{"query": "go"}}).WithUsage(7, 3),
-		gatewaytest.Text("found it").WithUsage(11, 5))
-	c, err := gateway.New(gateway.Options{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.CloseIdleConnections)
+	c, search := servertest.SearchingGateway(t)
 	p, err := prompt.Parse([]byte(structured))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := NewRecorder("run-1", "t", opts)
 	res, err := engine.Run(context.Background(), p, "", nil, engine.Options{
-		Client: c, Tools: []tools.Tool{searchTool{}}, Tracer: rec, CaptureContent: rec.CaptureContent(),
-		Models: []gateway.Model{{ID: "test-model", Description: "A general assistant model for tests", Dialect: gateway.DialectOpenAI}},
+		Client: c, Tools: []tools.Tool{search}, Tracer: rec, CaptureContent: rec.CaptureContent(),
+		Models: []gateway.Model{servertest.TestModel},
 	})
 	if err != nil || res.Value != "x,y" {
 		t.Fatalf("run = %q, %v", res.Value, err)
@@ -111,7 +90,7 @@ section C jump ok
 	if turn.Tokens == nil || *turn.Tokens != (Tokens{7, 3}) || turn.Info.PromptBytes == 0 || fmt.Sprint(turn.Info.ToolCalls) != "[search]" {
 		t.Fatalf("first turn = %+v %+v", turn, turn.Info)
 	}
-	if call := tr.Steps[4]; call.Info.ResultBytes != len("three results") || fmt.Sprint(call.Info.ArgKeys) != "[query]" {
+	if call := tr.Steps[4]; call.Info.ResultBytes == 0 || fmt.Sprint(call.Info.ArgKeys) != "[query]" {
 		t.Fatalf("tool call = %+v", call.Info)
 	}
 	// Arms run concurrently, so either may have started first.
@@ -178,4 +157,19 @@ func TestBook_KeepsTracesForTheRetentionWindowAndCount(t *testing.T) {
 			t.Fatal("b outlived the retention window")
 		}
 	})
+}
+
+func TestRecorder_AnEmptyH1HasNoStep(t *testing.T) {
+	p, err := prompt.Parse([]byte("---\nname: t\ndescription: A test prompt.\npromptforge: 1\n---\n# T\n\n## Run\n\n```lua\nreturn args\n```\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := NewRecorder("run-1", "t", Options{})
+	if _, err := engine.Run(context.Background(), p, "x", nil, engine.Options{Tracer: rec}); err != nil {
+		t.Fatal(err)
+	}
+	rec.Finish("completed", "", 0, Tokens{})
+	if got := tree(rec.Snapshot().Steps); got != "section Run walk ok\n" {
+		t.Fatalf("tree:\n%s", got)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/promptforge-go/promptforge/internal/runtrace"
 	"github.com/promptforge-go/promptforge/internal/server"
 )
@@ -121,5 +123,26 @@ func TestStatus_LoginSetsAStrictHttpOnlyCookie(t *testing.T) {
 	}
 	if body(t, resp); resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("another Host: %d", resp.StatusCode)
+	}
+}
+
+func TestStatus_TraceJSONToTheBearer(t *testing.T) {
+	hh := newHTTPHarness(t, statusFixture(), nil)
+	cs := hh.client(t, nil)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": "hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.StructuredContent.(map[string]any)["run_id"].(string)
+	req, _ := http.NewRequest(http.MethodGet, hh.url+"/status/runs/"+id+".json", nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := noRedirects(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := body(t, resp)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" ||
+		!strings.Contains(text, `"run_id":"`+id+`"`) || !strings.Contains(text, `"kind":"section"`) {
+		t.Fatalf("trace JSON: %d %s", resp.StatusCode, text)
 	}
 }
