@@ -35,6 +35,7 @@ bench:
 	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -bench 'RunPrompt|ConstTool|ListPromptsPage|RunsInFlight' ./internal/server/
 	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -benchtime 5x -bench 'Resolve10k|ReloadOneSaved' ./internal/catalog/
 	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -bench 'LaunchSettle|HeldRunsMemory' ./internal/runs/
+	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -bench 'Tracing' ./internal/runtrace/
 
 # Runs the Lua-only example; it needs no gateway.
 example:
