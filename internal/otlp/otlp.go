@@ -158,12 +158,9 @@ func (s *sink) parentCtx(parent *runtrace.Step) context.Context {
 func (s *sink) StepStarted(st, parent *runtrace.Step) {
 	ctx := s.parentCtx(parent)
 	if st.Kind == runtrace.KindLog {
-		// A log line is an event of the span it was logged in.
-		attrs := []attribute.KeyValue{}
-		if s.e.capture && st.Message != "" {
-			attrs = append(attrs, attribute.String("promptforge.log.message", st.Message))
-		}
-		trace.SpanFromContext(ctx).AddEvent("promptforge.log", trace.WithTimestamp(s.at(st.StartMS)), trace.WithAttributes(attrs...))
+		// A log line is an event of the span it was logged in, added
+		// when it ends (at once), which is when its text is set.
+		s.ctxs[st] = ctx
 		return
 	}
 	name, kind, attrs := describe(st)
@@ -172,6 +169,15 @@ func (s *sink) StepStarted(st, parent *runtrace.Step) {
 }
 
 func (s *sink) StepEnded(st *runtrace.Step) {
+	if st.Kind == runtrace.KindLog {
+		var attrs []attribute.KeyValue
+		if s.e.capture && st.Message != "" {
+			attrs = append(attrs, attribute.String("promptforge.log.message", st.Message))
+		}
+		trace.SpanFromContext(s.ctxs[st]).AddEvent("promptforge.log", trace.WithTimestamp(s.at(st.StartMS)), trace.WithAttributes(attrs...))
+		delete(s.ctxs, st)
+		return
+	}
 	span, ok := s.spans[st]
 	if !ok {
 		return

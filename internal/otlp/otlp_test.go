@@ -70,23 +70,26 @@ func attr(s *tracepb.Span, key string) string {
 	return ""
 }
 
-func TestExport_SpanTreeOfARun(t *testing.T) {
+// exportRun runs twoSections traced, with content capture as given, and
+// returns what the in-process collector received once the exporter has
+// shut down.
+func exportRun(t *testing.T, capture bool) *receiver {
+	t.Helper()
 	recv := &receiver{}
 	collector := httptest.NewServer(recv)
-	defer collector.Close()
-	exp, err := otlp.New(context.Background(), otlp.Options{Endpoint: collector.URL + "/v1/traces", ServiceVersion: "test"})
+	t.Cleanup(collector.Close)
+	exp, err := otlp.New(context.Background(), otlp.Options{Endpoint: collector.URL + "/v1/traces", ServiceVersion: "test", CaptureContent: capture})
 	if err != nil {
 		t.Fatal(err)
 	}
-
 	c, search := servertest.SearchingGateway(t)
 	p, err := prompt.Parse([]byte(twoSections))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := runtrace.NewRecorder("run-1", "t", runtrace.Options{NewSink: exp.NewSink})
+	rec := runtrace.NewRecorder("run-1", "t", runtrace.Options{NewSink: exp.NewSink, CaptureContent: capture})
 	res, err := engine.Run(context.Background(), p, "", nil, engine.Options{Client: c, Tools: []tools.Tool{search}, Tracer: rec,
-		Models: []gateway.Model{servertest.TestModel}})
+		CaptureContent: capture, Models: []gateway.Model{servertest.TestModel}})
 	if err != nil || res.Value != "x,y" {
 		t.Fatalf("run = %q, %v", res.Value, err)
 	}
@@ -94,7 +97,31 @@ func TestExport_SpanTreeOfARun(t *testing.T) {
 	if err := exp.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return recv
+}
 
+func TestExport_CaptureContentAttachesText(t *testing.T) {
+	recv := exportRun(t, true)
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	var input, args, logText string
+	for _, s := range recv.spans {
+		switch {
+		case strings.HasPrefix(s.Name, "chat ") && input == "":
+			input = attr(s, "gen_ai.input.messages")
+		case strings.HasPrefix(s.Name, "execute_tool "):
+			args = attr(s, "gen_ai.tool.call.arguments")
+		case s.Name == "section B" && len(s.Events) == 1 && len(s.Events[0].Attributes) == 1:
+			logText = s.Events[0].Attributes[0].Value.GetStringValue()
+		}
+	}
+	if !strings.Contains(input, `"content":"Find things."`) || args != `{"query":"go"}` || logText != "fanning out" {
+		t.Fatalf("captured input %q, arguments %q, log %q", input, args, logText)
+	}
+}
+
+func TestExport_SpanTreeOfARun(t *testing.T) {
+	recv := exportRun(t, false)
 	recv.mu.Lock()
 	defer recv.mu.Unlock()
 	if len(recv.paths) == 0 || recv.paths[0] != "/v1/traces" {
