@@ -62,8 +62,9 @@ func (b *Book) Finish(id, status, errText string, turns int, tokens Tokens) {
 	if running {
 		delete(b.running, id)
 		b.finished[id] = rec
-		b.order = append(b.order, finishedAt{id: id, at: b.now()})
-		b.sweepLocked()
+		now := b.now()
+		b.order = append(b.order, finishedAt{id: id, at: now})
+		b.sweepAtLocked(now)
 	} else {
 		rec = b.finished[id]
 	}
@@ -73,8 +74,9 @@ func (b *Book) Finish(id, status, errText string, turns int, tokens Tokens) {
 	}
 }
 
-func (b *Book) sweepLocked() {
-	now := b.now()
+func (b *Book) sweepLocked() { b.sweepAtLocked(b.now()) }
+
+func (b *Book) sweepAtLocked(now time.Time) {
 	n := 0
 	for n < len(b.order) && (now.Sub(b.order[n].at) >= b.retain || (b.maxKept > 0 && len(b.order)-n > b.maxKept)) {
 		delete(b.finished, b.order[n].id)

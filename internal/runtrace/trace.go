@@ -146,6 +146,10 @@ type Recorder struct {
 	kept   []*node // the steps kept, in ID order
 	budget int     // captured bytes left
 	done   bool
+	// A small run (most runs) keeps its units and steps in these,
+	// without allocating.
+	unitsBuf [4]openUnit
+	keptBuf  [8]*node
 }
 
 type openUnit struct {
@@ -183,6 +187,7 @@ func NewRecorder(id, name string, opts Options) *Recorder {
 		opts.Now = time.Now
 	}
 	r := &Recorder{opts: opts, budget: opts.MaxContentBytes}
+	r.units, r.kept = r.unitsBuf[:0], r.keptBuf[:0]
 	r.start = opts.Now()
 	r.t = Trace{RunID: id, Prompt: name, Started: r.start, Status: "running", ContentCaptured: opts.CaptureContent}
 	if opts.NewSink != nil {
