@@ -50,10 +50,11 @@ type Options struct {
 	Params map[string]any
 	// Observer receives the run's observations; nil discards them.
 	Observer Observer
-	// Tracer, when set, receives every observation of the run as a
-	// [TraceEvent]: fanout arms' own lifecycle included (which Observer
-	// does not see), each placed in the run's structure, with what model
-	// turns and tool calls measured. nil builds none of it. Like
+	// Tracer, when set, receives the run's structural observations as
+	// [TraceEvent]s: sections and fanout arms starting and ending (arms'
+	// own included, which Observer does not see), model turns, tool calls
+	// and log lines, each placed in the run's structure, with what turns
+	// and tool calls measured; not Lua phases or store operations. nil builds none of it. Like
 	// Observer it must not block and is called concurrently by arms.
 	Tracer Tracer
 	// CaptureContent adds the verbatim text of prompts, replies, tool

@@ -44,7 +44,9 @@ func (v Via) String() string {
 const SectionFailed Detail = DetailLua + 1
 
 // TraceEvent is an Event as Options.Tracer receives it: the event, where it
-// sits, and for model turns, tool calls and arms what they measured.
+// sits, and for model turns, tool calls and arms what they measured. A
+// tracer gets the run's and the H1's events, and from sections and arms
+// their start and end, turns, tool calls and log lines (see traced).
 type TraceEvent struct {
 	Event
 	// Unit identifies the execution unit the event belongs to (1 for the
@@ -106,10 +108,26 @@ func (u *unit) emit(d Detail, subject, message string, info *Info) {
 	if r.cfg.Observer != nil && d != SectionFailed && (!u.frame.inArm || armForwarded[d] || d == DetailLua || d == ModelTurnStarted || d == ToolCallStarted) {
 		r.cfg.Observer.Observe(ev)
 	}
-	if r.cfg.Tracer != nil {
+	if r.cfg.Tracer != nil && (traced[d] || u.via == ViaH1) {
 		u.trace(ev, info)
 	}
 }
+
+// traced are the events a tracer gets from a section or an arm: their
+// structure, turns, tool calls and log lines. Lua phases, store operations
+// and scope checks, most of a run's events, are not handed over (a trace
+// has no use for them, and each would cost a call); the H1's all are, since
+// it has no start event of its own.
+var traced = func() (set [SectionFailed + 1]bool) {
+	for _, d := range []Detail{
+		RunStarted, RunSucceeded, RunFailed, SectionStarted, SectionFinished, SectionFailed,
+		ModelTurnStarted, ModelTurnCompleted, ModelTurnFailed, ToolCallStarted, ToolCallSucceeded, ToolCallFailed,
+		FanoutArmStarted, FanoutArmSucceeded, FanoutArmExhausted, FanoutArmFailed, FanoutArmCancelled, DetailLua,
+	} {
+		set[d] = true
+	}
+	return set
+}()
 
 // turnInfo describes a chat request about to be sent.
 func (u *unit) turnInfo(req *gateway.ChatRequest) *Info {
