@@ -4,7 +4,8 @@
 // What it owns: the tools/call tracker ([Calls]) that a shutdown waits on
 // and an HTTP DELETE cancels through; the HTTP face ([ServeHTTP],
 // [HTTPHandler]: the bearer check, the Host check and [ResolveAllowedHosts],
-// the body cap, /healthz and the routing of /metrics, graceful shutdown);
+// the body cap, /healthz and the routing of /metrics and of the status
+// page with its login form and cookie (status.go), graceful shutdown);
 // the routing of each /mcp request to the handler of its protocol era
 // (byEra); the stdio face ([ServeStdio]: line framing and the drain at the end of
 // input); and the filter on the SDK's own log lines ([SDKLogger]).
