@@ -4,23 +4,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 )
 
-// traceRecorder keeps every TraceEvent.
-type traceRecorder struct {
-	mu     sync.Mutex
-	events []TraceEvent
-}
-
-func (r *traceRecorder) Observe(e TraceEvent) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-}
+// traceRecorder is a Tracer that keeps every TraceEvent.
+type traceRecorder struct{ eventLog[TraceEvent] }
 
 // structured is a prompt that enters sections every way the tracer tells
 // apart: the H1, the walk, an execute chain, a jump and a fanout, with a
