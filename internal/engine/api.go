@@ -333,6 +333,7 @@ var detailNames = [...]string{
 	ModelTurnStarted:             "Model turn started",
 	ToolCallStarted:              "Tool call started",
 	DetailLua:                    "Lua",
+	SectionFailed:                "Section failed",
 }
 
 // String is the fixed text of the detail, e.g. "Run started".

@@ -133,3 +133,9 @@ func TestTracer_SectionFailedEndsAFailingSection(t *testing.T) {
 		t.Fatal("the observer saw SectionFailed")
 	}
 }
+
+func TestTracer_SectionFailedHasItsName(t *testing.T) {
+	if got := SectionFailed.String(); got != "Section failed" {
+		t.Fatalf("SectionFailed.String() = %q", got)
+	}
+}
