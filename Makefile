@@ -59,6 +59,7 @@ bench:
 	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -benchtime 5x -bench 'Resolve10k|ReloadOneSaved' ./internal/catalog/
 	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -bench 'LaunchSettle|HeldRunsMemory' ./internal/runs/
 	$(GO) test -run '^$$' -count $(BENCH_COUNT) -benchtime 2000x -bench 'RunPromptStore|CheckRunStore' ./test/replicas/
+	$(GO) test -run '^$$' -benchmem -count $(BENCH_COUNT) -bench 'Tracing' ./internal/runtrace/
 	$(MAKE) bench-e2e
 
 # The end-to-end benchmark (test/bench, docs/benchmarks.md "Through the

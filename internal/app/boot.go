@@ -144,6 +144,17 @@ func Boot(ctx context.Context, o BootOptions) error {
 		runStore, httpOpts.Health = store, store.Health
 	}
 	own, promptsDirs := ownFiles(o.ConfigPath, cfg)
+	tracing, flushTraces, err := observability(ctx, cfg, o.LookupEnv, o.Version, logger)
+	if err != nil {
+		return step(StepPrepareTools, err)
+	}
+	// Deferred before the server's Close, so it runs after it: the runs
+	// have ended and their spans are queued.
+	defer func() {
+		flushCtx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		flushTraces(flushCtx)
+	}()
 	srv, err := server.New(server.Options{
 		RunStore:    runStore,
 		Replica:     replica,
@@ -160,6 +171,7 @@ func Boot(ctx context.Context, o BootOptions) error {
 		Logger:      logger,
 		Metrics:     metrics,
 		Version:     o.Version,
+		Tracing:     tracing,
 	})
 	if err != nil {
 		return step(StepPrepareTools, err)
@@ -197,6 +209,7 @@ func Boot(ctx context.Context, o BootOptions) error {
 			o.Listening(ln.Addr())
 		}
 		httpOpts.Metrics = metrics.Handler()
+		httpOpts.Status = srv.StatusHandler(transport.StatusPath)
 		if err := transport.ServeHTTP(serveCtx, ln, srv.Backend(), httpOpts); err != nil {
 			return step(StepServe, err)
 		}

@@ -91,6 +91,8 @@ type Config struct {
 	Prompts map[string]PromptBlock
 	// Models holds the [models."<id>"] tables by model id; never nil.
 	Models ModelTable
+	// Observability is the [observability] table.
+	Observability Observability
 }
 
 // ModelTable holds the [models."<id>"] tables by model id. The values are
@@ -249,6 +251,8 @@ func defaults() *Config {
 		Limits:    Limits{MaxRunMemory: DefaultMaxRunMemory, MaxRequestSize: DefaultMaxRequestSize},
 		Prompts:   map[string]PromptBlock{},
 		Models:    ModelTable{},
+
+		Observability: Observability{Traces: DefaultTraces, TraceSteps: DefaultTraceSteps},
 	}
 }
 
@@ -322,7 +326,9 @@ func (c *Config) FileRoots() ([]string, error) {
 //     neither applies nor reports these; we report them);
 //   - [runs].* — the run store, opened once at boot;
 //   - [models."<id>"] — overrides merged into the boot model catalog, one
-//     entry per id added, removed or changed, ids sorted.
+//     entry per id added, removed or changed, ids sorted;
+//   - [observability] — the trace book and the OTLP exporter, built once
+//     at boot.
 //
 // The first twelve names and their order are the reference's (mcp-server §7.5);
 // the rest are ours. The result is empty when nothing unreloadable changed.
@@ -360,6 +366,7 @@ func (c *Config) DiffUnreloadable(next *Config) []string {
 	add(c.Limits.MaxRunMemory != next.Limits.MaxRunMemory, "[limits].max_run_memory")
 	add(c.Limits.MaxRequestSize != next.Limits.MaxRequestSize, "[limits].max_request_size")
 	add(c.Limits.ProcessMemory != next.Limits.ProcessMemory, "[limits].process_memory")
+	add(c.Observability != next.Observability, "[observability]")
 	ids := slices.Sorted(maps.Keys(c.Models))
 	for id := range maps.Keys(next.Models) {
 		if _, ok := c.Models[id]; !ok {

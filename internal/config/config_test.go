@@ -185,6 +185,8 @@ func TestParseMinimalConfigFillsDefaults(t *testing.T) {
 		Limits:    Limits{MaxRunMemory: 64 << 20, MaxRequestSize: 32 << 20},
 		Prompts:   map[string]PromptBlock{},
 		Models:    ModelTable{},
+
+		Observability: Observability{Traces: true, TraceSteps: 2000},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("minimal config =\n%+v\nwant\n%+v", cfg, want)

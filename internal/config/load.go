@@ -341,6 +341,11 @@ func (p *parser) build(raw *rawConfig) (*Config, error) {
 			return nil, err
 		}
 	}
+	if raw.Observability != nil {
+		if err := p.buildObservability(raw.Observability, &cfg.Observability); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.buildPrompts(raw.Prompts, cfg.Prompts); err != nil {
 		return nil, err
 	}

@@ -14,17 +14,18 @@ import (
 // defaults are applied, and durations are strings because their syntax is
 // ours to check. The decoder refuses any key not declared here.
 type rawConfig struct {
-	Server  *rawServer  `toml:"server"`
-	Paths   *rawPaths   `toml:"paths"`
-	Gateway *rawGateway `toml:"gateway"`
-	Catalog *rawCatalog `toml:"catalog"`
-	Tools   *rawTools   `toml:"tools"`
-	// Retrieval is [retrieval] (retrieval.go).
+	Server    *rawServer          `toml:"server"`
+	Paths     *rawPaths           `toml:"paths"`
+	Gateway   *rawGateway         `toml:"gateway"`
+	Catalog   *rawCatalog         `toml:"catalog"`
+	Tools     *rawTools           `toml:"tools"`
 	Limits    *rawLimits          `toml:"limits"`
 	Runs      *rawRuns            `toml:"runs"`
 	Retrieval *rawRetrieval       `toml:"retrieval"`
 	Prompts   map[string]rawBlock `toml:"prompts"`
 	Models    map[string]rawModel `toml:"models"`
+
+	Observability *rawObservability `toml:"observability"`
 }
 
 type rawServer struct {
@@ -95,7 +96,7 @@ type rawModel struct {
 func tableKeys(table tomlPath) (keys []string, ok bool) {
 	switch {
 	case len(table) == 0:
-		return []string{"server", "paths", "gateway", "catalog", "tools", "runs", "limits", "prompts", "models", "retrieval"}, true
+		return []string{"server", "paths", "gateway", "catalog", "tools", "runs", "limits", "prompts", "models", "retrieval", "observability"}, true
 	case len(table) == 1:
 		switch table[0] {
 		case "server":
@@ -115,6 +116,8 @@ func tableKeys(table tomlPath) (keys []string, ok bool) {
 			return []string{"embeddings_model", "cache", "timeout", "tools", "models", "prompts"}, true
 		case "limits":
 			return []string{"max_run_memory", "max_request_size", "process_memory"}, true
+		case "observability":
+			return observabilityKeys, true
 		}
 	case len(table) == 2 && table[0] == "retrieval" && slices.Contains([]string{"tools", "models", "prompts"}, table[1]):
 		return thresholdKeys, true
@@ -158,6 +161,8 @@ func expectedType(p tomlPath) string {
 		return ""
 	case p[0] == "runs":
 		return runsExpectedType(p[1])
+	case p[0] == "observability":
+		return observabilityType(p[1])
 	}
 	switch p[0] + "." + p[1] {
 	case "server.bind":

@@ -45,6 +45,17 @@ type Options struct {
 	Params map[string]any
 	// Observer receives the run's observations; nil discards them.
 	Observer Observer
+	// Tracer, when set, receives the run's structural observations as
+	// [TraceEvent]s: sections and fanout arms starting and ending (arms'
+	// own included, which Observer does not see), model turns, tool calls
+	// and log lines, each placed in the run's structure, with what turns
+	// and tool calls measured; not Lua phases or store operations. nil builds none of it. Like
+	// Observer it must not block and is called concurrently by arms.
+	Tracer Tracer
+	// CaptureContent adds the verbatim text of prompts, replies, tool
+	// arguments and results to the tracer's Info. Off, the tracer gets
+	// sizes, names and counts only.
+	CaptureContent bool
 	// Debug, when set, receives every completed model turn's request and
 	// response bodies, fanout arms' turns included. Calls never overlap.
 	Debug func(DebugTurn)
@@ -162,6 +173,12 @@ func (e *Error) Cancelled() bool { return e.Kind == KindCancelled }
 // concurrently (fanout arms).
 type Observer interface {
 	Observe(Event)
+}
+
+// Tracer receives a run's events with their structure (see
+// [Options.Tracer]).
+type Tracer interface {
+	Observe(TraceEvent)
 }
 
 // ObserverFunc adapts a function to Observer.
@@ -311,6 +328,7 @@ var detailNames = [...]string{
 	ModelTurnStarted:             "Model turn started",
 	ToolCallStarted:              "Tool call started",
 	DetailLua:                    "Lua",
+	SectionFailed:                "Section failed",
 }
 
 // String is the fixed text of the detail, e.g. "Run started".

@@ -44,4 +44,13 @@
 // already stand for it. The [Observer] and [Options.Debug] are called from arm
 // goroutines; Debug calls are serialised by the run, Observer must be safe
 // for concurrent use.
+//
+// Tracing: an [Options.Tracer] gets every event, arms' own lifecycle
+// included, as a [TraceEvent] that places it in the run's structure (its
+// unit, the unit that started its chain, and how it was entered: walk,
+// jump, execute, fanout) with what model turns and tool calls measured
+// ([Info]); a failing section adds [SectionFailed], for the tracer only.
+// The Observer's events are the same with or without a tracer, and without
+// one no TraceEvent or Info is built (package runtrace builds traces from
+// them).
 package engine

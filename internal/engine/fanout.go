@@ -70,7 +70,7 @@ func (fc *fanoutCall) run(ctx context.Context) ([]luavm.FanoutResult, error) {
 	r := u.r
 	armsCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	fr := frame{depth: u.frame.depth + 1, args: u.frame.args, inArm: true}
+	fr := frame{depth: u.frame.depth + 1, args: u.frame.args, inArm: true, parent: u.id}
 
 	limit := r.cfg.Limits.FanoutConcurrency
 	if limit <= 0 {
@@ -133,14 +133,18 @@ spawn:
 // arm runs member i. It reports Fanout arm started and then exactly one
 // terminal observation, whatever happens, panics included.
 func (fc *fanoutCall) arm(ctx context.Context, fr frame, i, id int, v *luavm.Var) (res luavm.FanoutResult, err error) {
-	u := fc.caller.r.newUnit(fr, fc.worker)
+	u := fc.caller.r.newUnit(fr, fc.worker, ViaFanout)
 	u.visibleOverride = fc.vis
 	u.incoming = fc.incoming
 	u.item, u.hasItem = fc.members[i], true
 	u.index = i + 1
 	u.writer = store.Writer{Fanout: fc.token, Arm: i + 1}
 
-	u.observe(FanoutArmStarted)
+	if u.r.tracing() {
+		u.emit(FanoutArmStarted, "", "", &Info{Index: u.index, Of: len(fc.members)})
+	} else {
+		u.observe(FanoutArmStarted)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = &Error{Kind: KindInternal, Err: fmt.Errorf("fanout arm %d of section %q panicked: %v", u.index, u.name, p)}
@@ -156,6 +160,8 @@ func (fc *fanoutCall) arm(ctx context.Context, fr frame, i, id int, v *luavm.Var
 			u.observe(FanoutArmExhausted)
 		case ctx.Err() != nil:
 			u.observe(FanoutArmCancelled)
+		case u.r.tracing():
+			u.emit(FanoutArmFailed, "", "", errInfo(err))
 		default:
 			u.observe(FanoutArmFailed)
 		}
@@ -181,7 +187,9 @@ func (u *unit) runArm(ctx context.Context, id int, v *luavm.Var) (string, error)
 	}
 	end := walkEnd{returned: f.returned, value: f.value, reply: f.reply}
 	if f.jump != nil {
-		end, err = u.r.walk(ctx, u.frame, *f.jump, entry{reply: f.reply, v: v, addressed: true})
+		fr := u.frame
+		fr.parent = u.id
+		end, err = u.r.walk(ctx, fr, *f.jump, entry{reply: f.reply, v: v, addressed: true, via: ViaJump})
 		if err != nil {
 			return "", err
 		}

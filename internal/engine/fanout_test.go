@@ -596,7 +596,7 @@ func TestFanout_PreCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := r.newUnit(frame{}, place{slice: p.Sections, index: 0})
+	u := r.newUnit(frame{}, place{slice: p.Sections, index: 0}, ViaWalk)
 	u.vm = luavm.New(ctx, u.vmOptions(luavm.KindSection, 1, "", nil, nil))
 	defer u.vm.Close()
 	_, err = u.fanout(ctx, "## W", []any{"a"})

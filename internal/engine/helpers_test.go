@@ -37,17 +37,21 @@ func parse(t testing.TB, body string) *prompt.Prompt {
 	return p
 }
 
-// recorder is an Observer that keeps every event.
-type recorder struct {
+// eventLog keeps every event it is handed: as a recorder, an Observer's;
+// as a traceRecorder, a Tracer's.
+type eventLog[E any] struct {
 	mu     sync.Mutex
-	events []Event
+	events []E
 }
 
-func (r *recorder) Observe(e Event) {
+func (r *eventLog[E]) Observe(e E) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
 }
+
+// recorder is an Observer that keeps every event.
+type recorder struct{ eventLog[Event] }
 
 func (r *recorder) lines() []string {
 	r.mu.Lock()

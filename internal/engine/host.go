@@ -12,7 +12,7 @@ import (
 
 func (u *unit) Note(n luavm.Note, msg string) {
 	if n == luavm.NoteLog {
-		u.r.observeLog(u.name, msg)
+		u.emit(DetailLua, "", "Lua: "+msg, nil)
 		return
 	}
 	if d, ok := noteDetails[n]; ok {

@@ -105,7 +105,7 @@ func Probe(ctx context.Context, p *prompt.Prompt, cfg Options) ProbeResult {
 		return res
 	}
 	cfg.Client = gateway.NewDisabled(errProbe.Error())
-	cfg.Observer, cfg.Debug = nil, nil
+	cfg.Observer, cfg.Tracer, cfg.Debug = nil, nil, nil
 	live := cfg.Tools
 	cfg.Tools = make([]tools.Tool, len(live))
 	for i, t := range live {
@@ -117,7 +117,7 @@ func Probe(ctx context.Context, p *prompt.Prompt, cfg Options) ProbeResult {
 		return res
 	}
 	r.probed = &res.Needs
-	h1 := r.newUnit(frame{}, place{})
+	h1 := r.newUnit(frame{}, place{}, ViaH1)
 	if _, _, err := h1.runH1(ctx); err != nil {
 		var e *Error
 		if errors.As(err, &e) && e.Kind == KindBinding && res.Failed() != nil {

@@ -32,9 +32,10 @@ type run struct {
 	memory            *luavm.Memory // the run's memory ceiling, shared by all its VMs
 	maxToolIterations int
 	now               func() time.Time
-	turns             atomic.Int64 // completed model turns, fanout arms' included
-	ids               atomic.Int64 // the last sys.id handed to a section entry
-	walkAt            string       // sys.when of the sections: when the walk started
+	turns             atomic.Int64  // completed model turns, fanout arms' included
+	ids               atomic.Int64  // the last sys.id handed to a section entry
+	units             atomic.Uint32 // the last unit id (TraceEvent.Unit)
+	walkAt            string        // sys.when of the sections: when the walk started
 
 	// promptTokens and completionTokens sum the usage every model reply
 	// reported, fanout arms' and refused replies' included.
@@ -75,14 +76,18 @@ func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cf
 		return Result{}, err
 	}
 
-	r.observe(p.Title, RunStarted)
+	r.observe(p.Title, RunStarted, nil)
 	value, err := r.execute(ctx)
 	if err != nil {
 		err = finalError(ctx, err)
-		r.observe(p.Title, RunFailed)
+		var info *Info
+		if r.tracing() {
+			info = errInfo(err)
+		}
+		r.observe(p.Title, RunFailed, info)
 		return Result{Turns: int(r.turns.Load()), Tokens: r.tokens()}, err
 	}
-	r.observe(p.Title, RunSucceeded)
+	r.observe(p.Title, RunSucceeded, nil)
 	return Result{Value: value, Turns: int(r.turns.Load()), Tokens: r.tokens()}, nil
 }
 
@@ -154,21 +159,15 @@ func validateTools(ts []tools.Tool) error {
 	return nil
 }
 
-func (r *run) observe(section string, d Detail) {
+// observe reports a run-level event (the run starting and ending); info
+// goes to the tracer only.
+func (r *run) observe(section string, d Detail, info *Info) {
+	ev := Event{Execution: r.execution, Section: section, Detail: d}
 	if r.cfg.Observer != nil {
-		r.cfg.Observer.Observe(Event{Execution: r.execution, Section: section, Detail: d})
+		r.cfg.Observer.Observe(ev)
 	}
-}
-
-func (r *run) observeWait(section string, d Detail, subject string) {
-	if r.cfg.Observer != nil {
-		r.cfg.Observer.Observe(Event{Execution: r.execution, Section: section, Detail: d, Subject: subject})
-	}
-}
-
-func (r *run) observeLog(section, msg string) {
-	if r.cfg.Observer != nil {
-		r.cfg.Observer.Observe(Event{Execution: r.execution, Section: section, Detail: DetailLua, Message: "Lua: " + msg})
+	if r.cfg.Tracer != nil {
+		r.cfg.Tracer.Observe(TraceEvent{Event: ev, Info: info})
 	}
 }
 
@@ -199,7 +198,7 @@ func (r *run) execute(ctx context.Context) (string, error) {
 		return "", cancelledBy(ctx)
 	}
 	top := frame{args: r.args}
-	h1 := r.newUnit(top, place{})
+	h1 := r.newUnit(top, place{}, ViaH1)
 	end, v, err := h1.runH1(ctx)
 	if err != nil {
 		return "", err

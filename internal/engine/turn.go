@@ -102,13 +102,17 @@ func (u *unit) loop(ctx context.Context, mb *modelBinding, sc *scope, text strin
 			if errors.As(err, &ge) && ge.Kind == gateway.KindEmptyReply && ge.FinishReason == "stop" && dispatched > 0 {
 				// A model that answers a tool result with an empty stop
 				// has nothing to add: a clean end with an empty reply.
-				u.turnCompleted(ge.RequestJSON, ge.ResponseJSON, "stop", "", ge.Usage)
+				var info *Info
+				if r.tracing() {
+					info = u.completionInfo(mb, "", "stop", nil, ge.Usage)
+				}
+				u.turnCompleted(ge.RequestJSON, ge.ResponseJSON, "stop", "", ge.Usage, info)
 				empty := ""
 				return roundResult{text: &empty, finish: "stop"}, nil
 			}
 			return roundResult{}, u.turnFailed(ctx, err)
 		}
-		u.turnCompleted(comp.RequestJSON, comp.ResponseJSON, comp.FinishReason, comp.Reasoning, comp.Usage)
+		u.completed(mb, comp)
 		if len(comp.ToolCalls) == 0 {
 			if comp.FinishReason == "length" {
 				u.observe(ModelTurnTruncated)
@@ -148,21 +152,26 @@ func (u *unit) dispatch(ctx context.Context, sc *scope, call gateway.ToolCall) (
 	alias := call.Name
 	tb, isLive := sc.live[alias]
 	if !isLive && !sc.local[alias] {
-		u.observe(ToolCallFailed)
 		suffix := ""
 		if _, declared := r.bind.tools[alias]; declared {
 			suffix = " (alias was declared by tools.need but not added to this section's scope)"
 		}
-		return "", &Error{Kind: KindTool, Err: fmt.Errorf("tool %q is not in this section's scope; in-scope aliases: %s%s", alias, quoteIDs(sc.order), suffix)}
+		err := &Error{Kind: KindTool, Err: fmt.Errorf("tool %q is not in this section's scope; in-scope aliases: %s%s", alias, quoteIDs(sc.order), suffix)}
+		u.callFailed(call, err)
+		return "", err
 	}
 	if u.calls != nil {
 		u.calls[alias]++
 	}
-	u.observeWait(ToolCallStarted, alias)
+	var info *Info
+	if r.tracing() {
+		info = u.callInfo(call)
+	}
+	u.emit(ToolCallStarted, alias, "", info)
 	if !isLive {
 		out, err := u.vm.CallLocalTool(alias, call.Arguments)
 		if err != nil {
-			u.observe(ToolCallFailed)
+			u.callFailed(call, err)
 			if ctx.Err() != nil {
 				return "", cancelledBy(ctx)
 			}
@@ -172,22 +181,42 @@ func (u *unit) dispatch(ctx context.Context, sc *scope, call gateway.ToolCall) (
 			}
 			return "", &Error{Kind: KindTool, Err: fmt.Errorf("tool call failure: local tool %q: %w", alias, err)}
 		}
-		u.observe(ToolCallSucceeded)
+		u.callSucceeded(call, out)
 		return out, nil
 	}
 	res, err := tb.tool.Call(ctx, call.Arguments)
 	if err != nil {
-		u.observe(ToolCallFailed)
+		u.callFailed(call, err)
 		if ctx.Err() != nil {
 			return "", cancelledBy(ctx)
 		}
 		return "", &Error{Kind: KindTool, Err: fmt.Errorf("tool call failure: %w", err)}
 	}
-	u.observe(ToolCallSucceeded)
+	u.callSucceeded(call, res.Text)
 	if res.Trusted {
 		return res.Text, nil
 	}
 	return r.guard.Wrap(res.Text), nil
+}
+
+func (u *unit) callFailed(call gateway.ToolCall, err error) {
+	var info *Info
+	if u.r.tracing() {
+		info = errInfo(err)
+		info.Tool = call.Name
+	}
+	u.emit(ToolCallFailed, "", "", info)
+}
+
+func (u *unit) callSucceeded(call gateway.ToolCall, result string) {
+	var info *Info
+	if u.r.tracing() {
+		info = &Info{Tool: call.Name, ResultBytes: len(result)}
+		if u.r.cfg.CaptureContent {
+			info.Result = result
+		}
+	}
+	u.emit(ToolCallSucceeded, "", "", info)
 }
 
 // complete sends one chat request for mb.
@@ -204,18 +233,34 @@ func (u *unit) complete(ctx context.Context, mb *modelBinding, msgs []gateway.Me
 		// The bound model's own switch, if prompts.toml names one.
 		ThinkingSwitch: mb.model.ThinkingSwitch,
 	}
-	u.observeWait(ModelTurnStarted, mb.alias+", "+mb.model.ID)
+	var info *Info
+	if u.r.tracing() {
+		info = u.turnInfo(&req)
+	}
+	u.emit(ModelTurnStarted, mb.alias+", "+mb.model.ID, "", info)
 	return c.Complete(ctx, req)
 }
 
-func (u *unit) turnCompleted(req, resp []byte, finish, reasoning string, usage gateway.Usage) {
+// completed reports comp, a turn of mb that returned a completion.
+func (u *unit) completed(mb *modelBinding, comp *gateway.Completion) {
+	var info *Info
+	if u.r.tracing() {
+		info = u.completionInfo(mb, comp.Text, comp.FinishReason, comp.ToolCalls, comp.Usage)
+	}
+	u.turnCompleted(comp.RequestJSON, comp.ResponseJSON, comp.FinishReason, comp.Reasoning, comp.Usage, info)
+}
+
+func (u *unit) turnCompleted(req, resp []byte, finish, reasoning string, usage gateway.Usage, info *Info) {
 	n := u.r.turns.Add(1)
 	u.r.spend(usage)
 	if u.r.cfg.Debug != nil {
 		u.r.debug(DebugTurn{Execution: u.r.execution, Section: u.name, Turn: int(n),
 			Request: req, Response: resp, FinishReason: finish, Reasoning: reasoning})
 	}
-	u.observe(ModelTurnCompleted)
+	if info != nil {
+		info.PromptBytes = len(req)
+	}
+	u.emit(ModelTurnCompleted, "", "", info)
 }
 
 // turnFailed reports a failed model round made under ctx; a cancelled one
@@ -233,7 +278,14 @@ func (u *unit) turnFailed(ctx context.Context, err error) error {
 	if errors.As(err, &e) {
 		return e
 	}
-	u.observe(ModelTurnFailed)
+	var info *Info
+	if u.r.tracing() {
+		info = errInfo(err)
+		if ge != nil {
+			info.ErrKind = ge.Kind.String()
+		}
+	}
+	u.emit(ModelTurnFailed, "", "", info)
 	return classify(err)
 }
 
@@ -244,7 +296,7 @@ func (u *unit) infer(ctx context.Context, mb *modelBinding, p string) (string, e
 	if err != nil {
 		return "", u.turnFailed(ctx, err)
 	}
-	u.turnCompleted(comp.RequestJSON, comp.ResponseJSON, comp.FinishReason, comp.Reasoning, comp.Usage)
+	u.completed(mb, comp)
 	if len(comp.ToolCalls) > 0 {
 		return "", &Error{Kind: KindCompletion, Err: errors.New("model inference received tool calls but no tools were advertised")}
 	}

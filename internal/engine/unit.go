@@ -21,6 +21,11 @@ type unit struct {
 	name  string
 	vm    *luavm.VM
 
+	// id, parent and via place the unit in the run's structure for
+	// Options.Tracer (see TraceEvent).
+	id, parent uint32
+	via        Via
+
 	// visibleOverride replaces the visible set computed from place:
 	// fanout arms see their caller's set (see armVisible).
 	visibleOverride []place
@@ -53,8 +58,8 @@ type localTool struct {
 
 // newUnit prepares the unit for the section at p; the zero place is the
 // H1.
-func (r *run) newUnit(fr frame, p place) *unit {
-	u := &unit{r: r, frame: fr, place: p, name: r.p.Title}
+func (r *run) newUnit(fr frame, p place, via Via) *unit {
+	u := &unit{r: r, frame: fr, place: p, name: r.p.Title, id: r.units.Add(1), parent: fr.parent, via: via}
 	if p.slice != nil {
 		u.sec = p.section()
 		u.name = u.sec.Name
@@ -82,16 +87,7 @@ var armForwarded = map[Detail]bool{
 }
 
 func (u *unit) observe(d Detail) {
-	if u.frame.inArm && !armForwarded[d] {
-		return
-	}
-	u.r.observe(u.name, d)
-}
-
-// observeWait reports the start of a model turn or tool call and what it
-// waits on; arms report them too, like the turns and calls they start.
-func (u *unit) observeWait(d Detail, subject string) {
-	u.r.observeWait(u.name, d, subject)
+	u.emit(d, "", "", nil)
 }
 
 // cancelledBy is the cancellation error of a wait on ctx: the run's
@@ -191,6 +187,9 @@ func (u *unit) runSection(ctx context.Context, reply *string, v *luavm.Var) (flo
 	f, err := u.blocks(ctx, reply)
 	u.teardown()
 	if err != nil {
+		if r.tracing() {
+			u.emit(SectionFailed, "", "", errInfo(err))
+		}
 		return flow{}, err
 	}
 	u.observe(SectionFinished)

@@ -19,6 +19,9 @@ type frame struct {
 	// inArm marks units of a fanout arm (and of chains started inside
 	// one); their lifecycle observations are not reported (see observe).
 	inArm bool
+	// parent is the unit that started this walk, for the tracer: 0 for
+	// the top level.
+	parent uint32
 }
 
 // walkEnd is how a walk ended: a scalar return (value), or the slice ran
@@ -49,6 +52,8 @@ type entry struct {
 	reply     *string
 	v         *luavm.Var
 	addressed bool
+	// via is how the first section is entered (for the tracer).
+	via Via
 }
 
 // flow is how one section entry ended.
@@ -110,7 +115,10 @@ func armVisible(caller []place, worker place) []place {
 // walk runs the sections of from's slice, starting at from
 // (prompt-language §3.3).
 func (r *run) walk(ctx context.Context, fr frame, from place, in entry) (walkEnd, error) {
-	at, reply, addressed := from, in.reply, in.addressed
+	at, reply, addressed, via := from, in.reply, in.addressed, in.via
+	if via == ViaRun {
+		via = ViaWalk
+	}
 	for at.index < len(at.slice) {
 		s := at.section()
 		if !addressed && s.OffWalk {
@@ -118,11 +126,11 @@ func (r *run) walk(ctx context.Context, fr frame, from place, in entry) (walkEnd
 			continue
 		}
 		addressed = false
-		f, err := r.newUnit(fr, at).runSection(ctx, reply, in.v)
+		f, err := r.newUnit(fr, at, via).runSection(ctx, reply, in.v)
 		if err != nil {
 			return walkEnd{}, err
 		}
-		reply = f.reply
+		reply, via = f.reply, ViaWalk
 		switch {
 		case f.returned:
 			return walkEnd{returned: true, value: f.value}, nil
@@ -131,7 +139,7 @@ func (r *run) walk(ctx context.Context, fr frame, from place, in entry) (walkEnd
 		case f.jump.parent == s:
 			// A child: walk the jumper's children from the target, then
 			// resume this walk after the jumper with the child walk's reply.
-			end, err := r.walk(ctx, fr, *f.jump, entry{reply: reply, v: in.v, addressed: true})
+			end, err := r.walk(ctx, fr, *f.jump, entry{reply: reply, v: in.v, addressed: true, via: ViaJump})
 			if err != nil {
 				return walkEnd{}, err
 			}
@@ -142,7 +150,7 @@ func (r *run) walk(ctx context.Context, fr frame, from place, in entry) (walkEnd
 			at.index++
 		default:
 			at.index = f.jump.index
-			addressed = true
+			addressed, via = true, ViaJump
 		}
 	}
 	return walkEnd{reply: reply}, nil
@@ -211,10 +219,11 @@ func (u *unit) execute(ctx context.Context, target string, input *string) (strin
 	}
 	fr := u.frame
 	fr.depth++
+	fr.parent = u.id
 	if input != nil {
 		fr.args = *input
 	}
-	end, err := u.r.walk(ctx, fr, t, entry{v: v.Clone(), addressed: true})
+	end, err := u.r.walk(ctx, fr, t, entry{v: v.Clone(), addressed: true, via: ViaExecute})
 	if err != nil {
 		return "", err
 	}

@@ -76,6 +76,21 @@ func (a arguments) optional(key string) (string, error) {
 	return stringValue(key, raw)
 }
 
+// boolean returns a boolean argument, false when absent.
+func (a arguments) boolean(key string) (bool, error) {
+	raw, ok := a[key]
+	if !ok {
+		return false, nil
+	}
+	switch string(bytes.TrimSpace(raw)) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, invalidParams("%s must be true or false", key)
+}
+
 // object returns an object argument, nil when absent; its values are
 // decoded as JSON (numbers as float64). An explicit null is the wrong
 // type, as for strings.

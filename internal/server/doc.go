@@ -21,6 +21,14 @@
 // tools, file roots, metrics), and the wire contract it implements
 // (mcp-server §4, §6) is easier to keep exact in one place.
 //
+// Run traces (traces.go, status.go): each run's engine tracer feeds the
+// metrics (tokens by model, gateway errors by kind) and, with
+// Options.Tracing, a recorder in the trace book kept beside the registry
+// with its retention; check_run's include_trace, the trace JSON and the
+// status page (StatusHandler, mounted by the transport behind its token)
+// read the book. The page is server-rendered and refreshes itself; it
+// starts no goroutine.
+//
 // Decisions that differ from the reference server (design §3 wins):
 //
 //   - A call that is cancelled (notifications/cancelled, or an HTTP client

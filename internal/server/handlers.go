@@ -220,6 +220,10 @@ func (s *Server) checkRun(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if err != nil {
 		return nil, err
 	}
+	withTrace, err := args.boolean("include_trace")
+	if err != nil {
+		return nil, err
+	}
 	v, ok, err := s.runs.Lookup(ctx, id)
 	if err != nil {
 		s.log.Error("check_run could not read the run store", "run_id", id, "error", err.Error())
@@ -229,6 +233,9 @@ func (s *Server) checkRun(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if !ok {
 		return textResult(fmt.Sprintf("there is no run %s: a run can be collected while it is going and for %s after it finishes, and older runs have been evicted; start it again with run_prompt",
 			strconv.Quote(id), humantime.Format(s.runs.RetainCompleted()))), nil
+	}
+	if withTrace {
+		return s.checkRunTrace(res)
 	}
 	return runResult(res)
 }

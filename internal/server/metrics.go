@@ -30,6 +30,7 @@ type Metrics struct {
 	gatewayDuration *prometheus.HistogramVec
 	progressDropped *prometheus.CounterVec
 	modelFetches    *prometheus.CounterVec
+	runs            runSeries // metrics_runs.go
 
 	bindOnce sync.Once
 	bindErr  error
@@ -69,6 +70,7 @@ func NewMetrics() *Metrics {
 	}
 	m.reg.MustRegister(m.runsFinished, m.tokens, m.runDuration, m.gatewayDuration, m.progressDropped, m.modelFetches,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.runs = newRunSeries(m.reg)
 	// Both statuses exist from the start, so a dashboard's rate() has a
 	// series to read before the first failure.
 	for _, s := range []string{string(runs.StatusCompleted), string(runs.StatusFailed)} {
@@ -157,6 +159,7 @@ func (m *Metrics) runEnded(res runs.Result) {
 	m.runDuration.WithLabelValues(status).Observe(float64(res.ElapsedMS) / 1000)
 	m.tokens.WithLabelValues(tokensPrompt).Add(float64(res.Tokens.Prompt))
 	m.tokens.WithLabelValues(tokensCompletion).Add(float64(res.Tokens.Completion))
+	m.runs.runEnded(res)
 }
 
 func (m *Metrics) framesDropped(reason string, n uint64) {

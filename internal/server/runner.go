@@ -191,7 +191,7 @@ func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, 
 		return runs.Result{}, refused("the call ended before a run slot came free, so nothing was run")
 	}
 	id := runs.NewRunID()
-	h, err := s.runs.Launch(slot, id, entry.Name(), s.runFunc(id, entry.Prompt(), r, obs))
+	h, err := s.runs.Launch(slot, id, entry.Name(), s.runFunc(id, entry.Name(), entry.Prompt(), r, obs))
 	switch {
 	case errors.Is(err, runs.ErrDuplicateRun):
 		return runs.Failed(id, entry.Name(), msgDuplicateRun, 0, 0), nil
@@ -207,8 +207,9 @@ func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, 
 
 // runFunc is the body of one run: seed the store, execute the prompt the
 // catalog parsed, and apply the declared-output rules to the value.
-func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progress) func(context.Context) runs.Outcome {
+func (s *Server) runFunc(id, name string, p *prompt.Prompt, r runRequest, obs *progress) func(context.Context) runs.Outcome {
 	return func(ctx context.Context) runs.Outcome {
+		tracer, capture := s.runTracer(id, name)
 		st := store.New()
 		if err := seedStore(st, p, r); err != nil {
 			return runs.Outcome{Err: err}
@@ -222,13 +223,21 @@ func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progres
 			Tools:     s.tools,
 			Ranking:   s.ranking,
 			Observer:  engine.Observers(s.observer, obs),
+			Tracer:    tracer,
+
+			CaptureContent: capture,
 		})
 		// The engine counts the turns and sums the tokens, failed runs
 		// included; nothing here counts them again.
 		turns, tokens := uint32(res.Turns), runTokens(res.Tokens)
 		if err != nil {
+			s.traceEnded(runs.Result{RunID: id, Status: runs.StatusFailed, Error: err.Error(), Turns: turns, Tokens: tokens})
 			return runs.Outcome{Err: err, Turns: turns, Tokens: tokens}
 		}
+		// The trace ends here, before the record is collectable, so a
+		// caller that reads it after the reply finds it ended;
+		// OnTerminal restates it from the record.
+		s.traceEnded(runs.Result{RunID: id, Status: runs.StatusCompleted, Turns: turns, Tokens: tokens})
 		return runs.Outcome{Value: extractOutput(st, p, res.Value, r), Turns: turns, Tokens: tokens}
 	}
 }

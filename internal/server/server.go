@@ -16,6 +16,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/modelset"
 	"github.com/promptforge-go/promptforge/internal/runs"
+	"github.com/promptforge-go/promptforge/internal/runtrace"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
@@ -75,6 +76,9 @@ type Options struct {
 	// every engine.Observer it must not block; it is called on the run's
 	// goroutine (and concurrently by fanout arms).
 	Observer engine.Observer
+	// Tracing, when set, keeps a trace of every run with these options
+	// (docs/configuration.md, [observability]); nil keeps none.
+	Tracing *runtrace.Options
 	// OnTerminal, when set, is called once per launched run with its
 	// terminal record, after the server has counted it in its metrics and
 	// the record is collectable. It runs on the run's goroutine and must
@@ -121,6 +125,9 @@ type Server struct {
 	// renderers: how each run answered as a task renders (tasks.go).
 	renderers taskRenderers
 
+	// traces holds the runs' traces; nil when Options.Tracing is.
+	traces *runtrace.Book
+
 	// calls tracks the tools/call handlers in flight for the transports:
 	// every handler is registered through it.
 	calls *transport.Calls
@@ -144,6 +151,8 @@ func New(opts Options) (*Server, error) {
 		client = gateway.NewDisabled("no gateway is configured for this server: set [gateway].url and [gateway].api_key in prompts.toml")
 	}
 	onTerminal := opts.OnTerminal
+	// s is built after the registry, whose terminal callback needs it.
+	var s *Server
 	reg, err := runs.New(runs.Options{
 		MaxConcurrentRuns: opts.Limits.MaxConcurrentRuns,
 		AdmissionTimeout:  opts.Limits.AdmissionTimeout,
@@ -154,6 +163,7 @@ func New(opts Options) (*Server, error) {
 		Replica:           opts.Replica,
 		OnTerminal: func(res runs.Result) {
 			metrics.runEnded(res)
+			s.traceEnded(res)
 			if onTerminal != nil {
 				onTerminal(res)
 			}
@@ -169,7 +179,7 @@ func New(opts Options) (*Server, error) {
 	if version == "" {
 		version = "0.0.0"
 	}
-	s := &Server{
+	s = &Server{
 		catalog:  opts.Catalog,
 		runs:     reg,
 		client:   client,
@@ -188,6 +198,9 @@ func New(opts Options) (*Server, error) {
 		metrics:           metrics,
 		publishNeedPrompt: opts.Catalog.RetrievalEnabled(),
 		calls:             &transport.Calls{},
+	}
+	if opts.Tracing != nil {
+		s.traces = runtrace.NewBook(*opts.Tracing, reg.RetainCompleted(), runs.DefaultMaxRetainedRuns)
 	}
 	s.builtins = builtinTools(s.publishNeedPrompt)
 	caps := &mcp.ServerCapabilities{

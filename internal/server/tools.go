@@ -66,6 +66,7 @@ var (
 	}
 	checkRunProps = []property{
 		{"run_id", "The run_id of an earlier running result.", ""},
+		{"include_trace", "", `{"type":"boolean","description":"true adds the run's trace: the sections it entered, each model turn and tool call with sizes, tokens and durations, and its log lines (their text only when the server captures content). Default false."}`},
 	}
 )
 
@@ -165,7 +166,9 @@ const (
 		`},"required":["prompt","completion"],"additionalProperties":false},` +
 		`"elapsed_ms":{"type":"integer","minimum":0},` +
 		`"error":{"anyOf":[{"type":"string"},{"type":"null"}]}` +
-		`},"required":["run_id","prompt","status","value","turns","tokens","elapsed_ms","error"],"additionalProperties":false}`
+		recordTail
+	// recordTail ends the run record's properties and the object.
+	recordTail = `},"required":["run_id","prompt","status","value","turns","tokens","elapsed_ms","error"],"additionalProperties":false}`
 
 	needPromptOutput = `{"type":"object","properties":{` +
 		`"prompts":{"type":"array","maxItems":3,"items":{"type":"object","properties":{` +
@@ -174,6 +177,12 @@ const (
 		`},"required":["name","description"],"additionalProperties":false}}` +
 		`},"required":["prompts"],"additionalProperties":false}`
 )
+
+// checkRunOutput is the run record plus the trace include_trace adds (null
+// when the server keeps none for the run).
+var checkRunOutput = runRecordOutput[:len(runRecordOutput)-len(recordTail)] +
+	`,"trace":{"anyOf":[{"type":"object"},{"type":"null"}],"description":"The run's trace, only with include_trace: steps (kind, name, parent, start_ms, end_ms, status, tokens, info) under the run's header."}` +
+	recordTail
 
 // builtinTools returns the published tools in the order tools/list reports
 // them: list_prompts, run_prompt, need_prompt (when retrieval is on),
@@ -213,7 +222,7 @@ func builtinTools(publishNeedPrompt bool) []*mcp.Tool {
 		Description: "Collects a run that outlived the call that started it. Takes the run_id of a running result " +
 			"and reports the run's status now, with its value once it has finished. " + valueSentence,
 		InputSchema:  inputSchema(checkRunProps, "run_id"),
-		OutputSchema: json.RawMessage(runRecordOutput),
+		OutputSchema: json.RawMessage(checkRunOutput),
 	})
 	return out
 }

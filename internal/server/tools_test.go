@@ -87,10 +87,14 @@ func TestToolsListOrderAndSchemas(t *testing.T) {
 		}
 		for pname, p := range schema["properties"].(map[string]any) {
 			// Every parameter is a string but run_prompt's typed
-			// arguments, an object (prompt-language §2.1).
+			// arguments, an object (prompt-language §2.1), and
+			// check_run's include_trace switch.
 			want := "string"
-			if tool.Name == ToolRunPrompt && pname == "arguments" {
+			switch {
+			case tool.Name == ToolRunPrompt && pname == "arguments":
 				want = "object"
+			case tool.Name == ToolCheckRun && pname == "include_trace":
+				want = "boolean"
 			}
 			if p.(map[string]any)["type"] != want {
 				t.Errorf("%s.%s is not a %s", tool.Name, pname, want)

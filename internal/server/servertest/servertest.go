@@ -19,6 +19,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 	"github.com/promptforge-go/promptforge/internal/secret"
+	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
 // TextOf is the single text block of a result; the test fails otherwise.
@@ -104,4 +105,21 @@ func ConfigDir(t testing.TB, serverLines string, g *gatewaytest.Server, files ma
 		t.Fatal(err)
 	}
 	return path
+}
+
+// SearchingGateway is Gateway scripted for one prose block that searches:
+// a turn calling the alias "search" with {"query":"go"} (usage 7 and 3),
+// the search's reply, then a turn answering "found it" (usage 11 and 5);
+// with the real web_search tool over its client.
+func SearchingGateway(t testing.TB) (*gateway.Client, tools.Tool) {
+	t.Helper()
+	g, c := Gateway(t)
+	g.Enqueue(gatewaytest.Calls(gatewaytest.Call{Name: "search", Args: map[string]any{"query": "go"}}).WithUsage(7, 3),
+		gatewaytest.Text("found it").WithUsage(11, 5))
+	g.EnqueueSearch(gatewaytest.Search(gatewaytest.SearchHit{Title: "Go", URL: "https://go.dev/", Description: "The Go language."}))
+	search, err := tools.NewWebSearch(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, search
 }

@@ -6,7 +6,8 @@
 // [HTTPHandler]: the bearer check, the Host check and [ResolveAllowedHosts],
 // the Origin check (originPolicy, [CheckAllowedOrigins]), the body cap and
 // the body read deadline (bodyDeadline), the session cap (sessionLimit),
-// /healthz and the routing of /metrics, graceful shutdown);
+// /healthz and the routing of /metrics and of the status page with its
+// login form and cookie (status.go), graceful shutdown);
 // the routing of each /mcp request to the handler of its protocol era
 // (byEra); the stdio face ([ServeStdio]: line framing and the drain at the end of
 // input); and the filter on the SDK's own log lines ([SDKLogger]).

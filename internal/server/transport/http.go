@@ -83,6 +83,10 @@ type HTTPOptions struct {
 	// Health, when set, is the shared run store's check, which /healthz
 	// reports (see healthz).
 	Health func(context.Context) error
+	// Status serves the status page under StatusPath (/status/), behind
+	// the Host check and the bearer token or the login form's cookie
+	// (status.go); nil answers 404 there.
+	Status http.Handler
 }
 
 // ResolveAllowedHosts applies mcp-server §9.3: a configured list is used as
@@ -159,6 +163,9 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 		exactIDs(keepAliveSSE(keepAlive, stateless)),
 	)))))
 	mux.Handle("/metrics", guard(metrics))
+	if opts.Status != nil {
+		mountStatus(mux, []byte(token), hosts, origins, opts.Status)
+	}
 	mux.Handle("/healthz", healthz(opts.Health))
 	mux.HandleFunc("/", http.NotFound)
 	// Every route: net/http discards a body nobody read (an unauthenticated

@@ -44,7 +44,7 @@ func newHTTPHarness(t *testing.T, f fixture, hosts []string) *httpHarness {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	hh := &httpHarness{harness: h, url: "http://" + ln.Addr().String(), cancel: cancel, served: make(chan error, 1)}
-	opts := transport.HTTPOptions{APIKey: testToken, AllowedHosts: hosts, DrainTimeout: 5 * time.Second, Metrics: h.metrics.Handler()}
+	opts := transport.HTTPOptions{APIKey: testToken, AllowedHosts: hosts, DrainTimeout: 5 * time.Second, Metrics: h.metrics.Handler(), Status: h.srv.StatusHandler(transport.StatusPath)}
 	if f.http != nil {
 		f.http(&opts)
 	}

@@ -1,0 +1,141 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+)
+
+// traceRecorder is a Tracer that keeps every TraceEvent.
+type traceRecorder struct{ eventLog[TraceEvent] }
+
+// structured is a prompt that enters sections every way the tracer tells
+// apart: the H1, the walk, an execute chain, a jump and a fanout, with a
+// model turn that calls a tool and a log line.
+func structured(t *testing.T) (*gw, Options, string) {
+	g := newGW(t)
+	g.Enqueue(gatewaytest.Calls(gatewaytest.Call{Name: "search", Args: map[string]any{"query": "go"}}),
+		gatewaytest.Text("found it").WithUsage(11, 5))
+	cfg := g.cfg()
+	cfg.Tools = bothTools()
+	src := "# T\n\n" + defaultModel + lua(`tools.need("search", "`+searchNeed+`"); tools.always("search"); log("hello")`) +
+		"\n## A\n\nFind things.\n\n" + lua(`execute("## Sub"); jump("## C")`) +
+		"\n## B\n\n" + lua(`error("B must be jumped over")`) +
+		"\n## C\n\n" + lua(`return table.concat(fanout("## W", {"x", "y"}), ",")`) +
+		"\n## Sub\n\n---\n\n" + lua(`local s = 1`) +
+		"\n## W\n\n---\n\n" + lua(`return item`)
+	return g, cfg, src
+}
+
+func TestTracer_PlacesEveryEventInTheRunStructure(t *testing.T) {
+	_, cfg, src := structured(t)
+	tr := &traceRecorder{}
+	cfg.Tracer = tr
+	runP(t, parse(t, src), "", cfg).ok(t, "x,y")
+
+	// unit -> "via section parent-section"
+	units := map[uint32]string{}
+	names := map[uint32]string{0: "run"}
+	var turn, call *Info
+	for _, ev := range tr.events {
+		if ev.Unit != 0 {
+			names[ev.Unit] = ev.Section
+		}
+		switch ev.Detail {
+		case ModelTurnCompleted:
+			if strings.Contains(fmt.Sprint(ev.Info.ToolCalls), "search") {
+				turn = ev.Info
+			}
+		case ToolCallStarted:
+			call = ev.Info
+		}
+	}
+	for _, ev := range tr.events {
+		if ev.Unit != 0 {
+			units[ev.Unit] = ev.Via.String() + " " + ev.Section + " <" + names[ev.Parent]
+		}
+	}
+	var got []string
+	for i := uint32(1); i <= uint32(len(units)); i++ {
+		got = append(got, units[i])
+	}
+	want := []string{"h1 T <run", "walk A <run", "execute Sub <A", "jump C <run", "fanout W <C", "fanout W <C"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Fatalf("units:\n got %q\nwant %q", got, want)
+	}
+	if turn == nil || turn.Model != testModel.ID || turn.PromptBytes == 0 || turn.Finish != "tool_calls" {
+		t.Fatalf("the tool-calling turn's info = %+v", turn)
+	}
+	if call == nil || call.Tool != "search" || fmt.Sprint(call.ArgKeys) != "[query]" || call.Arguments != "" {
+		t.Fatalf("the tool call's info = %+v (no arguments text without capture)", call)
+	}
+}
+
+func TestTracer_CaptureContentAddsTheText(t *testing.T) {
+	_, cfg, src := structured(t)
+	tr := &traceRecorder{}
+	cfg.Tracer, cfg.CaptureContent = tr, true
+	runP(t, parse(t, src), "", cfg).ok(t, "x,y")
+	var prompt, reply, args string
+	for _, ev := range tr.events {
+		switch {
+		case ev.Detail == ModelTurnStarted && prompt == "":
+			prompt = ev.Info.Prompt
+		case ev.Detail == ModelTurnCompleted:
+			reply = ev.Info.Reply
+		case ev.Detail == ToolCallStarted:
+			args = ev.Info.Arguments
+		}
+	}
+	if prompt != "Find things." || reply != "found it" || args != `{"query":"go"}` {
+		t.Fatalf("captured prompt %q, reply %q, arguments %q", prompt, reply, args)
+	}
+}
+
+func TestTracer_ObserverSeesWhatItSawBefore(t *testing.T) {
+	// The same run with and without a tracer tells its observer the same
+	// events: the arms' own lifecycle and SectionFailed stay tracer-only.
+	lines := func(tracer Tracer) []string {
+		_, cfg, src := structured(t)
+		cfg.Tracer = tracer
+		r := runP(t, parse(t, src), "", cfg)
+		r.ok(t, "x,y")
+		return r.rec.lines()
+	}
+	// Sorted: the two fanout arms run concurrently, so their events
+	// interleave differently from run to run.
+	without, with := lines(nil), lines(&traceRecorder{})
+	slices.Sort(without)
+	slices.Sort(with)
+	if strings.Join(without, "\n") != strings.Join(with, "\n") {
+		t.Fatalf("observer lines differ with a tracer:\n%s\n---\n%s", strings.Join(without, "\n"), strings.Join(with, "\n"))
+	}
+}
+
+func TestTracer_SectionFailedEndsAFailingSection(t *testing.T) {
+	tr := &traceRecorder{}
+	p := parse(t, "# T\n\n## A\n\n"+lua(`error("boom")`))
+	r := runP(t, p, "", Options{Tracer: tr})
+	r.fails(t, KindLua, "boom")
+	var failed *TraceEvent
+	for i, ev := range tr.events {
+		if ev.Detail == SectionFailed {
+			failed = &tr.events[i]
+		}
+	}
+	if failed == nil || failed.Section != "A" || !strings.Contains(failed.Info.Err, "boom") {
+		t.Fatalf("SectionFailed = %+v", failed)
+	}
+	if r.rec.count(SectionFailed) != 0 {
+		t.Fatal("the observer saw SectionFailed")
+	}
+}
+
+func TestTracer_SectionFailedHasItsName(t *testing.T) {
+	if got := SectionFailed.String(); got != "Section failed" {
+		t.Fatalf("SectionFailed.String() = %q", got)
+	}
+}

@@ -1,0 +1,128 @@
+package runtrace
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// Book holds the traces of runs in flight and of finished runs for as long
+// as the run registry keeps their records: the same window
+// (retain_completed) and the same count bound (runs.DefaultMaxRetainedRuns
+// unless set). Like the registry it sweeps on each write instead of running
+// a timer.
+type Book struct {
+	opts     Options
+	retain   time.Duration
+	maxKept  int
+	now      func() time.Time
+	mu       sync.Mutex
+	running  map[string]*Recorder
+	finished map[string]*Recorder
+	// order is the finished runs, oldest first, with when each finished.
+	order []finishedAt
+}
+
+type finishedAt struct {
+	id string
+	at time.Time
+}
+
+// NewBook makes a book whose recorders take opts; finished traces are kept
+// for retain and at most maxKept of them (0: no count bound beyond retain).
+func NewBook(opts Options, retain time.Duration, maxKept int) *Book {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Book{opts: opts, retain: retain, maxKept: maxKept, now: now,
+		running: map[string]*Recorder{}, finished: map[string]*Recorder{}}
+}
+
+// CaptureContent reports whether the book's recorders keep text.
+func (b *Book) CaptureContent() bool { return b.opts.CaptureContent }
+
+// Start opens the trace of run id of prompt name.
+func (b *Book) Start(id, name string) *Recorder {
+	rec := NewRecorder(id, name, b.opts)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.running[id] = rec
+	return rec
+}
+
+// Finish closes run id's trace with its outcome and files it with the
+// finished ones. It may be called again with the run's terminal record,
+// which then restates the header (the registry may word the error
+// differently, as when a cancellation names its cause). An id Start never
+// saw, or one evicted since, is ignored.
+func (b *Book) Finish(id, status, errText string, turns int, tokens Tokens) {
+	b.mu.Lock()
+	rec, running := b.running[id]
+	if running {
+		delete(b.running, id)
+		b.finished[id] = rec
+		now := b.now()
+		b.order = append(b.order, finishedAt{id: id, at: now})
+		b.sweepAtLocked(now)
+	} else {
+		rec = b.finished[id]
+	}
+	b.mu.Unlock()
+	if rec != nil {
+		rec.Finish(status, errText, turns, tokens)
+	}
+}
+
+func (b *Book) sweepLocked() { b.sweepAtLocked(b.now()) }
+
+func (b *Book) sweepAtLocked(now time.Time) {
+	n := 0
+	for n < len(b.order) && (now.Sub(b.order[n].at) >= b.retain || (b.maxKept > 0 && len(b.order)-n > b.maxKept)) {
+		delete(b.finished, b.order[n].id)
+		n++
+	}
+	if n > 0 {
+		clear(b.order[:n])
+		b.order = b.order[n:]
+	}
+}
+
+// Get is run id's trace, running or finished and still retained.
+func (b *Book) Get(id string) (Trace, bool) {
+	b.mu.Lock()
+	b.sweepLocked()
+	rec, ok := b.running[id]
+	if !ok {
+		rec, ok = b.finished[id]
+	}
+	b.mu.Unlock()
+	if !ok {
+		return Trace{}, false
+	}
+	return rec.Snapshot(), true
+}
+
+// Runs lists the runs in flight (oldest first) and the retained finished
+// ones (newest first, at most recent of them).
+func (b *Book) Runs(recent int) (inFlight, finished []Summary) {
+	b.mu.Lock()
+	b.sweepLocked()
+	live := make([]*Recorder, 0, len(b.running))
+	for _, r := range b.running {
+		live = append(live, r)
+	}
+	var done []*Recorder
+	for i := len(b.order) - 1; i >= 0 && len(done) < recent; i-- {
+		done = append(done, b.finished[b.order[i].id])
+	}
+	b.mu.Unlock()
+	for _, r := range live {
+		inFlight = append(inFlight, r.Summary())
+	}
+	slices.SortFunc(inFlight, func(a, b Summary) int { return a.Started.Compare(b.Started) })
+	for _, r := range done {
+		finished = append(finished, r.Summary())
+	}
+	return inFlight, finished
+}

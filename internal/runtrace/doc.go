@@ -1,0 +1,23 @@
+// Package runtrace records what a run did, as a bounded tree of steps: the
+// units the engine entered (the H1 pass, sections by walk, jump or execute,
+// fanout arms), each model turn and tool call inside them with its size,
+// tokens, duration and error, the Lua log lines, and the outcome. The
+// server keeps one [Recorder] per run in a [Book] beside the run registry,
+// with the registry's retention, for the status page, the trace JSON and
+// check_run; a [Sink] sees every step start and end as it happens, which is
+// how traces are exported over OTLP (package otlp) without a second reading
+// of the engine's events.
+//
+// A trace is bounded: at most Options.MaxSteps steps are kept (later ones
+// are counted in Trace.Dropped but still reach the Sink), and captured text
+// (only with capture_content) is cut at Options.MaxContentBytes per run.
+// Without capture a trace holds no prompt, reply, argument, result or log
+// text: names (sections, models, tools, argument keys), sizes and counts.
+//
+// # Goroutines
+//
+// None. A Recorder is driven by the engine's Tracer calls, on the run's
+// goroutine and its fanout arms' (hence its mutex); a Book is read by
+// HTTP handlers and written by the server's run bodies and their terminal
+// callback. Retention is a sweep on each write, like the registry's.
+package runtrace

@@ -1,0 +1,551 @@
+package runtrace
+
+import (
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/promptforge-go/promptforge/internal/engine"
+)
+
+// Kinds of steps.
+const (
+	KindH1      = "h1"
+	KindSection = "section"
+	KindArm     = "fanout_arm"
+	KindTurn    = "model_turn"
+	KindTool    = "tool_call"
+	KindLog     = "log"
+)
+
+// Step statuses.
+const (
+	StatusRunning   = "running"
+	StatusOK        = "ok"
+	StatusFailed    = "failed"
+	StatusExhausted = "exhausted"
+	StatusCancelled = "cancelled"
+)
+
+// Defaults of [Options].
+const (
+	DefaultMaxSteps        = 2000
+	DefaultMaxContentBytes = 256 << 10
+)
+
+// Options bound a Recorder.
+type Options struct {
+	// MaxSteps caps the steps a trace keeps; 0 is DefaultMaxSteps.
+	MaxSteps int
+	// CaptureContent keeps the verbatim text the engine passes with
+	// engine.Options.CaptureContent, and log() lines' text.
+	CaptureContent bool
+	// MaxContentBytes caps the captured text of one trace together; 0 is
+	// DefaultMaxContentBytes.
+	MaxContentBytes int
+	// NewSink, when set, makes each recorder's Sink, which sees every
+	// step start and end of that run.
+	NewSink func() Sink
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+// Sink follows a run's steps as they happen (an exporter). Calls for one run
+// are serialised by its Recorder; a Sink must not block.
+type Sink interface {
+	// RunStarted and RunEnded bracket the run: its trace's header.
+	RunStarted(t *Trace)
+	RunEnded(t *Trace)
+	// StepStarted is called when s begins; parent is its enclosing step,
+	// nil for a top-level one. StepEnded is called once s has ended (a
+	// log line ends as it starts).
+	StepStarted(s, parent *Step)
+	StepEnded(s *Step)
+}
+
+// Trace is one run's recorded trace, as the JSON of the trace endpoint and
+// check_run's include_trace give it.
+type Trace struct {
+	RunID   string    `json:"run_id"`
+	Prompt  string    `json:"prompt"`
+	Started time.Time `json:"started"`
+	// Status is "running" until the run ends, then the run record's status
+	// ("completed" or "failed").
+	Status     string `json:"status"`
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
+	Turns      int    `json:"turns"`
+	Tokens     Tokens `json:"tokens"`
+	// ContentCaptured says whether text fields were kept
+	// ([observability] capture_content).
+	ContentCaptured bool   `json:"content_captured"`
+	Steps           []Step `json:"steps"`
+	// Dropped counts the steps past the bound that were not kept.
+	Dropped int `json:"dropped_steps,omitempty"`
+}
+
+// Tokens are usage counts as the model replies reported them.
+type Tokens struct {
+	Prompt     int `json:"prompt"`
+	Completion int `json:"completion"`
+}
+
+// Info is what a step measured (the engine's, kept as it reported it).
+type Info = engine.Info
+
+// Step is one thing the run did. Times are milliseconds from the run's
+// start; EndMS is 0 while the step runs.
+type Step struct {
+	ID     int    `json:"id"`
+	Parent int    `json:"parent"` // the enclosing step's ID; 0 is the run
+	Kind   string `json:"kind"`
+	// Name is the section heading, the model id or the tool alias.
+	Name string `json:"name,omitempty"`
+	// Via is how a unit was entered: walk, jump, execute, fanout, h1.
+	Via     string  `json:"via,omitempty"`
+	StartMS float64 `json:"start_ms"`
+	EndMS   float64 `json:"end_ms,omitempty"`
+	Status  string  `json:"status"`
+	Tokens  *Tokens `json:"tokens,omitempty"`
+	// Info is what a model turn, tool call or arm measured.
+	Info *engine.Info `json:"info,omitempty"`
+	// Message is a log() line's text, only with capture.
+	Message string `json:"message,omitempty"`
+}
+
+// DurationMS is the step's duration; 0 while it runs.
+func (s *Step) DurationMS() float64 {
+	if s.EndMS == 0 {
+		return 0
+	}
+	return s.EndMS - s.StartMS
+}
+
+// node is a step and what the recorder needs to place its children.
+type node struct {
+	step   Step
+	parent *node
+	// open are the turns and tool calls of a unit still going, innermost
+	// last: a local tool's Lua may start a model turn inside a tool call.
+	open []*node
+}
+
+// Recorder builds one run's trace from its engine events. It implements
+// engine.Tracer.
+type Recorder struct {
+	opts Options
+	sink Sink // nil: no export
+	mu   sync.Mutex
+	t    Trace
+	// start is the run's start on the recorder's clock.
+	start  time.Time
+	nextID int
+	// units are the units going, by engine unit id: a few at a time (a
+	// chain's depth, fanout arms in flight), so a slice beats a map.
+	units  []openUnit
+	kept   []*node // the steps kept, in ID order
+	budget int     // captured bytes left
+	done   bool
+	// A small run (most runs) keeps its units and steps in these,
+	// without allocating.
+	unitsBuf [4]openUnit
+	keptBuf  [8]*node
+}
+
+type openUnit struct {
+	id   uint32
+	node *node
+}
+
+func (r *Recorder) lookup(id uint32) *node {
+	for _, u := range r.units {
+		if u.id == id {
+			return u.node
+		}
+	}
+	return nil
+}
+
+func (r *Recorder) forget(id uint32) {
+	for i, u := range r.units {
+		if u.id == id {
+			r.units = append(r.units[:i], r.units[i+1:]...)
+			return
+		}
+	}
+}
+
+// NewRecorder starts recording run id of prompt name.
+func NewRecorder(id, name string, opts Options) *Recorder {
+	if opts.MaxSteps <= 0 {
+		opts.MaxSteps = DefaultMaxSteps
+	}
+	if opts.MaxContentBytes <= 0 {
+		opts.MaxContentBytes = DefaultMaxContentBytes
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	r := &Recorder{opts: opts, budget: opts.MaxContentBytes}
+	r.units, r.kept = r.unitsBuf[:0], r.keptBuf[:0]
+	r.start = opts.Now()
+	r.t = Trace{RunID: id, Prompt: name, Started: r.start, Status: "running", ContentCaptured: opts.CaptureContent}
+	if opts.NewSink != nil {
+		r.sink = opts.NewSink()
+		r.sink.RunStarted(&r.t)
+	}
+	return r
+}
+
+// CaptureContent is what the run's engine.Options.CaptureContent must be.
+func (r *Recorder) CaptureContent() bool { return r.opts.CaptureContent }
+
+func (r *Recorder) since() float64 {
+	// At least a microsecond, so that an ended step never reads as
+	// running (EndMS 0).
+	return max(float64(r.opts.Now().Sub(r.start).Microseconds())/1000, 0.001)
+}
+
+// ignored are the events a trace does not record (Lua phases, store
+// operations, scope checks): most of a run's events, so they are dropped
+// before the lock. The H1's are kept but its teardown's start, since its
+// first event, whichever it is, starts its step; an H1 with nothing in it
+// reports only its teardown, and has no step.
+var ignored = func() (set [engine.SectionFailed + 1]bool) {
+	for _, d := range []engine.Detail{
+		engine.LuaCompilationStarted, engine.LuaCompilationSucceeded, engine.LuaCompilationFailed,
+		engine.LuaSharedLoadStarted, engine.LuaSharedLoadSucceeded, engine.LuaSharedLoadFailed,
+		engine.LuaChunkStarted, engine.LuaChunkSucceeded, engine.LuaChunkFailed,
+		engine.LuaReplyBindingStarted, engine.LuaReplyBindingSucceeded, engine.LuaReplyBindingFailed,
+		engine.LuaTeardownStarted, engine.LuaTeardownSucceeded,
+		engine.ToolScopeValidationStarted, engine.ToolScopeValidationSucceeded, engine.ToolScopeValidationFailed,
+		engine.StoreWriteSucceeded, engine.StoreWriteFailed, engine.StoreAppendSucceeded, engine.StoreAppendFailed,
+		engine.StoreReadSucceeded, engine.StoreReadFailed, engine.StoreReadNumberedSucceeded, engine.StoreReadNumberedFailed,
+		engine.StoreReplaceSucceeded, engine.StoreReplaceFailed, engine.StoreDeleteSucceeded, engine.StoreDeleteFailed,
+		engine.StoreGlobSucceeded, engine.StoreGlobFailed, engine.ModelTurnTruncated,
+	} {
+		set[d] = true
+	}
+	return set
+}()
+
+// waits are the events that start (status "") or end a model turn or a
+// tool call, by detail.
+var waits = func() (w [engine.SectionFailed + 1]struct{ kind, status string }) {
+	w[engine.ModelTurnStarted].kind = KindTurn
+	w[engine.ModelTurnCompleted].kind, w[engine.ModelTurnCompleted].status = KindTurn, StatusOK
+	w[engine.ModelTurnFailed].kind, w[engine.ModelTurnFailed].status = KindTurn, StatusFailed
+	w[engine.ToolCallStarted].kind = KindTool
+	w[engine.ToolCallSucceeded].kind, w[engine.ToolCallSucceeded].status = KindTool, StatusOK
+	w[engine.ToolCallFailed].kind, w[engine.ToolCallFailed].status = KindTool, StatusFailed
+	return w
+}()
+
+// unitEnds are the events that end a section or an arm, with its status.
+var unitEnds = map[engine.Detail]string{
+	engine.SectionFinished:    StatusOK,
+	engine.SectionFailed:      StatusFailed,
+	engine.FanoutArmSucceeded: StatusOK,
+	engine.FanoutArmExhausted: StatusExhausted,
+	engine.FanoutArmCancelled: StatusCancelled,
+	engine.FanoutArmFailed:    StatusFailed,
+}
+
+// Observe implements engine.Tracer.
+func (r *Recorder) Observe(ev engine.TraceEvent) {
+	if int(ev.Detail) < len(ignored) && ignored[ev.Detail] && (ev.Via != engine.ViaH1 || ev.Detail == engine.LuaTeardownStarted) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return
+	}
+	switch ev.Detail {
+	case engine.RunStarted, engine.RunSucceeded:
+		return
+	case engine.RunFailed:
+		if ev.Info != nil {
+			r.t.Error = ev.Info.Err
+		}
+		return
+	}
+	if ev.Detail == engine.LuaTeardownSucceeded {
+		// Only the H1's gets here: its end, if anything in it started
+		// its step.
+		if n := r.lookup(ev.Unit); n != nil {
+			r.endUnit(ev.Unit, n, StatusOK, nil)
+		}
+		return
+	}
+	u := r.unit(ev)
+	if int(ev.Detail) < len(waits) && waits[ev.Detail].kind != "" {
+		w := waits[ev.Detail]
+		if w.status == "" {
+			r.push(u, w.kind, ev.Info)
+		} else {
+			r.pop(u, w.kind, w.status, ev.Info)
+		}
+		return
+	}
+	if status := unitEnds[ev.Detail]; status != "" && (ev.Detail != engine.SectionFinished || ev.Via != engine.ViaFanout) {
+		// An arm's own SectionFinished is not its end: its Fanout arm
+		// event, after it, is.
+		r.endUnit(ev.Unit, u, status, ev.Info)
+		return
+	}
+	switch ev.Detail {
+	case engine.DetailLua:
+		n := r.add(u.innermost(), KindLog, "", nil)
+		if r.opts.CaptureContent {
+			n.step.Message = r.capture(trimLua(ev.Message))
+		}
+		r.end(n, StatusOK)
+	case engine.FanoutArmStarted:
+		u.step.Info = ev.Info
+	}
+}
+
+func trimLua(msg string) string {
+	const prefix = "Lua: "
+	if len(msg) >= len(prefix) && msg[:len(prefix)] == prefix {
+		return msg[len(prefix):]
+	}
+	return msg
+}
+
+// unit is the node of ev's unit, made on its first event (an arm's first is
+// FanoutArmStarted, a section's SectionStarted, but a tracer must not depend
+// on which comes first).
+func (r *Recorder) unit(ev engine.TraceEvent) *node {
+	if n := r.lookup(ev.Unit); n != nil {
+		return n
+	}
+	var parent *node
+	if ev.Parent != 0 {
+		parent = r.lookup(ev.Parent).innermost()
+	}
+	kind := KindSection
+	switch ev.Via {
+	case engine.ViaH1:
+		kind = KindH1
+	case engine.ViaFanout:
+		kind = KindArm
+	}
+	n := r.add(parent, kind, ev.Section, nil)
+	n.step.Via = ev.Via.String()
+	r.units = append(r.units, openUnit{ev.Unit, n})
+	return n
+}
+
+// innermost is where a child of n's unit goes: inside the open tool call or
+// turn, if any.
+func (n *node) innermost() *node {
+	if n == nil {
+		return nil
+	}
+	if len(n.open) > 0 {
+		return n.open[len(n.open)-1]
+	}
+	return n
+}
+
+func (r *Recorder) add(parent *node, kind, name string, info *engine.Info) *node {
+	r.nextID++
+	n := &node{parent: parent, step: Step{ID: r.nextID, Kind: kind, Name: name, StartMS: r.since(), Status: StatusRunning, Info: info}}
+	if parent != nil {
+		n.step.Parent = parent.step.ID
+	}
+	if len(r.kept) < r.opts.MaxSteps {
+		r.kept = append(r.kept, n)
+	} else {
+		r.t.Dropped++
+	}
+	if r.sink != nil {
+		var ps *Step
+		if parent != nil {
+			ps = &parent.step
+		}
+		r.sink.StepStarted(&n.step, ps)
+	}
+	return n
+}
+
+func (r *Recorder) push(u *node, kind string, info *engine.Info) {
+	name := ""
+	if info != nil {
+		r.captureInfo(info)
+		name = info.Model
+		if kind == KindTool {
+			name = info.Tool
+		}
+	}
+	n := r.add(u.innermost(), kind, name, info)
+	u.open = append(u.open, n)
+}
+
+// pop ends the innermost open step of kind in u, merging what its end
+// measured into what its start did. A tool call refused before it started
+// (out of scope) has no open step: it is recorded as one that ended at once.
+func (r *Recorder) pop(u *node, kind, status string, info *engine.Info) {
+	var n *node
+	for i := len(u.open) - 1; i >= 0; i-- {
+		if u.open[i].step.Kind == kind {
+			n = u.open[i]
+			u.open = append(u.open[:i], u.open[i+1:]...)
+			break
+		}
+	}
+	if n == nil {
+		name := ""
+		if info != nil {
+			name = info.Tool
+		}
+		n = r.add(u.innermost(), kind, name, nil)
+	}
+	if info != nil {
+		r.captureInfo(info)
+		n.step.Info = merge(n.step.Info, info)
+		if kind == KindTurn && (info.Usage.PromptTokens != 0 || info.Usage.CompletionTokens != 0) {
+			n.step.Tokens = &Tokens{Prompt: info.Usage.PromptTokens, Completion: info.Usage.CompletionTokens}
+			r.t.Tokens.Prompt += info.Usage.PromptTokens
+			r.t.Tokens.Completion += info.Usage.CompletionTokens
+		}
+		if kind == KindTurn && status == StatusOK {
+			r.t.Turns++
+		}
+	}
+	r.end(n, status)
+}
+
+// merge adds what end measured to what start did.
+func merge(start, end *engine.Info) *engine.Info {
+	if start == nil {
+		return end
+	}
+	m := *start
+	if end.Model != "" {
+		m.Model = end.Model
+	}
+	if end.PromptBytes != 0 {
+		m.PromptBytes = end.PromptBytes
+	}
+	m.ReplyBytes, m.Usage, m.Finish, m.ToolCalls = end.ReplyBytes, end.Usage, end.Finish, end.ToolCalls
+	m.ResultBytes, m.Err, m.Reply, m.Result = end.ResultBytes, end.Err, end.Reply, end.Result
+	return &m
+}
+
+func (r *Recorder) endUnit(id uint32, u *node, status string, info *engine.Info) {
+	// Whatever the unit left open ended with it (a cancelled turn
+	// reports nothing).
+	for i := len(u.open) - 1; i >= 0; i-- {
+		r.end(u.open[i], StatusCancelled)
+	}
+	u.open = nil
+	if info != nil && info.Err != "" {
+		u.step.Info = merge(u.step.Info, &engine.Info{Err: info.Err})
+	}
+	r.end(u, status)
+	r.forget(id)
+}
+
+func (r *Recorder) end(n *node, status string) {
+	n.step.EndMS, n.step.Status = r.since(), status
+	if r.sink != nil {
+		r.sink.StepEnded(&n.step)
+	}
+}
+
+// captureInfo applies the content budget to info's text fields.
+func (r *Recorder) captureInfo(in *engine.Info) {
+	if !r.opts.CaptureContent {
+		in.Prompt, in.Reply, in.Arguments, in.Result = "", "", "", ""
+		return
+	}
+	in.Prompt, in.Reply = r.capture(in.Prompt), r.capture(in.Reply)
+	in.Arguments, in.Result = r.capture(in.Arguments), r.capture(in.Result)
+}
+
+const truncated = "…[truncated: the trace's capture budget is spent]"
+
+// capture keeps s within what is left of the budget.
+func (r *Recorder) capture(s string) string {
+	if len(s) <= r.budget {
+		r.budget -= len(s)
+		return s
+	}
+	cut := r.budget
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	r.budget = 0
+	return s[:cut] + truncated
+}
+
+// Finish records the run's outcome: status ("completed" or "failed"), its
+// error, and the totals the run record has (which count refused replies'
+// tokens the steps may not). Later events are ignored; a later Finish
+// restates the header only.
+func (r *Recorder) Finish(status, errText string, turns int, tokens Tokens) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		r.t.Status, r.t.Turns, r.t.Tokens = status, turns, tokens
+		if errText != "" {
+			r.t.Error = errText
+		}
+		return
+	}
+	for len(r.units) > 0 {
+		u := r.units[len(r.units)-1]
+		r.endUnit(u.id, u.node, StatusCancelled, nil)
+	}
+	r.done = true
+	r.t.Status, r.t.Turns, r.t.Tokens = status, turns, tokens
+	if errText != "" {
+		r.t.Error = errText
+	}
+	r.t.DurationMS = r.opts.Now().Sub(r.start).Milliseconds()
+	if r.sink != nil {
+		r.sink.RunEnded(&r.t)
+	}
+}
+
+// Snapshot is a copy of the trace so far.
+func (r *Recorder) Snapshot() Trace {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.t
+	t.Steps = make([]Step, len(r.kept))
+	for i, n := range r.kept {
+		t.Steps[i] = n.step
+	}
+	if !r.done {
+		t.DurationMS = r.opts.Now().Sub(r.start).Milliseconds()
+	}
+	return t
+}
+
+// Summary is a run as the status page lists it.
+func (r *Recorder) Summary() Summary {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := Summary{RunID: r.t.RunID, Prompt: r.t.Prompt, Started: r.t.Started, Status: r.t.Status,
+		Turns: r.t.Turns, Tokens: r.t.Tokens, Error: r.t.Error, DurationMS: r.t.DurationMS}
+	if !r.done {
+		s.DurationMS = r.opts.Now().Sub(r.start).Milliseconds()
+	}
+	return s
+}
+
+// Summary is a run's header line.
+type Summary struct {
+	RunID      string
+	Prompt     string
+	Started    time.Time
+	Status     string
+	DurationMS int64
+	Turns      int
+	Tokens     Tokens
+	Error      string
+}

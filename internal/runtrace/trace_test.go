@@ -1,0 +1,175 @@
+package runtrace
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/promptforge-go/promptforge/internal/engine"
+	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/prompt"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
+	"github.com/promptforge-go/promptforge/internal/tools"
+)
+
+func lua(src string) string { return "```lua\n" + src + "\n```\n" }
+
+// structured has the H1, a walked section with a model turn that calls a
+// tool, an execute, a jump, and a fanout of two arms.
+const structured = "---\nname: t\ndescription: A test prompt.\npromptforge: 1\n---\n# T\n\n" +
+	"```lua\nmodels.default(\"writer\", \"A general assistant model\")\ntools.need(\"search\", \"Search the web and return a list of results (title, url, description).\")\ntools.always(\"search\")\nlog(\"hello\")\n```\n" +
+	"\n## A\n\nFind things.\n\n```lua\nexecute(\"## Sub\"); jump(\"## C\")\n```\n" +
+	"\n## B\n\n```lua\nerror(\"jumped over\")\n```\n" +
+	"\n## C\n\n```lua\nreturn table.concat(fanout(\"## W\", {\"x\", \"y\"}), \",\")\n```\n" +
+	"\n## Sub\n\n---\n\n```lua\nlocal s = 1\n```\n" +
+	"\n## W\n\n---\n\n```lua\nreturn item\n```\n"
+
+// runStructured runs the structured prompt through a recorder made with
+// opts and returns its trace.
+func runStructured(t *testing.T, opts Options) (Trace, *Recorder) {
+	t.Helper()
+	c, search := servertest.SearchingGateway(t)
+	p, err := prompt.Parse([]byte(structured))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := NewRecorder("run-1", "t", opts)
+	res, err := engine.Run(context.Background(), p, "", nil, engine.Options{
+		Client: c, Tools: []tools.Tool{search}, Tracer: rec, CaptureContent: rec.CaptureContent(),
+		Models: []gateway.Model{servertest.TestModel},
+	})
+	if err != nil || res.Value != "x,y" {
+		t.Fatalf("run = %q, %v", res.Value, err)
+	}
+	rec.Finish("completed", "", res.Turns, Tokens{Prompt: res.Tokens.PromptTokens, Completion: res.Tokens.CompletionTokens})
+	return rec.Snapshot(), rec
+}
+
+// tree renders steps as indented "kind name via status" lines.
+func tree(steps []Step) string {
+	depth := map[int]int{}
+	var b strings.Builder
+	for _, s := range steps {
+		depth[s.ID] = depth[s.Parent] + 1
+		fmt.Fprintf(&b, "%s%s %s %s %s\n", strings.Repeat("  ", depth[s.ID]-1), s.Kind, s.Name, s.Via, s.Status)
+	}
+	return b.String()
+}
+
+func TestRecorder_TheStepTreeOfARun(t *testing.T) {
+	tr, _ := runStructured(t, Options{})
+	want := `h1 T h1 ok
+  log   ok
+section A walk ok
+  model_turn test-model  ok
+  tool_call search  ok
+  model_turn test-model  ok
+  section Sub execute ok
+section C jump ok
+  fanout_arm W fanout ok
+  fanout_arm W fanout ok
+`
+	if got := tree(tr.Steps); got != want {
+		t.Fatalf("tree:\n%s\nwant:\n%s", got, want)
+	}
+	if tr.Status != "completed" || tr.Turns != 2 || tr.Tokens != (Tokens{18, 8}) || tr.ContentCaptured {
+		t.Fatalf("header = %+v", tr)
+	}
+	for _, s := range tr.Steps {
+		if s.EndMS < s.StartMS || s.EndMS == 0 {
+			t.Errorf("step %d %s: start %v end %v", s.ID, s.Kind, s.StartMS, s.EndMS)
+		}
+		if s.Message != "" || (s.Info != nil && (s.Info.Prompt != "" || s.Info.Reply != "" || s.Info.Arguments != "" || s.Info.Result != "")) {
+			t.Errorf("step %d kept text without capture: %+v %+v", s.ID, s, s.Info)
+		}
+	}
+	turn := tr.Steps[3]
+	if turn.Tokens == nil || *turn.Tokens != (Tokens{7, 3}) || turn.Info.PromptBytes == 0 || fmt.Sprint(turn.Info.ToolCalls) != "[search]" {
+		t.Fatalf("first turn = %+v %+v", turn, turn.Info)
+	}
+	if call := tr.Steps[4]; call.Info.ResultBytes == 0 || fmt.Sprint(call.Info.ArgKeys) != "[query]" {
+		t.Fatalf("tool call = %+v", call.Info)
+	}
+	// Arms run concurrently, so either may have started first.
+	if a, b := tr.Steps[8].Info, tr.Steps[9].Info; a == nil || b == nil || a.Index+b.Index != 3 || a.Of != 2 || b.Of != 2 {
+		t.Fatalf("arms = %+v, %+v", a, b)
+	}
+}
+
+func TestRecorder_CaptureKeepsTextWithinItsBudget(t *testing.T) {
+	tr, _ := runStructured(t, Options{CaptureContent: true, MaxContentBytes: 20})
+	if !tr.ContentCaptured || tr.Steps[1].Message != "hello" {
+		t.Fatalf("log step = %+v", tr.Steps[1])
+	}
+	// "hello" (5) + "Find things." (12) leave 3 bytes for the reply.
+	if got := tr.Steps[3].Info.Prompt; got != "Find things." {
+		t.Fatalf("prompt = %q", got)
+	}
+	if got := tr.Steps[4].Info.Arguments; !strings.HasSuffix(got, truncated) || !strings.HasPrefix(got, `{"q`) {
+		t.Fatalf("arguments = %q, want cut at the budget", got)
+	}
+}
+
+func TestRecorder_BoundedSteps(t *testing.T) {
+	var sink countingSink
+	tr, _ := runStructured(t, Options{MaxSteps: 3, NewSink: func() Sink { return &sink }})
+	if len(tr.Steps) != 3 || tr.Dropped != 7 {
+		t.Fatalf("kept %d, dropped %d; want 3 and 7", len(tr.Steps), tr.Dropped)
+	}
+	if sink.started != 10 || sink.ended != 10 || sink.runs != 1 {
+		t.Fatalf("sink saw %+v; want every step, kept or not", sink)
+	}
+}
+
+type countingSink struct{ started, ended, runs int }
+
+func (s *countingSink) RunStarted(*Trace)      {}
+func (s *countingSink) RunEnded(*Trace)        { s.runs++ }
+func (s *countingSink) StepStarted(_, _ *Step) { s.started++ }
+func (s *countingSink) StepEnded(*Step)        { s.ended++ }
+
+func TestBook_KeepsTracesForTheRetentionWindowAndCount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBook(Options{}, time.Minute, 2)
+		for _, id := range []string{"a", "b", "c"} {
+			b.Start(id, "p")
+		}
+		if live, done := b.Runs(10); len(live) != 3 || len(done) != 0 {
+			t.Fatalf("runs = %v %v", live, done)
+		}
+		b.Finish("a", "completed", "", 0, Tokens{})
+		time.Sleep(time.Second)
+		b.Finish("b", "failed", "boom", 1, Tokens{Prompt: 3})
+		b.Finish("c", "completed", "", 0, Tokens{})
+		b.Finish("nobody", "completed", "", 0, Tokens{})
+		if _, ok := b.Get("a"); ok {
+			t.Fatal("a is past the count bound but still kept")
+		}
+		live, done := b.Runs(10)
+		if len(live) != 0 || len(done) != 2 || done[0].RunID != "c" || done[1].Error != "boom" {
+			t.Fatalf("runs = %+v %+v", live, done)
+		}
+		time.Sleep(time.Minute)
+		if _, ok := b.Get("b"); ok {
+			t.Fatal("b outlived the retention window")
+		}
+	})
+}
+
+func TestRecorder_AnEmptyH1HasNoStep(t *testing.T) {
+	p, err := prompt.Parse([]byte("---\nname: t\ndescription: A test prompt.\npromptforge: 1\n---\n# T\n\n## Run\n\n```lua\nreturn args\n```\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := NewRecorder("run-1", "t", Options{})
+	if _, err := engine.Run(context.Background(), p, "x", nil, engine.Options{Tracer: rec}); err != nil {
+		t.Fatal(err)
+	}
+	rec.Finish("completed", "", 0, Tokens{})
+	if got := tree(rec.Snapshot().Steps); got != "section Run walk ok\n" {
+		t.Fatalf("tree:\n%s", got)
+	}
+}

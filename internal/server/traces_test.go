@@ -1,0 +1,134 @@
+package server
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/runtrace"
+)
+
+// tracedHarness is a server with traces on, its gateway and its metrics.
+func tracedHarness(t *testing.T, capture bool) (*harness, *gatewaytest.Server, *Metrics) {
+	g, c := tcpGateway(t)
+	m := NewMetrics()
+	h := newHarness(t, fixture{opts: func(o *Options) {
+		withGateway(c)(o)
+		o.Metrics = m
+		o.Tracing = &runtrace.Options{CaptureContent: capture}
+	}})
+	return h, g, m
+}
+
+func TestCheckRun_IncludeTraceAddsTheTrace(t *testing.T) {
+	h, g, _ := tracedHarness(t, false)
+	g.Enqueue(gatewaytest.Text("spoken").WithUsage(9, 4))
+	run := h.ok(ToolRunPrompt, map[string]any{"prompt": "summarize"})
+	id := structuredOf(t, run)["run_id"].(string)
+
+	plain := h.ok(ToolCheckRun, map[string]any{"run_id": id})
+	if _, has := structuredOf(t, plain)["trace"]; has || len(plain.Content) != 1 {
+		t.Fatalf("check_run without include_trace changed: %+v", plain)
+	}
+	same := h.ok(ToolCheckRun, map[string]any{"run_id": id, "include_trace": false})
+	a, _ := json.Marshal(plain)
+	b, _ := json.Marshal(same)
+	if string(a) != string(b) {
+		t.Fatalf("include_trace false differs from no include_trace:\n%s\n%s", a, b)
+	}
+
+	res := h.ok(ToolCheckRun, map[string]any{"run_id": id, "include_trace": true})
+	tr, ok := structuredOf(t, res)["trace"].(map[string]any)
+	if !ok {
+		t.Fatalf("no trace object in %v", structuredOf(t, res))
+	}
+	steps := tr["steps"].([]any)
+	var turn map[string]any
+	for _, s := range steps {
+		if s := s.(map[string]any); s["kind"] == runtrace.KindTurn {
+			turn = s
+		}
+	}
+	if tr["status"] != "completed" || turn == nil || turn["name"] != testModel.ID || turn["tokens"].(map[string]any)["prompt"] != 9.0 {
+		t.Fatalf("trace = %v", tr)
+	}
+	if len(res.Content) != 2 || !strings.Contains(res.Content[1].(*mcp.TextContent).Text, `"kind":"model_turn"`) {
+		// The second block is the trace JSON, for clients that read text.
+		t.Fatalf("content = %+v", res.Content)
+	}
+	if strings.Contains(string(mustJSON(t, tr)), "Say something") || strings.Contains(string(mustJSON(t, tr)), "spoken") {
+		t.Fatal("the trace holds prompt or reply text without capture_content")
+	}
+	if we := h.protocolError(ToolCheckRun, map[string]any{"run_id": id, "include_trace": "yes"}); !strings.Contains(we.Message, "include_trace must be true or false") {
+		t.Fatalf("error = %v", we)
+	}
+}
+
+func TestCheckRun_IncludeTraceWithTracesOffIsNull(t *testing.T) {
+	h := newHarness(t, fixture{})
+	id := structuredOf(t, h.ok(ToolRunPrompt, map[string]any{"prompt": "echo", "args": "x"}))["run_id"].(string)
+	res := h.ok(ToolCheckRun, map[string]any{"run_id": id, "include_trace": true})
+	if tr, has := structuredOf(t, res)["trace"]; !has || tr != nil {
+		t.Fatalf("trace = %v (present %v), want null", tr, has)
+	}
+}
+
+func TestTraceHandler_ServesTheTraceJSON(t *testing.T) {
+	h, g, _ := tracedHarness(t, true)
+	g.Enqueue(gatewaytest.Text("spoken"))
+	id := structuredOf(t, h.ok(ToolRunPrompt, map[string]any{"prompt": "summarize"}))["run_id"].(string)
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		h.srv.TraceHandler("/status/trace/").ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		b, _ := io.ReadAll(rec.Result().Body)
+		return rec.Code, string(b)
+	}
+	code, body := get("/status/trace/" + id + ".json")
+	var tr runtrace.Trace
+	if err := json.Unmarshal([]byte(body), &tr); code != 200 || err != nil {
+		t.Fatalf("%d %s %v", code, body, err)
+	}
+	if !tr.ContentCaptured || tr.RunID != id || !strings.Contains(body, `"reply":"spoken"`) || !strings.Contains(body, `"prompt":"Say something."`) {
+		t.Fatalf("trace with capture = %s", body)
+	}
+	if code, _ := get("/status/trace/nope.json"); code != http.StatusNotFound {
+		t.Fatalf("unknown run: %d", code)
+	}
+}
+
+func TestMetrics_PerPromptPerModelAndGatewayErrors(t *testing.T) {
+	h, g, m := tracedHarness(t, false)
+	g.Enqueue(gatewaytest.Text("spoken").WithUsage(9, 4), gatewaytest.Status(503, `{"error":"busy"}`))
+	h.ok(ToolRunPrompt, map[string]any{"prompt": "summarize"})
+	h.ok(ToolRunPrompt, map[string]any{"prompt": "summarize"})
+	h.ok(ToolRunPrompt, map[string]any{"prompt": "echo"})
+	text := scrape(t, m)
+	for _, want := range []string{
+		`promptforge_prompt_runs_total{prompt="summarize",status="completed"} 1`,
+		`promptforge_prompt_runs_total{prompt="summarize",status="failed"} 1`,
+		`promptforge_prompt_runs_total{prompt="echo",status="completed"} 1`,
+		`promptforge_prompt_run_duration_seconds_count{prompt="summarize"} 2`,
+		`promptforge_model_tokens_total{direction="prompt",model="` + testModel.ID + `"} 9`,
+		`promptforge_model_tokens_total{direction="completion",model="` + testModel.ID + `"} 4`,
+		`promptforge_gateway_errors_total{kind="status"} 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
