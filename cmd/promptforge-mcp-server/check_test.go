@@ -143,3 +143,26 @@ func appendFile(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+// A [runs].store URL that serve cannot read fails its boot over either
+// transport, so check fails on it too, offline included, without printing
+// the password.
+func TestCheckRefusesARunStoreURLServeCannotRead(t *testing.T) {
+	files := map[string]string{"echo.md": promptText("echo", "return args")}
+	path := writeConfig(t, "", "", "", files)
+	appendFile(t, path, "[runs]\nstore = \"postgres://pf:hunter2@db.internal:5432/pf?sslmode=bogus\"\n")
+	code, out, errOut := call(t, nil, "check", "--offline", path)
+	if code != exitFailure || !strings.Contains(errOut, "open the run store") || !strings.Contains(errOut, "sslmode is invalid") ||
+		!strings.Contains(errOut, "postgres://user:password@host:port/database") {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if strings.Contains(out+errOut, "hunter2") {
+		t.Fatalf("the password was printed:\n%s%s", out, errOut)
+	}
+	// A URL it can read passes offline: nothing is contacted.
+	path = writeConfig(t, "", "", "", files)
+	appendFile(t, path, "[runs]\nstore = \"postgres://pf:hunter2@127.0.0.1:1/pf\"\n")
+	if code, out, errOut := call(t, nil, "check", "--offline", path); code != exitOK {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}

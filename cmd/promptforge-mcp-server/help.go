@@ -51,8 +51,9 @@ const checkUsage = `usage: promptforge-mcp-server check [--offline] [--log-level
 Resolves the config and the catalog as serve would, printing every fault
 at once, then contacts the model server and shows which served model each
 prompt's needs bind to. It fails on a URL that answers 404 (missing /v1),
-a refused key, or a need that binds to nothing, and notes the prompts
-that have no tests.
+a refused key, an embeddings model ([retrieval]) the server cannot serve,
+or a need that binds to nothing, and notes the prompts that have no
+tests.
 
   --offline      do not contact the model server
   --log-level L  debug, info, warn or error (default warn)

@@ -43,8 +43,9 @@ PROMPTFORGE_GATEWAY_API_KEY; a prompt that never calls a model needs neither.
 
 check resolves the config and the catalog, then contacts the model server
 and shows which served model each prompt's needs bind to; it fails on a
-URL that answers 404 (missing /v1), a refused key, or a need that binds to
-nothing. --offline skips the model server.
+URL that answers 404 (missing /v1), a refused key, an embeddings model it
+cannot serve, or a need that binds to nothing. --offline skips the model
+server.
 
 test runs prompt tests on a scripted gateway (docs/testing-prompts.md).
 "promptforge-mcp-server COMMAND --help" shows a command's own usage.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/config"
+	"github.com/promptforge-go/promptforge/internal/runs/pgstore"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
@@ -61,6 +62,13 @@ func Check(ctx context.Context, o CheckOptions) error {
 	plan, err := planConfig(cfg)
 	if err != nil {
 		return step(StepPrepareTools, err)
+	}
+	// serve opens the run store before it takes a call, over either
+	// transport; a URL it cannot even read fails its boot, so it fails here.
+	if cfg.Runs.Store != nil {
+		if err := pgstore.CheckDSN(cfg.Runs.Store.Reveal()); err != nil {
+			return step(StepRunStore, err)
+		}
 	}
 	var problems []error
 	if cfg.Server.APIKey == nil {

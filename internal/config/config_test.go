@@ -1082,13 +1082,53 @@ func TestFullReferenceConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, table := range []tomlPath{{"server"}, {"paths"}, {"gateway"}, {"catalog"}, {"tools"}, {"retrieval"}, {"limits"}, {"prompts", "x"}, {"models", "x"}} {
+	for _, table := range []tomlPath{{"server"}, {"paths"}, {"gateway"}, {"catalog"}, {"tools"}, {"retrieval"}, {"retrieval", "tools"},
+		{"runs"}, {"limits"}, {"observability"}, {"prompts", "x"}, {"models", "x"}} {
 		keys, _ := tableKeys(table)
 		for _, k := range keys {
-			if !bytes.Contains(data, []byte("\n"+k+" = ")) {
+			if !bytes.Contains(data, []byte("\n"+k+" = ")) && !bytes.Contains(data, []byte(" "+k+" = ")) { // " k = " in an inline table
 				t.Errorf("testdata/full.toml does not document %s", keyName(append(table, k)))
 			}
 		}
+	}
+	// Every top-level table is written in it, and the [tools.web_search]
+	// table form (a comment: web_search is written as a boolean above).
+	root, _ := tableKeys(nil)
+	for _, k := range root {
+		if !bytes.Contains(data, []byte("\n["+k)) {
+			t.Errorf("testdata/full.toml has no [%s] table", k)
+		}
+	}
+	for _, k := range webSearchKeys {
+		if !bytes.Contains(data, []byte("\n#   "+k+" = ")) {
+			t.Errorf("testdata/full.toml does not document [tools.web_search].%s", k)
+		}
+	}
+}
+
+// The "Every key" block of docs/configuration.md is the reference file
+// itself, so the page a user reads lists every key the schema has (merges
+// of branches that each added a table left it behind once).
+func TestConfigurationDocListsEveryKey(t *testing.T) {
+	full, err := os.ReadFile(filepath.Join("testdata", "full.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const open = "## Every key\n\n```toml\n"
+	_, block, ok := bytes.Cut(doc, []byte(open))
+	if !ok {
+		t.Fatalf("docs/configuration.md has no %q block", open)
+	}
+	block, _, ok = bytes.Cut(block, []byte("```\n"))
+	if !ok {
+		t.Fatal("docs/configuration.md: the Every key block is not closed")
+	}
+	if !bytes.Equal(block, full) {
+		t.Errorf("docs/configuration.md's Every key block differs from internal/config/testdata/full.toml; copy the file into it")
 	}
 }
 

@@ -164,3 +164,17 @@ func TestInstructionQuota(t *testing.T) {
 	}
 	assertBounded(t, grew, 32<<20)
 }
+
+// The quota messages reach prompt authors and MCP callers, who have no
+// Limits struct to raise: they say what to do with the prompt instead.
+func TestQuotaMessagesNameNoGoField(t *testing.T) {
+	e := newEnv(t, Options{Limits: Limits{MaxInstructions: 1000}})
+	quota := mustFail(t, e, `while true do end`, "lua instruction quota exceeded")
+	e = newEnv(t, Options{Limits: Limits{LuaTime: 20 * time.Millisecond, MaxInstructions: noQuota}})
+	budget := mustFail(t, e, `while true do end`, "lua time quota exceeded")
+	for _, err := range []error{quota, budget} {
+		if msg := err.Error(); strings.Contains(msg, "Limits.") || !strings.Contains(msg, "is fixed") {
+			t.Errorf("the message should say the limit is fixed and name no Go field: %s", msg)
+		}
+	}
+}

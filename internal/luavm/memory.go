@@ -74,7 +74,7 @@ func (vm *VM) outOfSteps() {
 
 func (vm *VM) instructionsMsg() string {
 	return fmt.Sprintf(
-		"lua instruction quota exceeded: Lua ran more than %d instructions in one section; make the Lua do less work (loop over less data, or leave the work to a model or a tool) or raise Limits.MaxInstructions",
+		"lua instruction quota exceeded: Lua ran more than %d instructions in one section; make the Lua do less work (loop over less data, or leave the work to a model or a tool); the quota is fixed, as in the reference",
 		vm.limits.MaxInstructions)
 }
 

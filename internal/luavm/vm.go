@@ -334,7 +334,7 @@ func (vm *VM) interrupted() error {
 	}
 	if vm.luaCtx.Err() != nil && errors.Is(context.Cause(vm.luaCtx), errBudget) {
 		return &QuotaError{Msg: fmt.Sprintf(
-			"lua time quota exceeded: Lua ran for more than %s in one section (the time budget bounds what the instruction quota does not count, such as pattern matching and library calls); make the Lua finish sooner or raise Limits.LuaTime",
+			"lua time quota exceeded: Lua ran for more than %s in one section (the time budget bounds what the instruction quota does not count, such as pattern matching and library calls); make the Lua finish sooner; the budget is fixed, and waits on models and tools do not count",
 			vm.limits.LuaTime)}
 	}
 	return nil

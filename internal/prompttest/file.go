@@ -168,7 +168,7 @@ func Find(paths []string) ([]string, error) {
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if err != nil {
-			return nil, fmt.Errorf("find prompt tests: %w", err)
+			return nil, fmt.Errorf("find prompt tests: %w; give a directory, a prompt (.md), a test file (%s) or a prompts.toml that exists", err, Suffix)
 		}
 		switch {
 		case info.IsDir():

@@ -2,6 +2,8 @@ package prompttest
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -245,6 +247,10 @@ func TestFind(t *testing.T) {
 	}
 	if _, err := Find([]string{filepath.Join(dir, "b.md")}); err == nil || !strings.Contains(err.Error(), "has no tests") {
 		t.Fatalf("a prompt without tests: %v", err)
+	}
+	// A path that does not exist (a typo) says what a path may be.
+	if _, err := Find([]string{filepath.Join(dir, "nope")}); err == nil || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "give a directory, a prompt") {
+		t.Fatalf("a missing path: %v", err)
 	}
 }
 

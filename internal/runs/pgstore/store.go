@@ -93,9 +93,9 @@ var _ runs.Store = (*Store)(nil)
 // starts the keeper and the listener. ctx bounds the connection and the
 // migration only.
 func Open(ctx context.Context, opts Options) (*Store, error) {
-	cfg, err := pgxpool.ParseConfig(opts.DSN)
+	cfg, err := parseDSN(opts.DSN)
 	if err != nil {
-		return nil, fmt.Errorf("read [runs].store: %s; write it as postgres://user:password@host:port/database", scrub(err, opts.DSN))
+		return nil, err
 	}
 	if opts.Replica == "" {
 		return nil, errors.New("open the run store: no replica name was given")
@@ -332,6 +332,22 @@ func scan(row pgx.Row) (runs.Stored, error) {
 
 // scrub is err's text with the DSN's password, if any, replaced: driver
 // errors may quote the connection string.
+// CheckDSN reports what Open would refuse in dsn before connecting (an
+// sslmode or a parameter pgx does not know), without contacting anything,
+// so `check --offline` fails on the URL `serve` would fail to boot with.
+func CheckDSN(dsn string) error {
+	_, err := parseDSN(dsn)
+	return err
+}
+
+func parseDSN(dsn string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("read [runs].store: %s; write it as postgres://user:password@host:port/database", scrub(err, dsn))
+	}
+	return cfg, nil
+}
+
 func scrub(err error, dsn string) string {
 	text := err.Error()
 	if u, perr := url.Parse(dsn); perr == nil && u.User != nil {

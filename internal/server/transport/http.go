@@ -63,8 +63,8 @@ type HTTPOptions struct {
 	// see ResolveAllowedHosts). An entry without a port matches any port.
 	AllowedHosts []string
 	// AllowedOrigins are the browser origins ("scheme://host[:port]") a
-	// request's Origin may be; empty means only the server's own (the
-	// request's Host and port). See originPolicy.
+	// request's Origin may be besides the server's own (the request's Host
+	// and port). See originPolicy.
 	AllowedOrigins []string
 	// KeepAlive is the SSE comment interval; 0 means DefaultKeepAlive.
 	KeepAlive time.Duration

@@ -82,7 +82,8 @@ func TestOriginMatching(t *testing.T) {
 		{"localhost:9310", []string{"https://app.example:443"}, listed, true},
 		{"localhost:9310", []string{"http://localhost:6274"}, listed, true},
 		{"localhost:9310", []string{"http://app.example"}, listed, false},
-		{"localhost:9310", []string{"http://localhost:9310"}, listed, false},
+		{"localhost:9310", []string{"http://localhost:9310"}, listed, true}, // its own pages (the status login form)
+		{"localhost:9310", []string{"http://localhost:9311"}, listed, false},
 		{"localhost:9310", nil, listed, true},
 	} {
 		rec := httptest.NewRecorder()

@@ -50,8 +50,8 @@ func parseOrigin(s string) (origin, bool) {
 // MUST validate the Origin header"; mcp-server §9.2). Clients that are not
 // browsers send no Origin and are not affected.
 type originPolicy struct {
-	// listed are [server].allowed_origins, normalized; when there are any,
-	// an Origin must be one of them.
+	// listed are [server].allowed_origins, normalized: origins allowed
+	// besides the server's own.
 	listed map[origin]bool
 }
 
@@ -79,13 +79,15 @@ func parseAllowedOrigins(entries []string) (originPolicy, error) {
 }
 
 // allows reports whether r's Origin (if any) may drive the server; host is
-// r's Host, already checked against the allowed hosts. With no
-// allowed_origins, a page may only be one served by this server: the same
-// host as the request's and the port the request came to (the Host's port,
-// or the scheme's default when the Host names none, as behind a proxy on
-// 443). So a page on another port of an allowed name (another local app)
-// is refused, and a page of another site is refused whatever Host it
-// rebinds.
+// r's Host, already checked against the allowed hosts. A page may be one
+// listed in allowed_origins or one served by this server: the same host as
+// the request's and the port the request came to (the Host's port, or the
+// scheme's default when the Host names none, as behind a proxy on 443).
+// So a page on another port of an allowed name (another local app) is
+// refused, and a page of another site is refused whatever Host it
+// rebinds. The server's own origin stays allowed when others are listed:
+// its status page's login form is posted from it, and a page this server
+// served is no less trusted for the operator having listed another.
 func (p originPolicy) allows(host authority, r *http.Request) bool {
 	values := r.Header.Values("Origin")
 	switch {
@@ -98,8 +100,8 @@ func (p originPolicy) allows(host authority, r *http.Request) bool {
 	if !ok {
 		return false
 	}
-	if p.listed != nil {
-		return p.listed[o]
+	if p.listed[o] {
+		return true
 	}
 	want := strings.TrimLeft(host.port, "0")
 	if host.port == "" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/runtrace"
 	"github.com/promptforge-go/promptforge/internal/server"
+	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
 // brokenPrompt has no description, so the catalog lists it broken with
@@ -144,5 +145,36 @@ func TestStatus_TraceJSONToTheBearer(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" ||
 		!strings.Contains(text, `"run_id":"`+id+`"`) || !strings.Contains(text, `"kind":"section"`) {
 		t.Fatalf("trace JSON: %d %s", resp.StatusCode, text)
+	}
+}
+
+// The login form is a page of this server, so a browser posts it with the
+// server's own Origin; listing other origins (allowed_origins) must not
+// lock the operator out of the status page. An origin neither own nor
+// listed is still refused.
+func TestStatus_LoginFormWorksWithAllowedOrigins(t *testing.T) {
+	f := statusFixture()
+	f.http = func(o *transport.HTTPOptions) { o.AllowedOrigins = []string{"https://app.example"} }
+	hh := newHTTPHarness(t, f, nil)
+	c := noRedirects(t)
+	post := func(origin string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, hh.url+"/status/login", strings.NewReader(url.Values{"token": {testToken}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", origin)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body(t, resp)
+		return resp
+	}
+	if resp := post(hh.url); resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+		t.Fatalf("login from the server's own page with allowed_origins set: %d %v, want 303 and the cookie", resp.StatusCode, resp.Cookies())
+	}
+	if resp := post("https://app.example"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("login from a listed origin: %d", resp.StatusCode)
+	}
+	if resp := post("https://evil.example"); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("login from an origin neither own nor listed: %d, want 403", resp.StatusCode)
 	}
 }
