@@ -17,7 +17,7 @@ const TOOLS = [
   { name: 'list_prompts', props: ['cursor'], required: undefined },
   { name: 'run_prompt', props: ['prompt', 'args', 'arguments', 'input_file', 'input_text', 'output_file'], required: ['prompt'] },
   { name: 'need_prompt', props: ['capability'], required: ['capability'] },
-  { name: 'check_run', props: ['run_id'], required: ['run_id'] },
+  { name: 'check_run', props: ['run_id', 'include_trace'], required: ['run_id'] },
 ];
 
 /** The single text block of a result. */
@@ -91,7 +91,8 @@ export function defineClientSuite(transport) {
           assert.equal(s.additionalProperties, false, want.name);
           assert.deepEqual(Object.keys(s.properties), want.props, want.name);
           for (const [prop, schema] of Object.entries(s.properties)) {
-            assert.equal(schema.type, want.name === 'run_prompt' && prop === 'arguments' ? 'object' : 'string', `${want.name}.${prop}`);
+            const type = { 'run_prompt.arguments': 'object', 'check_run.include_trace': 'boolean' }[`${want.name}.${prop}`] ?? 'string';
+            assert.equal(schema.type, type, `${want.name}.${prop}`);
             assert.ok(typeof schema.description === 'string' && schema.description.length > 0, `${want.name}.${prop} description`);
           }
           assert.deepEqual(s.required, want.required, `${want.name} required`);
