@@ -192,10 +192,14 @@ func NewRecorder(id, name string, opts Options) *Recorder {
 	if realClock {
 		opts.Now = time.Now
 	}
-	r := &Recorder{opts: opts, budget: opts.MaxContentBytes, realClock: realClock}
-	r.units, r.kept = r.unitsBuf[:0], r.keptBuf[:0]
+	// Field by field: a composite literal of the whole Recorder is built
+	// aside and copied in (and, while the GC marks, through its write
+	// barriers).
+	r := new(Recorder)
+	r.opts, r.budget, r.realClock = opts, opts.MaxContentBytes, realClock
 	r.start = opts.Now()
-	r.t = Trace{RunID: id, Prompt: name, Started: r.start, Status: "running", ContentCaptured: opts.CaptureContent}
+	r.t.RunID, r.t.Prompt, r.t.Started, r.t.Status, r.t.ContentCaptured = id, name, r.start, StatusRunning, opts.CaptureContent
+	r.units, r.kept = r.unitsBuf[:0], r.keptBuf[:0]
 	if opts.NewSink != nil {
 		r.sink = opts.NewSink()
 		r.sink.RunStarted(&r.t)
@@ -257,15 +261,17 @@ var waits = func() (w [engine.SectionFailed + 1]struct{ kind, status string }) {
 	return w
 }()
 
-// unitEnds are the events that end a section or an arm, with its status.
-var unitEnds = map[engine.Detail]string{
-	engine.SectionFinished:    StatusOK,
-	engine.SectionFailed:      StatusFailed,
-	engine.FanoutArmSucceeded: StatusOK,
-	engine.FanoutArmExhausted: StatusExhausted,
-	engine.FanoutArmCancelled: StatusCancelled,
-	engine.FanoutArmFailed:    StatusFailed,
-}
+// unitEnds are the events that end a section or an arm, with its status,
+// by detail (an array, not a map: it is read for most events a trace keeps).
+var unitEnds = func() (e [engine.SectionFailed + 1]string) {
+	e[engine.SectionFinished] = StatusOK
+	e[engine.SectionFailed] = StatusFailed
+	e[engine.FanoutArmSucceeded] = StatusOK
+	e[engine.FanoutArmExhausted] = StatusExhausted
+	e[engine.FanoutArmCancelled] = StatusCancelled
+	e[engine.FanoutArmFailed] = StatusFailed
+	return e
+}()
 
 // Observe implements engine.Tracer.
 func (r *Recorder) Observe(ev engine.TraceEvent) {
@@ -301,7 +307,11 @@ func (r *Recorder) Observe(ev engine.TraceEvent) {
 		}
 		return
 	}
-	if status := unitEnds[ev.Detail]; status != "" && (ev.Detail != engine.SectionFinished || ev.Via != engine.ViaFanout) {
+	status := ""
+	if int(ev.Detail) < len(unitEnds) {
+		status = unitEnds[ev.Detail]
+	}
+	if status != "" && (ev.Detail != engine.SectionFinished || ev.Via != engine.ViaFanout) {
 		// An arm's own SectionFinished is not its end: its Fanout arm
 		// event, after it, is.
 		r.endUnit(ev.Unit, u, status, ev.Info)
