@@ -52,6 +52,13 @@ type Options struct {
 	// and tool calls measured; not Lua phases or store operations. nil builds none of it. Like
 	// Observer it must not block and is called concurrently by arms.
 	Tracer Tracer
+	// TraceTurnsOnly narrows what Tracer gets to the ends of model turns:
+	// ModelTurnCompleted with its Info's Model and Usage, ModelTurnFailed
+	// with ErrKind (and Err). That is all a host that only counts tokens by
+	// model and gateway errors needs (the server's /metrics with traces
+	// off); the run's structure and the Info of turn starts, tool calls
+	// (which parses their arguments), arms and failures are then not built.
+	TraceTurnsOnly bool
 	// CaptureContent adds the verbatim text of prompts, replies, tool
 	// arguments and results to the tracer's Info. Off, the tracer gets
 	// sizes, names and counts only.

@@ -52,5 +52,5 @@
 // ([Info]); a failing section adds [SectionFailed], for the tracer only.
 // The Observer's events are the same with or without a tracer, and without
 // one no TraceEvent or Info is built (package runtrace builds traces from
-// them).
+// them); with [Options.TraceTurnsOnly] only the ends of model turns are.
 package engine

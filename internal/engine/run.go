@@ -166,7 +166,7 @@ func (r *run) observe(section string, d Detail, info *Info) {
 	if r.cfg.Observer != nil {
 		r.cfg.Observer.Observe(ev)
 	}
-	if r.cfg.Tracer != nil {
+	if r.tracing() {
 		r.cfg.Tracer.Observe(TraceEvent{Event: ev, Info: info})
 	}
 }

@@ -93,22 +93,35 @@ type Info struct {
 }
 
 // trace hands ev to the tracer; info is built by the caller only when
-// tracing() is true.
+// tracing() (tracingTurns(), for a turn's end) is true.
 func (u *unit) trace(ev Event, info *Info) {
 	u.r.cfg.Tracer.Observe(TraceEvent{Event: ev, Unit: u.id, Parent: u.parent, Via: u.via, Info: info})
 }
 
-func (r *run) tracing() bool { return r.cfg.Tracer != nil }
+// tracing is whether the tracer gets the whole trace; tracingTurns whether
+// it gets at least the ends of model turns (Options.TraceTurnsOnly).
+func (r *run) tracing() bool      { return r.cfg.Tracer != nil && !r.cfg.TraceTurnsOnly }
+func (r *run) tracingTurns() bool { return r.cfg.Tracer != nil }
 
 // emit reports d: to the observer unless the unit is inside a fanout arm and
-// d is not forwarded from arms (see armForwarded), and to the tracer always.
+// d is not forwarded from arms (see armForwarded), and to the tracer always
+// (only the ends of turns with Options.TraceTurnsOnly).
 func (u *unit) emit(d Detail, subject, message string, info *Info) {
 	r := u.r
 	ev := Event{Execution: r.execution, Section: u.name, Detail: d, Subject: subject, Message: message}
 	if r.cfg.Observer != nil && d != SectionFailed && (!u.frame.inArm || armForwarded[d] || d == DetailLua || d == ModelTurnStarted || d == ToolCallStarted) {
 		r.cfg.Observer.Observe(ev)
 	}
-	if r.cfg.Tracer != nil && (traced[d] || u.via == ViaH1) {
+	if r.cfg.Tracer == nil {
+		return
+	}
+	if r.cfg.TraceTurnsOnly {
+		if d == ModelTurnCompleted || d == ModelTurnFailed {
+			u.trace(ev, info)
+		}
+		return
+	}
+	if traced[d] || u.via == ViaH1 {
 		u.trace(ev, info)
 	}
 }

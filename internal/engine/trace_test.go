@@ -139,3 +139,34 @@ func TestTracer_SectionFailedHasItsName(t *testing.T) {
 		t.Fatalf("SectionFailed.String() = %q", got)
 	}
 }
+
+func TestTracer_TurnsOnlyGetsTheEndsOfTurns(t *testing.T) {
+	// The structured run, narrowed: only its turns' ends, with the model
+	// and usage (what counting tokens by model needs), and no structure
+	// or tool-call info built for nobody.
+	_, cfg, src := structured(t)
+	tr := &traceRecorder{}
+	cfg.Tracer, cfg.TraceTurnsOnly = tr, true
+	runP(t, parse(t, src), "", cfg).ok(t, "x,y")
+	var usage []string
+	for _, ev := range tr.events {
+		if ev.Detail != ModelTurnCompleted || ev.Info == nil || ev.Info.Model != testModel.ID {
+			t.Fatalf("a turns-only tracer got %v with %+v", ev.Detail, ev.Info)
+		}
+		usage = append(usage, fmt.Sprint(ev.Info.Usage.PromptTokens, "+", ev.Info.Usage.CompletionTokens))
+	}
+	if strings.Join(usage, " ") != "0+0 11+5" {
+		t.Fatalf("turn ends' usage = %q, want both turns, the second with 11+5", usage)
+	}
+
+	// A failed turn's end carries its gateway error kind.
+	g := newGW(t)
+	g.Enqueue(gatewaytest.Status(503, `{"error":"busy"}`))
+	cfg = g.cfg()
+	tr = &traceRecorder{}
+	cfg.Tracer, cfg.TraceTurnsOnly = tr, true
+	runP(t, parse(t, "# T\n\n"+defaultModel+"\n## A\n\nSay hi.\n"), "", cfg).fails(t, KindCompletion, "503")
+	if len(tr.events) != 1 || tr.events[0].Detail != ModelTurnFailed || tr.events[0].Info.ErrKind != "status" {
+		t.Fatalf("a failed turn, turns only: %+v", tr.events)
+	}
+}

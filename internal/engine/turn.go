@@ -103,7 +103,7 @@ func (u *unit) loop(ctx context.Context, mb *modelBinding, sc *scope, text strin
 				// A model that answers a tool result with an empty stop
 				// has nothing to add: a clean end with an empty reply.
 				var info *Info
-				if r.tracing() {
+				if r.tracingTurns() {
 					info = u.completionInfo(mb, "", "stop", nil, ge.Usage)
 				}
 				u.turnCompleted(ge.RequestJSON, ge.ResponseJSON, "stop", "", ge.Usage, info)
@@ -244,7 +244,7 @@ func (u *unit) complete(ctx context.Context, mb *modelBinding, msgs []gateway.Me
 // completed reports comp, a turn of mb that returned a completion.
 func (u *unit) completed(mb *modelBinding, comp *gateway.Completion) {
 	var info *Info
-	if u.r.tracing() {
+	if u.r.tracingTurns() {
 		info = u.completionInfo(mb, comp.Text, comp.FinishReason, comp.ToolCalls, comp.Usage)
 	}
 	u.turnCompleted(comp.RequestJSON, comp.ResponseJSON, comp.FinishReason, comp.Reasoning, comp.Usage, info)
@@ -279,7 +279,7 @@ func (u *unit) turnFailed(ctx context.Context, err error) error {
 		return e
 	}
 	var info *Info
-	if u.r.tracing() {
+	if u.r.tracingTurns() {
 		info = errInfo(err)
 		if ge != nil {
 			info.ErrKind = ge.Kind.String()

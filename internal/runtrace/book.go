@@ -19,8 +19,14 @@ type Book struct {
 	mu       sync.Mutex
 	running  map[string]*Recorder
 	finished map[string]*Recorder
-	// order is the finished runs, oldest first, with when each finished.
+	// order[head:] are the finished runs, oldest first, with when each
+	// finished. The sweep clears the entries it passes and moves head on;
+	// once those are as many as the rest, the rest moves down to the front.
+	// So a full book, which sweeps one run for each it files, reuses one
+	// array instead of reslicing it from the front and growing a new one
+	// every few hundred runs.
 	order []finishedAt
+	head  int
 }
 
 type finishedAt struct {
@@ -59,10 +65,11 @@ func (b *Book) Start(id, name string) *Recorder {
 func (b *Book) Finish(id, status, errText string, turns int, tokens Tokens) {
 	b.mu.Lock()
 	rec, running := b.running[id]
+	var now time.Time // zero: a restatement, which does not read it
 	if running {
 		delete(b.running, id)
 		b.finished[id] = rec
-		now := b.now()
+		now = b.now()
 		b.order = append(b.order, finishedAt{id: id, at: now})
 		b.sweepAtLocked(now)
 	} else {
@@ -70,21 +77,24 @@ func (b *Book) Finish(id, status, errText string, turns int, tokens Tokens) {
 	}
 	b.mu.Unlock()
 	if rec != nil {
-		rec.Finish(status, errText, turns, tokens)
+		rec.finish(now, status, errText, turns, tokens)
 	}
 }
 
 func (b *Book) sweepLocked() { b.sweepAtLocked(b.now()) }
 
 func (b *Book) sweepAtLocked(now time.Time) {
-	n := 0
+	n := b.head
 	for n < len(b.order) && (now.Sub(b.order[n].at) >= b.retain || (b.maxKept > 0 && len(b.order)-n > b.maxKept)) {
 		delete(b.finished, b.order[n].id)
+		b.order[n] = finishedAt{}
 		n++
 	}
-	if n > 0 {
-		clear(b.order[:n])
-		b.order = b.order[n:]
+	b.head = n
+	if b.head > 0 && b.head >= len(b.order)-b.head {
+		kept := copy(b.order, b.order[b.head:])
+		clear(b.order[kept:])
+		b.order, b.head = b.order[:kept], 0
 	}
 }
 
@@ -113,7 +123,7 @@ func (b *Book) Runs(recent int) (inFlight, finished []Summary) {
 		live = append(live, r)
 	}
 	var done []*Recorder
-	for i := len(b.order) - 1; i >= 0 && len(done) < recent; i-- {
+	for i := len(b.order) - 1; i >= b.head && len(done) < recent; i-- {
 		done = append(done, b.finished[b.order[i].id])
 	}
 	b.mu.Unlock()

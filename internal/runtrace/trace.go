@@ -138,8 +138,13 @@ type Recorder struct {
 	mu   sync.Mutex
 	t    Trace
 	// start is the run's start on the recorder's clock.
-	start  time.Time
-	nextID int
+	start time.Time
+	// realClock is set when opts.Now is the default: a step's time is
+	// then time.Since(start), which reads only the monotonic clock (a
+	// time.Now reads the wall clock too, and a run reads the clock at
+	// every step's start and end).
+	realClock bool
+	nextID    int
 	// units are the units going, by engine unit id: a few at a time (a
 	// chain's depth, fanout arms in flight), so a slice beats a map.
 	units  []openUnit
@@ -183,13 +188,18 @@ func NewRecorder(id, name string, opts Options) *Recorder {
 	if opts.MaxContentBytes <= 0 {
 		opts.MaxContentBytes = DefaultMaxContentBytes
 	}
-	if opts.Now == nil {
+	realClock := opts.Now == nil
+	if realClock {
 		opts.Now = time.Now
 	}
-	r := &Recorder{opts: opts, budget: opts.MaxContentBytes}
-	r.units, r.kept = r.unitsBuf[:0], r.keptBuf[:0]
+	// Field by field: a composite literal of the whole Recorder is built
+	// aside and copied in (and, while the GC marks, through its write
+	// barriers).
+	r := new(Recorder)
+	r.opts, r.budget, r.realClock = opts, opts.MaxContentBytes, realClock
 	r.start = opts.Now()
-	r.t = Trace{RunID: id, Prompt: name, Started: r.start, Status: "running", ContentCaptured: opts.CaptureContent}
+	r.t.RunID, r.t.Prompt, r.t.Started, r.t.Status, r.t.ContentCaptured = id, name, r.start, StatusRunning, opts.CaptureContent
+	r.units, r.kept = r.unitsBuf[:0], r.keptBuf[:0]
 	if opts.NewSink != nil {
 		r.sink = opts.NewSink()
 		r.sink.RunStarted(&r.t)
@@ -203,12 +213,21 @@ func (r *Recorder) CaptureContent() bool { return r.opts.CaptureContent }
 func (r *Recorder) since() float64 {
 	// At least a microsecond, so that an ended step never reads as
 	// running (EndMS 0).
-	return max(float64(r.opts.Now().Sub(r.start).Microseconds())/1000, 0.001)
+	return max(float64(r.elapsed().Microseconds())/1000, 0.001)
+}
+
+// elapsed is the time since the run's start.
+func (r *Recorder) elapsed() time.Duration {
+	if r.realClock {
+		return time.Since(r.start)
+	}
+	return r.opts.Now().Sub(r.start)
 }
 
 // ignored are the events a trace does not record (Lua phases, store
-// operations, scope checks): most of a run's events, so they are dropped
-// before the lock. The H1's are kept but its teardown's start, since its
+// operations, scope checks; the run's start and success, which the
+// recorder's making and Finish stand for): most of a run's events, so they
+// are dropped before the lock. The H1's are kept but its teardown's start, since its
 // first event, whichever it is, starts its step; an H1 with nothing in it
 // reports only its teardown, and has no step.
 var ignored = func() (set [engine.SectionFailed + 1]bool) {
@@ -223,6 +242,7 @@ var ignored = func() (set [engine.SectionFailed + 1]bool) {
 		engine.StoreReadSucceeded, engine.StoreReadFailed, engine.StoreReadNumberedSucceeded, engine.StoreReadNumberedFailed,
 		engine.StoreReplaceSucceeded, engine.StoreReplaceFailed, engine.StoreDeleteSucceeded, engine.StoreDeleteFailed,
 		engine.StoreGlobSucceeded, engine.StoreGlobFailed, engine.ModelTurnTruncated,
+		engine.RunStarted, engine.RunSucceeded,
 	} {
 		set[d] = true
 	}
@@ -241,15 +261,17 @@ var waits = func() (w [engine.SectionFailed + 1]struct{ kind, status string }) {
 	return w
 }()
 
-// unitEnds are the events that end a section or an arm, with its status.
-var unitEnds = map[engine.Detail]string{
-	engine.SectionFinished:    StatusOK,
-	engine.SectionFailed:      StatusFailed,
-	engine.FanoutArmSucceeded: StatusOK,
-	engine.FanoutArmExhausted: StatusExhausted,
-	engine.FanoutArmCancelled: StatusCancelled,
-	engine.FanoutArmFailed:    StatusFailed,
-}
+// unitEnds are the events that end a section or an arm, with its status,
+// by detail (an array, not a map: it is read for most events a trace keeps).
+var unitEnds = func() (e [engine.SectionFailed + 1]string) {
+	e[engine.SectionFinished] = StatusOK
+	e[engine.SectionFailed] = StatusFailed
+	e[engine.FanoutArmSucceeded] = StatusOK
+	e[engine.FanoutArmExhausted] = StatusExhausted
+	e[engine.FanoutArmCancelled] = StatusCancelled
+	e[engine.FanoutArmFailed] = StatusFailed
+	return e
+}()
 
 // Observe implements engine.Tracer.
 func (r *Recorder) Observe(ev engine.TraceEvent) {
@@ -261,10 +283,7 @@ func (r *Recorder) Observe(ev engine.TraceEvent) {
 	if r.done {
 		return
 	}
-	switch ev.Detail {
-	case engine.RunStarted, engine.RunSucceeded:
-		return
-	case engine.RunFailed:
+	if ev.Detail == engine.RunFailed {
 		if ev.Info != nil {
 			r.t.Error = ev.Info.Err
 		}
@@ -288,7 +307,11 @@ func (r *Recorder) Observe(ev engine.TraceEvent) {
 		}
 		return
 	}
-	if status := unitEnds[ev.Detail]; status != "" && (ev.Detail != engine.SectionFinished || ev.Via != engine.ViaFanout) {
+	status := ""
+	if int(ev.Detail) < len(unitEnds) {
+		status = unitEnds[ev.Detail]
+	}
+	if status != "" && (ev.Detail != engine.SectionFinished || ev.Via != engine.ViaFanout) {
 		// An arm's own SectionFinished is not its end: its Fanout arm
 		// event, after it, is.
 		r.endUnit(ev.Unit, u, status, ev.Info)
@@ -487,6 +510,12 @@ func (r *Recorder) capture(s string) string {
 // tokens the steps may not). Later events are ignored; a later Finish
 // restates the header only.
 func (r *Recorder) Finish(status, errText string, turns int, tokens Tokens) {
+	r.finish(time.Time{}, status, errText, turns, tokens)
+}
+
+// finish is Finish at now, a reading of the recorder's clock (the book's,
+// which has just read it), or the zero Time to read it here.
+func (r *Recorder) finish(now time.Time, status, errText string, turns int, tokens Tokens) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
@@ -505,7 +534,11 @@ func (r *Recorder) Finish(status, errText string, turns int, tokens Tokens) {
 	if errText != "" {
 		r.t.Error = errText
 	}
-	r.t.DurationMS = r.opts.Now().Sub(r.start).Milliseconds()
+	if now.IsZero() {
+		r.t.DurationMS = r.elapsed().Milliseconds()
+	} else {
+		r.t.DurationMS = now.Sub(r.start).Milliseconds()
+	}
 	if r.sink != nil {
 		r.sink.RunEnded(&r.t)
 	}

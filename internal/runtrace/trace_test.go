@@ -173,3 +173,35 @@ func TestRecorder_AnEmptyH1HasNoStep(t *testing.T) {
 		t.Fatalf("tree:\n%s", got)
 	}
 }
+
+// A full book files each run by sweeping its oldest: it must keep the same
+// finished runs as ever, and settle on one array for them rather than
+// growing a new one every few runs (which it did by reslicing from the
+// front: each run then cost a share of copying the whole window).
+func TestBook_AFullBookSettlesOnOneArray(t *testing.T) {
+	const kept = 10
+	b := NewBook(Options{}, time.Hour, kept)
+	file := func(i int) {
+		id := fmt.Sprint("run-", i)
+		b.Start(id, "p")
+		b.Finish(id, "completed", "", 0, Tokens{})
+	}
+	i := 0
+	for ; i < 4*kept; i++ {
+		file(i)
+	}
+	array := &b.order[:cap(b.order)][0]
+	for ; i < 20*kept; i++ {
+		file(i)
+		if got := &b.order[:cap(b.order)][0]; got != array {
+			t.Fatalf("after %d runs the book grew a new array for its %d finished runs", i+1, kept)
+		}
+		_, done := b.Runs(kept + 1)
+		if len(done) != kept || done[0].RunID != fmt.Sprint("run-", i) || done[kept-1].RunID != fmt.Sprint("run-", i-kept+1) {
+			t.Fatalf("after run-%d the book lists %+v", i, done)
+		}
+		if _, ok := b.Get(fmt.Sprint("run-", i-kept)); ok {
+			t.Fatalf("run-%d is past the count bound but still kept", i-kept)
+		}
+	}
+}

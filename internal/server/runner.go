@@ -224,7 +224,9 @@ func (s *Server) runFunc(id, name string, p *prompt.Prompt, r runRequest, obs *p
 			Ranking:   s.ranking,
 			Observer:  engine.Observers(s.observer, obs),
 			Tracer:    tracer,
-
+			// Traces off, the tracer is the metrics' alone, which
+			// needs only the ends of model turns.
+			TraceTurnsOnly: s.traces == nil,
 			CaptureContent: capture,
 		})
 		// The engine counts the turns and sums the tokens, failed runs

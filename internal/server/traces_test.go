@@ -104,6 +104,22 @@ func TestTraceHandler_ServesTheTraceJSON(t *testing.T) {
 
 func TestMetrics_PerPromptPerModelAndGatewayErrors(t *testing.T) {
 	h, g, m := tracedHarness(t, false)
+	metricsPerPromptPerModelAndGatewayErrors(t, h, g, m)
+}
+
+// With traces off the engine hands the metrics only the ends of turns
+// (engine.Options.TraceTurnsOnly); the series are the same.
+func TestMetrics_PerPromptPerModelAndGatewayErrorsWithTracesOff(t *testing.T) {
+	g, c := tcpGateway(t)
+	m := NewMetrics()
+	h := newHarness(t, fixture{opts: func(o *Options) {
+		withGateway(c)(o)
+		o.Metrics = m
+	}})
+	metricsPerPromptPerModelAndGatewayErrors(t, h, g, m)
+}
+
+func metricsPerPromptPerModelAndGatewayErrors(t *testing.T, h *harness, g *gatewaytest.Server, m *Metrics) {
 	g.Enqueue(gatewaytest.Text("spoken").WithUsage(9, 4), gatewaytest.Status(503, `{"error":"busy"}`))
 	h.ok(ToolRunPrompt, map[string]any{"prompt": "summarize"})
 	h.ok(ToolRunPrompt, map[string]any{"prompt": "summarize"})
