@@ -4,7 +4,8 @@
 // What it owns: the tools/call tracker ([Calls]) that a shutdown waits on
 // and an HTTP DELETE cancels through; the HTTP face ([ServeHTTP],
 // [HTTPHandler]: the bearer check, the Host check and [ResolveAllowedHosts],
-// the Origin check (originPolicy, [CheckAllowedOrigins]), the body cap and
+// the Origin check (originPolicy, [CheckAllowedOrigins]), CORS for the
+// listed origins on /mcp (crossOrigin, cors.go), the body cap and
 // the body read deadline (bodyDeadline), the session cap (sessionLimit),
 // /healthz and the routing of /metrics and of the status page with its
 // login form and cookie (status.go), graceful shutdown);

@@ -158,10 +158,13 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 	// taskNameHeader reads only 2026-07-28 requests (the era with routing
 	// headers), so the stateful path's body stays unread for
 	// cancelOnDisconnect.
-	mux.Handle("/mcp", guard(bufferBody(taskNameHeader(byEra(
+	// crossOrigin answers a listed origin's CORS preflight before the
+	// bearer check (a browser sends no credentials on one) and marks every
+	// other reply to a listed origin readable (cors.go).
+	mux.Handle("/mcp", crossOrigin(hosts, origins, guard(bufferBody(taskNameHeader(byEra(
 		cancelOnDisconnect(b.Calls, log, exactIDs(newSessionLimit(b.MCP, b.Calls, log, opts.MaxSessions).wrap(keepAliveSSE(keepAlive, stateful)))),
 		exactIDs(keepAliveSSE(keepAlive, stateless)),
-	)))))
+	))))))
 	mux.Handle("/metrics", guard(metrics))
 	if opts.Status != nil {
 		mountStatus(mux, []byte(token), hosts, origins, opts.Status)

@@ -46,6 +46,23 @@ func artifactDir(t *testing.T) string {
 	return t.TempDir()
 }
 
+// headlessBrowser starts a headless Chromium at exe for the test, stopped
+// when the test ends (or after two minutes).
+func headlessBrowser(t *testing.T, exe string) context.Context {
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900))
+	t.Cleanup(cancelAlloc)
+	ctx, cancelBrowser := chromedp.NewContext(alloc)
+	t.Cleanup(cancelBrowser)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // TestStatusPage_InHeadlessChromium drives the status page as an operator
 // would: log in with the token, read a broken prompt's reason, watch a run
 // appear in flight and finish, and open its timeline.
@@ -57,17 +74,7 @@ func TestStatusPage_InHeadlessChromium(t *testing.T) {
 	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("spoken").WithUsage(12, 3)))
 	hh := newHTTPHarness(t, statusFixture(withGateway(c)), nil)
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900))
-	defer cancelAlloc()
-	ctx, cancelBrowser := chromedp.NewContext(alloc)
-	defer cancelBrowser()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
+	ctx := headlessBrowser(t, exe)
 
 	// Without the token: the login form, and nothing of the catalog.
 	must := func(err error) {
