@@ -164,3 +164,23 @@ func TestInstructionQuota(t *testing.T) {
 	}
 	assertBounded(t, grew, 32<<20)
 }
+
+// Strings the bindings build, not the interpreter, count too: untrusted()
+// copies its text (and spells each "<" as four bytes), store.read_numbered
+// builds a new numbered copy of the file on every call. Kept in a table,
+// each was charged a slot's 16 bytes, so the ceiling never measured them.
+func TestMemoryCeilingCountsBindingStrings(t *testing.T) {
+	for _, tc := range []struct{ name, src string }{
+		{"untrusted", `local t, s = {}, ("x"):rep(1e5) for i = 1, 200 do t[i] = untrusted(s) end return #t`},
+		{"store.read_numbered", `store.write("a.txt", ("x\n"):rep(5e4)) local t = {} for i = 1, 200 do t[i] = store.read_numbered("a.txt") end return #t`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, Options{Limits: Limits{MaxRunMemory: 4 << 20}})
+			mustFail(t, e, tc.src, memoryCeiling)
+		})
+	}
+	// What the string limit refuses to `..`, untrusted refuses too.
+	e := newEnv(t, Options{Limits: Limits{MaxStringBytes: 1 << 20}})
+	mustFail(t, e, `return #untrusted(("<"):rep(3e5))`, "string limit")
+	mustReturn(t, e, `return #untrusted(("x"):rep(1000)) > 1000`, "true")
+}

@@ -139,6 +139,12 @@ func (vm *VM) read(L *lua.LState, numbered bool) int {
 		L.RaiseError("%s", err.Error())
 	}
 	vm.note(ok, "")
+	if numbered {
+		// A numbered read is a new copy of the lines (a plain read is
+		// the stored string itself): charged, or keeping many would
+		// pass the ceiling unmeasured.
+		vm.meter.Charge(lua.CostString + len(out))
+	}
 	L.Push(lua.LString(out))
 	return 1
 }
