@@ -246,7 +246,11 @@ func TestBinaryDumpReconcilesAndRefusesLinks(t *testing.T) {
 	writeFile(t, outside, "untouched")
 	store := filepath.Join(dir, "p.store")
 	os.Mkdir(store, 0o700)
+	// stale.txt is an earlier dump's (its record lists it); mine.txt was
+	// put there by hand, and a dump removes only what dumps wrote.
 	writeFile(t, filepath.Join(store, "stale.txt"), "from an earlier run")
+	writeFile(t, filepath.Join(store, ".promptforge-dump"), "stale.txt\n")
+	writeFile(t, filepath.Join(store, "mine.txt"), "not the dump's")
 	os.Symlink(outside, filepath.Join(store, "link.txt"))
 	writeFile(t, p, luaPrompt(`store.write("kept.txt", "new") store.write("link.txt", "through the link?") error("the run fails")`))
 	c := start(t, nil, "run", "--dump", p)
@@ -258,6 +262,9 @@ func TestBinaryDumpReconcilesAndRefusesLinks(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(store, "stale.txt")); !os.IsNotExist(err) {
 		t.Errorf("stale file not removed: %v", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(store, "mine.txt")); string(data) != "not the dump's" {
+		t.Errorf("a file no dump wrote was removed or changed: %q", data)
 	}
 	if data, _ := os.ReadFile(outside); string(data) != "untouched" {
 		t.Errorf("written through the link: %q", data)

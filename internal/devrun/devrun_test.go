@@ -153,3 +153,45 @@ func TestCaptureQueueIsBounded(t *testing.T) {
 		t.Errorf("Summary = %q", s)
 	}
 }
+
+// A dump removes only what an earlier dump wrote: pointed (by a slip of
+// --store-dir) at a directory that holds other files, such as the prompt's
+// own, it adds the store's files and deletes nothing else.
+func TestDumpRemovesOnlyWhatItWrote(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "prompt.md"), []byte("# mine"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "notes"), 0o755)
+	os.WriteFile(filepath.Join(dir, "notes", "todo.txt"), []byte("mine too"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "empty"), 0o755)
+
+	res, err := Dump(dir, map[string]string{"a.txt": "one", "sub/b.txt": "two"})
+	if err != nil || res.Written != 2 || res.Removed != 0 {
+		t.Fatalf("first dump: %+v, %v", res, err)
+	}
+	res, err = Dump(dir, map[string]string{"a.txt": "one"})
+	if err != nil || res.Removed != 1 {
+		t.Fatalf("second dump: %+v, %v", res, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "sub")); !os.IsNotExist(err) {
+		t.Errorf("the directory the stale file left empty is still there: %v", err)
+	}
+	for path, want := range map[string]string{"prompt.md": "# mine", "notes/todo.txt": "mine too", "a.txt": "one"} {
+		if got := read(t, filepath.Join(dir, path)); got != want {
+			t.Errorf("%s = %q, want %q", path, got, want)
+		}
+	}
+	if info, err := os.Lstat(filepath.Join(dir, "empty")); err != nil || !info.IsDir() {
+		t.Errorf("an empty directory the dump did not make was removed: %v", err)
+	}
+	// The record of what was written is not a store file: a store path
+	// with its name is skipped, and a hostile record cannot point outside.
+	os.WriteFile(filepath.Join(dir, manifestName), []byte("../outside.txt\nprompt.md\n"), 0o600)
+	os.WriteFile(filepath.Join(filepath.Dir(dir), "outside.txt"), []byte("keep"), 0o600)
+	res, err = Dump(dir, map[string]string{manifestName: "x", "a.txt": "one"})
+	if err != nil || !strings.Contains(strings.Join(res.Notes, "\n"), manifestName+" skipped") {
+		t.Fatalf("a store file named like the record: %+v, %v", res, err)
+	}
+	if got := read(t, filepath.Join(filepath.Dir(dir), "outside.txt")); got != "keep" {
+		t.Errorf("a file outside the directory was changed: %q", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,15 +26,21 @@ type DumpResult struct {
 
 // Dump reconciles dir with files (store path → content): a file whose
 // content changed is rewritten atomically (a temporary file renamed over
-// it), a file no longer in the store is removed, .trace/ is kept. dir is
+// it), a file an earlier dump wrote that is no longer in the store is
+// removed, .trace/ is kept. What a dump wrote is recorded in dir's
+// manifestName file, and only files it lists are ever removed: a directory
+// that also holds files of its own (a --store-dir slip such as ".") loses
+// none of them. dir is
 // created owner-only if missing. Nothing is written through a symbolic
 // link: dir itself being one is an error, one below it is skipped with a
 // note. The error is a directory that cannot be used at all.
 func Dump(dir string, files map[string]string) (DumpResult, error) {
 	var res DumpResult
+	dir = filepath.Clean(dir)
 	if err := ownDir(dir); err != nil {
 		return res, err
 	}
+	wrote := readManifest(dir)
 	keep := map[string]bool{}
 	paths := make([]string, 0, len(files))
 	for p := range files {
@@ -57,9 +64,53 @@ func Dump(dir string, files map[string]string) (DumpResult, error) {
 			res.Unchanged++
 		}
 	}
-	removed, notes := removeStale(dir, keep)
+	removed, notes := removeStale(dir, keep, wrote)
 	res.Removed, res.Notes = removed, append(res.Notes, notes...)
+	if err := writeManifest(dir, keep, wrote); err != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("the record of the dumped files (%s) not written, so the next dump removes none of them: %v", manifestName, err))
+	}
 	return res, nil
+}
+
+// manifestName is the file in the dump directory listing the files the
+// dumps wrote there (their paths under it, one a line): what a later dump
+// may remove. Store paths hold no control bytes (store.ValidatePath), so
+// a line is a path.
+const manifestName = ".promptforge-dump"
+
+// readManifest returns the files dir's manifest lists, as paths joined to
+// dir; an entry that is not a plain relative path is ignored.
+func readManifest(dir string) map[string]bool {
+	wrote := map[string]bool{}
+	data, err := os.ReadFile(filepath.Join(dir, manifestName))
+	if err != nil {
+		return wrote
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rel := filepath.FromSlash(line); line != "" && filepath.IsLocal(rel) {
+			wrote[filepath.Join(dir, rel)] = true
+		}
+	}
+	return wrote
+}
+
+// writeManifest records what dir now holds from the dumps: the files kept
+// and those earlier dumps wrote that are still there (a removal failed).
+func writeManifest(dir string, keep, wrote map[string]bool) error {
+	var lines []string
+	for path := range keep {
+		wrote[path] = true
+	}
+	for path := range wrote {
+		if _, err := os.Lstat(path); err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(dir, path); err == nil {
+			lines = append(lines, filepath.ToSlash(rel)+"\n")
+		}
+	}
+	slices.Sort(lines)
+	return writeAtomic(filepath.Join(dir, manifestName), []byte(strings.Join(lines, "")))
 }
 
 // ownDir makes dir (owner-only) if missing and refuses a dir that is a
@@ -94,6 +145,8 @@ func safeTarget(dir, p string) (string, string) {
 		return "", fmt.Sprintf("store file %s skipped: its path is not a plain relative path on this system", p)
 	case first == TraceDir:
 		return "", fmt.Sprintf("store file %s skipped: %s/ holds the captured turns", p, TraceDir)
+	case p == manifestName:
+		return "", fmt.Sprintf("store file %s skipped: the dump records what it wrote in that file", p)
 	}
 	cur := dir
 	parts := strings.Split(rel, string(filepath.Separator))
@@ -157,12 +210,14 @@ func writeAtomic(target string, data []byte) error {
 	return nil
 }
 
-// removeStale removes the files under dir that are not in keep, except
-// under .trace/, and then the directories left empty. A symbolic link is
-// left alone, with a note: the dump did not make it.
-func removeStale(dir string, keep map[string]bool) (int, []string) {
+// removeStale removes the files under dir that an earlier dump wrote and
+// are not in keep, except under .trace/, and then the directories they
+// leave empty. A symbolic link is left alone, with a note: the dump did
+// not make it. Files no dump wrote are not touched.
+func removeStale(dir string, keep, wrote map[string]bool) (int, []string) {
 	removed := 0
-	var notes, dirs []string
+	var notes []string
+	dirs := map[string]bool{}
 	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || path == dir {
 			return nil
@@ -171,14 +226,13 @@ func removeStale(dir string, keep map[string]bool) (int, []string) {
 			if path == filepath.Join(dir, TraceDir) {
 				return filepath.SkipDir
 			}
-			dirs = append(dirs, path)
 			return nil
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
 			notes = append(notes, fmt.Sprintf("%s left alone: it is a symbolic link, which the store dump does not make or follow", path))
 			return nil
 		}
-		if keep[path] {
+		if keep[path] || !wrote[path] {
 			return nil
 		}
 		if err := os.Remove(path); err != nil {
@@ -186,10 +240,17 @@ func removeStale(dir string, keep map[string]bool) (int, []string) {
 			return nil
 		}
 		removed++
+		for d := filepath.Dir(path); len(d) > len(dir); d = filepath.Dir(d) {
+			dirs[d] = true
+		}
 		return nil
 	})
-	for _, d := range slices.Backward(dirs) {
-		_ = os.Remove(d) // only succeeds when empty, which is what is wanted
+	// Deepest first; os.Remove only succeeds on an empty directory, which
+	// is what is wanted.
+	ordered := slices.Collect(maps.Keys(dirs))
+	slices.SortFunc(ordered, func(a, b string) int { return len(b) - len(a) })
+	for _, d := range ordered {
+		_ = os.Remove(d)
 	}
 	return removed, notes
 }

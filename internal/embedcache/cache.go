@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -186,10 +187,48 @@ func (c *Cache) load() {
 		c.log.Info("the embeddings cache holds another model's vectors; ignoring it", "path", c.path, "cached_model", f.Model, "model", c.model)
 		return
 	}
+	dims := soundLength(f.Vectors)
+	dropped := 0
 	for i, k := range f.Keys {
-		c.put(k, f.Vectors[i])
+		if v := f.Vectors[i]; len(v) == dims && finite(v) {
+			c.put(k, v)
+		} else {
+			dropped++
+		}
+	}
+	if dropped > 0 {
+		// The file is read, not trusted: served from here, a vector the
+		// ranker refuses would fail every ranking that needs its text,
+		// for as long as the entry lives.
+		c.log.Warn(fmt.Sprintf("the embeddings cache holds %d vectors no embedder returns (empty, not finite, or of another length than the others); they are embedded again", dropped), "path", c.path)
 	}
 	c.log.Debug("embeddings cache loaded", "path", c.path, "vectors", len(c.vecs))
+}
+
+// soundLength is the length most of vecs' finite, non-empty vectors have
+// (one model gives one length); 0 when there are none.
+func soundLength(vecs [][]float32) int {
+	count := map[int]int{}
+	best := 0
+	for _, v := range vecs {
+		if len(v) == 0 || !finite(v) {
+			continue
+		}
+		count[len(v)]++
+		if n := count[len(v)]; n > count[best] || (n == count[best] && len(v) < best) {
+			best = len(v)
+		}
+	}
+	return best
+}
+
+func finite(v []float32) bool {
+	for _, x := range v {
+		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // flush writes the file when there is something new; a failure is logged

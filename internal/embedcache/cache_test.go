@@ -3,8 +3,11 @@ package embedcache_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/gob"
 	"errors"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -164,5 +167,50 @@ func TestCacheWriteFailureIsLoggedNotFatal(t *testing.T) {
 	}
 	if err := c.Close(); err == nil {
 		t.Error("Close reported no error for an unwritable path")
+	}
+}
+
+// A cache file is read, not trusted: a vector no embedder could have
+// returned (empty, not finite) or of another length than the file's
+// others is dropped at load and embedded afresh, so one bad entry does
+// not fail every ranking that needs its text (a vector the ranker refuses
+// would otherwise be served from the cache forever).
+func TestHostileCacheEntriesAreEmbeddedAfresh(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "vectors.cache")
+	nan := float32(math.NaN())
+	entries := map[string][]float32{
+		"delta": vec("delta"), "epsilon": vec("epsilon"), "zeta": vec("zeta"),
+		"alpha": {nan, 1}, "beta": {}, "gamma": {1, 2, 3},
+	}
+	type file struct {
+		Format  int
+		Model   string
+		Keys    [][sha256.Size]byte
+		Vectors [][]float32
+	}
+	f := file{Format: 1, Model: "m"}
+	for _, text := range []string{"delta", "alpha", "beta", "gamma", "epsilon", "zeta"} {
+		f.Keys = append(f.Keys, sha256.Sum256([]byte(text)))
+		f.Vectors = append(f.Vectors, entries[text])
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	e := &countingEmbedder{}
+	c := embedcache.New(e, embedcache.Options{Model: "m", Path: path, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if n := c.Len(); n != 3 {
+		t.Errorf("loaded %d vectors, want the 3 sound ones", n)
+	}
+	embed(t, c, "alpha", "beta", "gamma", "delta", "epsilon", "zeta")
+	if want := [][]string{{"alpha", "beta", "gamma"}}; !reflect.DeepEqual(e.batches, want) {
+		t.Errorf("embedded %q, want %q", e.batches, want)
+	}
+	if !strings.Contains(logs.String(), "3 vectors") {
+		t.Errorf("the dropped entries are not logged:\n%s", logs.String())
 	}
 }

@@ -12,7 +12,9 @@
 // are one gob file that names its format and model. It is read once, by
 // [New]: a file that cannot be read, is corrupt, or holds another model's
 // vectors is ignored with a log line, never fatal, and replaced by the
-// next write. Writes are atomic (a temporary file in the same directory,
+// next write; within a file that is read, a vector no embedder returns
+// (empty, not finite, or of another length than most) is dropped with a
+// warning and embedded again when needed. Writes are atomic (a temporary file in the same directory,
 // synced, then renamed), so a crash leaves the old file or the new one.
 // A call that embedded new vectors for two or more texts (an index of
 // prompts, tools or models) writes the file; one-text calls (needs) ride

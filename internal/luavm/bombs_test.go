@@ -3,10 +3,12 @@ package luavm
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 	"github.com/promptforge-go/promptforge/internal/memtest"
 	"github.com/promptforge-go/promptforge/internal/store"
 )
@@ -177,4 +179,63 @@ func TestQuotaMessagesNameNoGoField(t *testing.T) {
 			t.Errorf("the message should say the limit is fixed and name no Go field: %s", msg)
 		}
 	}
+}
+
+// Strings the bindings build, not the interpreter, count too: untrusted()
+// copies its text (and spells each "<" as four bytes), store.read_numbered
+// builds a new numbered copy of the file on every call. Kept in a table,
+// each was charged a slot's 16 bytes, so the ceiling never measured them.
+func TestMemoryCeilingCountsBindingStrings(t *testing.T) {
+	for _, tc := range []struct{ name, src string }{
+		{"untrusted", `local t, s = {}, ("x"):rep(1e5) for i = 1, 200 do t[i] = untrusted(s) end return #t`},
+		{"store.read_numbered", `store.write("a.txt", ("x\n"):rep(5e4)) local t = {} for i = 1, 200 do t[i] = store.read_numbered("a.txt") end return #t`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, Options{Limits: Limits{MaxRunMemory: 4 << 20}})
+			mustFail(t, e, tc.src, memoryCeiling)
+		})
+	}
+	// What the string limit refuses to `..`, untrusted refuses too.
+	e := newEnv(t, Options{Limits: Limits{MaxStringBytes: 1 << 20}})
+	mustFail(t, e, `return #untrusted(("<"):rep(3e5))`, "string limit")
+	mustReturn(t, e, `return #untrusted(("x"):rep(1000)) > 1000`, "true")
+}
+
+// A short piece cut from a long string (string.sub, a match or capture)
+// must not keep the long one alive: in Go a substring shares its source's
+// bytes, so a table of one-byte pieces of 1 MB strings held a megabyte
+// each while the ceiling measured a byte.
+func TestMemoryCeilingSubstringsDoNotPinTheirSource(t *testing.T) {
+	for _, tc := range []struct{ name, src string }{
+		{"string.sub", `keep = {} local big = ("x"):rep(1e6) for i = 1, 300 do keep[i] = (big .. i):sub(1, 1) end return #keep`},
+		{"string.match", `keep = {} local big = ("x"):rep(1e6) for i = 1, 300 do keep[i] = (i .. big):match("^%d") end return #keep`},
+		{"string.find capture", `keep = {} local big = ("x"):rep(1e6) for i = 1, 300 do local _, _, c = (i .. big):find("^(%d)") keep[i] = c end return #keep`},
+		{"string.gmatch", `keep = {} local big = ("x"):rep(1e6) for i = 1, 300 do for w in (i .. big):gmatch("^%d") do keep[i] = w end end return #keep`},
+		{"store.read of a line", `keep = {} local big = ("x"):rep(1e6) for i = 1, 300 do store.write("a.txt", i .. "\n" .. big) keep[i] = store.read("a.txt", 1, 1) end return #keep`},
+		{"string.gsub capture", `keep = {} local big = ("x"):rep(1e6) for i = 1, 300 do (i .. big):gsub("^(%d)", function(c) keep[i] = c end) end return #keep`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, Options{Limits: Limits{MaxRunMemory: 8 << 20}})
+			before := liveHeap()
+			if _, err := e.run(t, tc.src); err != nil && !strings.Contains(err.Error(), memoryCeiling) {
+				t.Fatalf("error %v", err) // refusing is fine too; holding 300 MB is not
+			}
+			held := int64(liveHeap()) - int64(before)
+			// The test's cleanup keeps e reachable until the whole test
+			// ends: drop what the run kept so the next case starts clean.
+			e.vm.L.SetGlobal("keep", lua.LNil)
+			e.st.Delete("a.txt")
+			t.Logf("the run's globals hold %d MiB", held>>20)
+			if held > 64<<20 {
+				t.Fatalf("the run's pieces keep %d MiB alive, over an 8 MiB ceiling", held>>20)
+			}
+		})
+	}
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }

@@ -139,6 +139,19 @@ func (vm *VM) read(L *lua.LState, numbered bool) int {
 		L.RaiseError("%s", err.Error())
 	}
 	vm.note(ok, "")
+	switch {
+	case numbered:
+		// A numbered read is a new copy of the lines (a plain read is
+		// the stored string itself): charged, or keeping many would
+		// pass the ceiling unmeasured.
+		vm.meter.Charge(lua.CostString + len(out))
+	case r.HasStart || r.HasEnd:
+		// A range is a piece of the stored content, which would keep
+		// all of it alive after the file is rewritten or deleted (when
+		// the store no longer counts it): a copy, counted.
+		vm.meter.Charge(lua.CostString + len(out))
+		out = strings.Clone(out)
+	}
 	L.Push(lua.LString(out))
 	return 1
 }

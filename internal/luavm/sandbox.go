@@ -328,6 +328,13 @@ func (vm *VM) luaUntrusted(L *lua.LState) int {
 	if vm.cfg.Guard == nil {
 		L.RaiseError("untrusted is unavailable: the run has no guard")
 	}
-	L.Push(lua.LString(vm.cfg.Guard.Wrap(string(s))))
+	// The wrapped copy is a new string, up to four times the text (each
+	// "<" becomes "&lt;"): bounded and charged like one `..` builds.
+	if size := len(vm.cfg.Guard.Wrap("")) + len(s) + 3*strings.Count(string(s), "<"); size > vm.limits.MaxStringBytes {
+		L.RaiseError("untrusted result would exceed the %d-byte string limit", vm.limits.MaxStringBytes)
+	}
+	out := vm.cfg.Guard.Wrap(string(s))
+	vm.meter.Charge(lua.CostString + len(out))
+	L.Push(lua.LString(out))
 	return 1
 }

@@ -56,13 +56,14 @@ func (vm *VM) find(L *lua.LState, fn string, pat *pattern.Pattern, s string, ini
 }
 
 // capture is capture i of m as a Lua value: the text, or the position for a
-// position capture.
-func capture(s string, m *pattern.Match, i int) lua.LValue {
+// position capture. The text is an L.Piece, so a short capture kept does
+// not keep all of s alive.
+func capture(L *lua.LState, s string, m *pattern.Match, i int) lua.LValue {
 	start, end, pos := m.Capture(i)
 	if pos {
 		return lua.LNumber(start)
 	}
-	return lua.LString(s[start:end])
+	return L.Piece(s, start, end)
 }
 
 // pushCaptures pushes m's captures, or the whole match when the pattern has
@@ -73,11 +74,11 @@ func pushCaptures(L *lua.LState, s string, m *pattern.Match, whole bool) int {
 		if !whole {
 			return 0
 		}
-		L.Push(lua.LString(s[m.Start():m.End()]))
+		L.Push(L.Piece(s, m.Start(), m.End()))
 		return 1
 	}
 	for i := 1; i <= n; i++ {
-		L.Push(capture(s, m, i))
+		L.Push(capture(L, s, m, i))
 	}
 	return n
 }
@@ -252,7 +253,7 @@ func (vm *VM) replacement(L *lua.LState, s string, m *pattern.Match, repl lua.LV
 	default: // a table or a var proxy; both index through metamethods
 		key := lua.LValue(lua.LString(whole))
 		if m.Captures() > 0 {
-			key = capture(s, m, 1)
+			key = capture(L, s, m, 1)
 		}
 		v = L.GetTable(repl, key)
 	}

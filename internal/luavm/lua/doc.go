@@ -24,6 +24,9 @@
 //     OP_CLOSURE), and strings built by concatenation (vm.go stringConcat,
 //     which also refuses a result over the meter's MaxStringBytes before
 //     building it) and by string.upper, lower and reverse (stringlib.go).
+//     string.sub copies (and charges) a piece shorter than half its
+//     source, which would otherwise keep the whole source alive unmeasured
+//     (meter.go Piece, which the sandbox's own matchers use too).
 //     LTable and LState carry the meter; accessors let the sandbox measure
 //     what a state reaches (TableFields, Values, Frames).
 //   - vm.go mainLoopWithContext counts each instruction against the

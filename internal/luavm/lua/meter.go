@@ -1,5 +1,7 @@
 package lua
 
+import "strings"
+
 // promptforge: this file is new (see doc.go). gopher-lua allocates through
 // the Go runtime and has no allocation hook, so a sandbox could not bound
 // what one state grows; the interpreter now reports the growth it causes
@@ -109,4 +111,19 @@ func (ls *LState) Frames(fn func(*LFunction)) {
 			fn(f)
 		}
 	}
+}
+
+// Piece is s[start:end] as a Lua string that does not keep s alive: a
+// piece shorter than half of s is copied, and the copy counted. A Go
+// substring shares its source's bytes, so a kept one-byte piece of a
+// megabyte string would hold the megabyte while a meter's owner,
+// measuring what the state reaches, counts one byte. A longer piece
+// shares (it holds at most twice what is measured).
+func (ls *LState) Piece(s string, start, end int) LString {
+	piece := s[start:end]
+	if len(piece) >= len(s)/2 {
+		return LString(piece)
+	}
+	ls.charge(CostString + len(piece))
+	return LString(strings.Clone(piece))
 }

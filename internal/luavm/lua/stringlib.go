@@ -421,7 +421,7 @@ func strSub(L *LState) int {
 	if start >= l || end < start {
 		L.Push(emptyLString)
 	} else {
-		L.Push(LString(str[start:end]))
+		L.Push(L.Piece(str, start, end)) // promptforge: see Piece
 	}
 	return 1
 }

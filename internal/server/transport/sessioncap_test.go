@@ -134,3 +134,47 @@ func TestIdleSessionsCloseEarlyUnderPressure(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// The cap reads a POST as the SDK does: go-sdk v1.8.0 matches member names
+// case-sensitively (internal/json, DontMatchCaseInsensitiveStructFields),
+// so an initialize that also carries "Method" is still an initialize to
+// it, and must count against the cap; a tools/call disguised the same way
+// is still a call without a session.
+func TestSessionCapReadsMembersAsTheSDKDoes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, fixture{})
+		hd, err := transport.HTTPHandler(h.srv.Backend(), transport.HTTPOptions{APIKey: testToken, AllowedHosts: []string{"localhost"}, MaxSessions: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sids []string
+		defer func() {
+			for _, id := range sids {
+				req := httptest.NewRequest(http.MethodDelete, "http://localhost/mcp", nil)
+				req.Header.Set("Authorization", "Bearer "+testToken)
+				req.Header.Set("Mcp-Session-Id", id)
+				hd.ServeHTTP(httptest.NewRecorder(), req)
+			}
+			synctest.Wait()
+		}()
+		for range 2 {
+			rec := rawPost(hd, "", initializeBody)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("session %d: %d", len(sids)+1, rec.Code)
+			}
+			sids = append(sids, rec.Header().Get("Mcp-Session-Id"))
+		}
+		disguised := strings.Replace(initializeBody, `"method":"initialize"`, `"method":"initialize","Method":"ping"`, 1)
+		rec := rawPost(hd, "", disguised)
+		if sid := rec.Header().Get("Mcp-Session-Id"); sid != "" {
+			sids = append(sids, sid)
+		}
+		if rec.Code != http.StatusServiceUnavailable {
+			t.Errorf("an initialize with a second-cased Method past max_sessions = 2: %d %s, want 503", rec.Code, rec.Body)
+		}
+		call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","Method":"ping","params":{"name":"list_prompts","arguments":{}}}`
+		if rec := rawPost(hd, "", call); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "-32600") {
+			t.Errorf("a disguised call without a session: %d %s, want 400 with -32600", rec.Code, rec.Body)
+		}
+	})
+}

@@ -272,22 +272,54 @@ func initializeID(body []byte) json.RawMessage {
 }
 
 type message struct {
-	Method string          `json:"method"`
-	ID     json.RawMessage `json:"id"`
+	Method string
+	ID     json.RawMessage
 }
 
 // messages decodes an MCP POST body, one message or a batch; nil when it
-// is neither (the SDK answers that itself).
+// is neither (the SDK answers that itself). Members are read as go-sdk
+// v1.8.0 reads them (scanEnvelope): names case-sensitively (its
+// internal/json decoder does not fold case) and the last of a repeated
+// name winning. encoding/json folds case, so a body carrying "method" and
+// "Method" would be one thing here and another to the SDK: an initialize
+// the session cap did not count, or a call no disconnect cancelled.
 func messages(body []byte) []message {
-	var batch []message
-	if err := json.Unmarshal(body, &batch); err == nil {
-		return batch
-	}
-	var one message
-	if json.Unmarshal(body, &one) != nil {
+	if !json.Valid(body) {
 		return nil
 	}
-	return []message{one}
+	one := func(msg []byte) (message, bool) {
+		e, ok := scanEnvelope(msg)
+		if !ok {
+			return message{}, false
+		}
+		m := message{ID: e.id}
+		if e.method != nil && json.Unmarshal(e.method, &m.Method) != nil {
+			return message{}, false
+		}
+		return m, true
+	}
+	i := skipSpace(body, 0)
+	if body[i] != '[' {
+		m, ok := one(body)
+		if !ok {
+			return nil
+		}
+		return []message{m}
+	}
+	var batch []message
+	for i = skipSpace(body, i+1); i < len(body) && body[i] != ']'; {
+		end, _ := skipValue(body, i)
+		m, ok := one(body[i:end])
+		if !ok {
+			return nil
+		}
+		batch = append(batch, m)
+		i = skipSpace(body, end)
+		if i < len(body) && body[i] == ',' {
+			i = skipSpace(body, i+1)
+		}
+	}
+	return batch
 }
 
 // writeRPCError answers with a JSON-RPC error response under id (null
