@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -85,7 +86,32 @@ func NewSearchBackend(o SearchOptions) (*SearchBackend, error) {
 	if b.c.http == nil {
 		b.c.http = &http.Client{Transport: NewTransport()}
 	}
+	if b.header != nil && b.c.http.CheckRedirect == nil {
+		// net/http strips Authorization on a redirect to another host but
+		// copies every other header, the Brave token included: a redirect
+		// off the provider's host must not carry the operator's key.
+		hc := *b.c.http
+		hc.CheckRedirect = dropOffHost(b.header)
+		b.c.http = &hc
+	}
 	return b, nil
+}
+
+// dropOffHost is a redirect policy that removes the provider's own
+// headers from a request redirected to a host other than the first one,
+// and keeps net/http's limit of 10 redirects.
+func dropOffHost(header http.Header) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		if req.URL.Host != via[0].URL.Host {
+			for name := range header {
+				req.Header.Del(name)
+			}
+		}
+		return nil
+	}
 }
 
 // BaseURL is where the backend searches (never its key).

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"reflect"
@@ -242,4 +243,31 @@ func TestSearchProviderTimeoutOnAFakeClock(t *testing.T) {
 			}
 		})
 	})
+}
+
+// A redirect off the provider's host does not carry the Brave key:
+// net/http copies custom headers on a redirect, whatever the host.
+func TestBraveKeyStaysOnTheProvidersHost(t *testing.T) {
+	got := make(chan string, 1)
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("X-Subscription-Token")
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(recordedSearch(t, "brave"))
+	}))
+	t.Cleanup(elsewhere.Close)
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+"/search?"+r.URL.RawQuery, http.StatusFound)
+	}))
+	t.Cleanup(provider.Close)
+	b, err := gateway.NewSearchBackend(gateway.SearchOptions{Provider: gateway.ProviderBrave, URL: provider.URL + "/res/v1/web/search",
+		APIKey: secret.MustNew("brave-token"), HTTPClient: &http.Client{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Search(t.Context(), json.RawMessage(`{"query":"q"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if token := <-got; token != "" {
+		t.Errorf("the redirected request carried X-Subscription-Token %q to another host", token)
+	}
 }
