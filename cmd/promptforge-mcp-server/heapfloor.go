@@ -23,8 +23,9 @@ const heapFloorBytes = 32 << 20
 // (each collection's fixed costs, marking, sweeping, waking the workers,
 // were most of a call's CPU in the profile); one with a large live heap,
 // such as a thousand runs in flight, is collected exactly as before, so
-// its memory per run does not grow. A memory limit (GOMEMLIMIT) still
-// bounds the heap.
+// its memory per run does not grow. The memory limit ([limits].process_memory,
+// app/memory.go, or GOMEMLIMIT) still bounds the heap and wins: the
+// runtime's goal is the lower of the two.
 //
 // It runs in the runtime's cleanup goroutine, re-armed once per
 // collection by a sentinel object's cleanup; stop disarms it and restores

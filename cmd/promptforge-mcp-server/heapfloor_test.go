@@ -49,3 +49,33 @@ func TestHeapFloorLeavesALargeHeapAlone(t *testing.T) {
 		t.Fatalf("the GC percentage is %d with a live heap far above the floor, want 100", p)
 	}
 }
+
+// The process memory limit ([limits].process_memory, or GOMEMLIMIT) wins
+// over the floor: with the GC percentage raised, the heap goal still
+// stays under the limit, so the floor never lets the heap grow past what
+// the operator allowed (docs/configuration.md, the heap floor).
+func TestHeapFloorStaysUnderTheMemoryLimit(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	const limit = 64 << 20
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
+	stop := heapFloor(1 << 30) // would put the goal a GiB above the live heap
+	defer stop()
+	goal := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+	raised := false
+	for range 100 {
+		runtime.GC()
+		runtime.Gosched()
+		if gcPercent() > 100 {
+			raised = true
+			break
+		}
+	}
+	if !raised {
+		t.Fatal("the GC percentage was never raised above 100")
+	}
+	runtime.GC()
+	metrics.Read(goal)
+	if g := goal[0].Value.Uint64(); g > limit {
+		t.Fatalf("heap goal %d with the floor on, over the %d memory limit", g, limit)
+	}
+}

@@ -3,6 +3,7 @@ package match
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -70,7 +71,7 @@ func (f *Fallback) Index(ctx context.Context, docs []Doc) (Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix := &fallbackIndex{f: f, lex: lex, docs: slices.Clone(docs)}
+	ix := &fallbackIndex{f: f, lex: lex, docs: slices.Clone(docs), building: make(chan struct{}, 1)}
 	if _, err := ix.embedded(ctx); err != nil {
 		return nil, err
 	}
@@ -115,8 +116,11 @@ type fallbackIndex struct {
 	lex  Index
 	docs []Doc
 	emb  atomic.Pointer[Index]
-	// building serialises the attempts to embed the docs.
-	building sync.Mutex
+	// building holds a token while one caller embeds the docs: the
+	// attempts are serialised, and a caller waiting for another's (which
+	// lasts as long as the embedder takes, up to the gateway's timeout)
+	// still leaves as soon as its own ctx ends.
+	building chan struct{}
 }
 
 // embedded returns the embedding index, building it if the embedder may
@@ -128,8 +132,12 @@ func (ix *fallbackIndex) embedded(ctx context.Context) (Index, error) {
 	if !ix.f.usable() {
 		return nil, nil
 	}
-	ix.building.Lock()
-	defer ix.building.Unlock()
+	select {
+	case ix.building <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for the embedding of the candidates another caller started: %w", ctx.Err())
+	}
+	defer func() { <-ix.building }()
 	if p := ix.emb.Load(); p != nil {
 		return *p, nil
 	}

@@ -225,3 +225,66 @@ func TestFallbackEmptyCatalogSaysNothingAboutTheServer(t *testing.T) {
 		}
 	})
 }
+
+// gatedEmbedder is a conceptEmbedder whose calls wait for gate, as a slow
+// embeddings server that does not watch the caller's context would.
+type gatedEmbedder struct {
+	conceptEmbedder
+	gate chan struct{}
+}
+
+func (e *gatedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	<-e.gate
+	return e.conceptEmbedder.Embed(ctx, texts)
+}
+
+// A caller that needs the embedding index while another caller is
+// building it waits for that build only as long as its own context lasts.
+// (Waiting on a sync.Mutex, as it did, is not a durable block to synctest:
+// this test then fails by the test timeout, in synctest.Wait.)
+func TestFallbackWaitForAnotherBuildEndsWithTheCallersContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := &gatedEmbedder{gate: make(chan struct{})}
+		e.setDown(true)
+		close(e.gate)
+		idx, err := NewFallback(e, FallbackOptions{}).Index(t.Context(), fallbackDocs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.setDown(false)
+		e.gate = make(chan struct{})
+		time.Sleep(DefaultRetryAfter) // the embedder may be tried again
+
+		building := make(chan error, 1)
+		go func() {
+			_, err := idx.Score(context.Background(), "condense")
+			building <- err
+		}()
+		synctest.Wait() // the first caller is inside the embedder
+		ctx, cancel := context.WithCancel(context.Background())
+		waited := make(chan error, 1)
+		go func() {
+			_, err := idx.Score(ctx, "condense")
+			waited <- err
+		}()
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		var got error
+		select {
+		case got = <-waited:
+		default:
+		}
+		close(e.gate)
+		if got == nil {
+			<-waited
+			t.Fatal("the cancelled caller waited for the other caller's embedding call")
+		}
+		if !errors.Is(got, context.Canceled) {
+			t.Fatalf("cancelled caller: %v; want context.Canceled", got)
+		}
+		if err := <-building; err != nil {
+			t.Fatalf("the building caller: %v", err)
+		}
+	})
+}

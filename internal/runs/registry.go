@@ -71,8 +71,10 @@ type Options struct {
 	// "local".
 	Replica string
 	// OnTerminal, when set, is called once per launched run with its terminal
-	// record, after the record is collectable. It runs on the run's goroutine
-	// and must not block; the server uses it for duration histograms.
+	// record, after the record is stored and before the run's waiters
+	// (Settle, Handle.Done) see it end, so that what it counts (the
+	// server's metrics, the trace's final header) is there when the caller
+	// is answered. It runs on the run's goroutine and must not block.
 	OnTerminal func(Result)
 }
 
@@ -117,7 +119,8 @@ type Handle struct {
 // RunID is the run's id.
 func (h *Handle) RunID() string { return h.rec.id }
 
-// Done is closed once the run's terminal record is written.
+// Done is closed once the run's terminal record is written and
+// Options.OnTerminal has returned.
 func (h *Handle) Done() <-chan struct{} { return h.rec.done }
 
 // record is one run this process owns, while its goroutine lives. The
@@ -370,6 +373,10 @@ func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run f
 		if r.onTerminal != nil {
 			r.onTerminal(final)
 		}
+		// The run's waiters are answered only now, after the terminal
+		// line and OnTerminal, so a caller that reads the metrics or the
+		// trace once answered finds this run in them.
+		close(rec.done)
 		r.mu.Lock()
 		r.live--
 		r.markIdleLocked()
@@ -442,7 +449,6 @@ func (r *Registry) finish(rec *record, res Result, end ending) Result {
 	}
 	rec.finished = true
 	rec.result = standing.Result
-	close(rec.done)
 	delete(r.owned, rec.id)
 	return standing.Result
 }

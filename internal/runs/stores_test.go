@@ -210,15 +210,13 @@ func TestStoresCarryACancelToTheOwningReplica(t *testing.T) {
 			return runs.Outcome{Err: errors.New("stopped")}
 		})
 		<-started
-		// The PostgreSQL listener may not be LISTENing yet when the
-		// first notification goes out; cancelling again is harmless.
-		for done := false; !done; {
-			b.Cancel("r1")
-			select {
-			case <-h.Done():
-				done = true
-			case <-time.After(100 * time.Millisecond):
-			}
+		// One cancellation: the PostgreSQL store LISTENs before Open
+		// returns, so the first notification is heard.
+		b.Cancel("r1")
+		select {
+		case <-h.Done():
+		case <-time.After(20 * time.Second):
+			t.Fatal("the run was not cancelled")
 		}
 		v := view(t, b, "r1")
 		if v.Status != runs.StatusFailed || !errors.Is(v.Cause, runs.ErrRunCancelled) || !strings.Contains(v.Error, "stopped") {

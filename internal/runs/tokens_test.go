@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -53,6 +54,43 @@ func TestTokensReachTheRecord(t *testing.T) {
 			if a := lines[i].Attrs; a["prompt_tokens"] != want.Prompt || a["completion_tokens"] != want.Completion {
 				t.Errorf("terminal line %d: %v, want prompt_tokens %d completion_tokens %d", i, a, want.Prompt, want.Completion)
 			}
+		}
+	})
+}
+
+// TestSettleAnswersAfterOnTerminal: the caller waiting on a run is
+// answered only once OnTerminal has returned, so what it counts (the
+// server's metrics, the trace's final header) already holds the run when
+// the caller reads it after its reply.
+func TestSettleAnswersAfterOnTerminal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testOptions(time.Minute)
+		entered, release := make(chan Result, 1), make(chan struct{})
+		cfg.OnTerminal = func(res Result) {
+			entered <- res
+			<-release
+		}
+		r, _ := newRegistry(t, cfg)
+		h := launch(t, r, id32, "speak", func(context.Context) Outcome { return Outcome{Value: "v"} })
+		settled := make(chan Result, 1)
+		go func() { settled <- r.Settle(context.Background(), h) }()
+		<-entered
+		synctest.Wait()
+		early := ""
+		select {
+		case res := <-settled:
+			early = fmt.Sprintf("Settle answered %+v", res)
+			settled <- res
+		case <-h.Done():
+			early = "Done was closed"
+		default:
+		}
+		close(release)
+		if early != "" {
+			t.Fatal(early + " while OnTerminal was still running")
+		}
+		if res := <-settled; res.Status != StatusCompleted || res.Value != "v" {
+			t.Fatalf("Settle = %+v, want the completed record", res)
 		}
 	})
 }

@@ -200,7 +200,16 @@ func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, 
 	case errors.Is(err, runs.ErrGlobalCap):
 		return runs.Result{}, refused("every run slot across the replicas is busy ([runs].global_max_runs); retry in a moment")
 	case err != nil:
-		return runs.Failed(id, entry.Name(), err.Error(), 0, 0), nil
+		// The run store did not take the running record: no run exists
+		// (check_run would not know the id, and no metric or trace counts
+		// it), so this is a refusal, as mcp-server §5.4 says.
+		// The store's own words, without Launch's "launch run <id>": that
+		// id names nothing.
+		why := err
+		if inner := errors.Unwrap(err); inner != nil {
+			why = inner
+		}
+		return runs.Result{}, refused(fmt.Sprintf("the run store did not record the run, so nothing was run (%v); retry in a moment", why))
 	}
 	return s.runs.Settle(ctx, h), nil
 }

@@ -210,3 +210,31 @@ func TestAModelNeedThatBindsNothingNamesTheUnmatchedTables(t *testing.T) {
 		t.Fatalf("result (error %v) %s\nwant it to contain %s", res.IsError, text, want)
 	}
 }
+
+// refusingStore is a run store that cannot write: what a PostgreSQL store
+// ([runs].store) answers while the database is unreachable. Reads go to
+// the memory store it wraps.
+type refusingStore struct{ runs.Store }
+
+func (refusingStore) Register(context.Context, runs.Stored) error {
+	return errors.New("write the running record: dial tcp 127.0.0.1:5432: connect: connection refused")
+}
+
+// A launch the run store does not record is refused (mcp-server §5.4): no
+// run exists, so the caller gets no run id check_run would not know, and
+// no metric counts a run.
+func TestRunStoreDownRefusesTheLaunch(t *testing.T) {
+	m := NewMetrics()
+	h := newHarness(t, fixture{opts: func(o *Options) {
+		o.RunStore = refusingStore{runs.NewMemoryStore(runs.RetentionOptions{RetainCompleted: time.Hour})}
+		o.Metrics = m
+	}})
+	res := h.ok(ToolRunPrompt, map[string]any{"prompt": "echo", "args": "x"})
+	text := textOf(t, res)
+	if !res.IsError || res.StructuredContent != nil || !strings.Contains(text, "the run store did not record the run, so nothing was run") || !strings.Contains(text, "(write the running record: dial tcp 127.0.0.1:5432: connect: connection refused)") {
+		t.Fatalf("result %+v %q; want an isError refusal naming the store", res, text)
+	}
+	if s := h.srv.runs.Stats(); s.Started != 0 || s.Failed != 0 {
+		t.Fatalf("registry stats %+v; want no run", s)
+	}
+}

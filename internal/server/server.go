@@ -81,8 +81,8 @@ type Options struct {
 	Tracing *runtrace.Options
 	// OnTerminal, when set, is called once per launched run with its
 	// terminal record, after the server has counted it in its metrics and
-	// the record is collectable. It runs on the run's goroutine and must
-	// not block.
+	// the record is collectable, and before the call waiting on the run is
+	// answered. It runs on the run's goroutine and must not block.
 	OnTerminal func(runs.Result)
 	// RunStore keeps the run records; nil keeps them in memory. Replica
 	// names this process in the records it owns ([runs] in prompts.toml,

@@ -51,7 +51,8 @@ func (s *Server) traceEnded(res runs.Result) {
 }
 
 // Trace is run id's trace, while its record is retained; false when there
-// is none (an unknown or evicted run, or traces off).
+// is none (an unknown or evicted run, one another replica ran, since traces
+// are not in the shared run store, or traces off).
 func (s *Server) Trace(id string) (runtrace.Trace, bool) {
 	if s.traces == nil {
 		return runtrace.Trace{}, false
@@ -91,7 +92,7 @@ func (s *Server) TraceHandler(prefix string) http.Handler {
 		id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, prefix), ".json")
 		t, ok := s.Trace(id)
 		if !ok {
-			http.Error(w, "no trace for run "+id+": it is unknown, evicted past retain_completed, or traces are off ([observability].traces)", http.StatusNotFound)
+			http.Error(w, "no trace for run "+id+": it is unknown, evicted past retain_completed, run by another replica (a trace stays on the replica that ran the run; ask that one), or traces are off ([observability].traces)", http.StatusNotFound)
 			return
 		}
 		body, err := marshal(t)

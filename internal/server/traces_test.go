@@ -97,8 +97,10 @@ func TestTraceHandler_ServesTheTraceJSON(t *testing.T) {
 	if !tr.ContentCaptured || tr.RunID != id || !strings.Contains(body, `"reply":"spoken"`) || !strings.Contains(body, `"prompt":"Say something."`) {
 		t.Fatalf("trace with capture = %s", body)
 	}
-	if code, _ := get("/status/trace/nope.json"); code != http.StatusNotFound {
-		t.Fatalf("unknown run: %d", code)
+	// With [runs].store, a run another replica ran is known to check_run
+	// but has no trace here: the 404 says where it is.
+	if code, body := get("/status/trace/nope.json"); code != http.StatusNotFound || !strings.Contains(body, "another replica") {
+		t.Fatalf("unknown run: %d %s", code, body)
 	}
 }
 

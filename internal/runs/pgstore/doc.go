@@ -24,9 +24,12 @@
 //
 // [Store.Cancel] sends NOTIFY promptforge_cancel with the run id; every
 // replica LISTENs on one connection of its own and hands the id to the
-// registry, which cancels the run if it owns it. A notification sent while
-// a replica's listening connection is down is lost; the listener
-// reconnects with backoff.
+// registry, which cancels the run if it owns it. [Open] returns once that
+// connection LISTENs, so a cancellation sent after every replica is up
+// reaches its run. A notification sent while a replica's listening
+// connection is down is lost; the listener reconnects 100 ms after the
+// connection drops, doubling the wait (up to the lease) only while
+// reconnecting fails.
 //
 // # Retention
 //

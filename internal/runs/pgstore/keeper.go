@@ -128,14 +128,31 @@ func (s *Store) retain(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// listen holds one connection LISTENing for cancellations and hands each
-// run id to the registry, reconnecting with backoff (up to the lease) when
-// the connection fails, until ctx ends.
-func (s *Store) listen(ctx context.Context) {
+// listenBackoff is the first wait before reconnecting the listener; it
+// doubles on each failed attempt, up to the lease.
+const listenBackoff = 100 * time.Millisecond
+
+// listen waits for cancellations on conn (LISTENing already: Open made
+// it, so a cancellation sent once Open has returned is heard) and hands
+// each run id to the registry. When the connection fails it reconnects,
+// with backoff (up to the lease) between failed attempts, until ctx ends.
+// A connection that was listening resets the backoff: the wait after it
+// drops is the first one again, since every notification sent until the
+// next LISTEN is lost.
+func (s *Store) listen(ctx context.Context, conn *pgx.Conn) {
 	defer s.wg.Done()
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		err := s.listenOnce(ctx)
+	backoff := listenBackoff
+	for {
+		var err error
+		if conn == nil {
+			conn, err = s.listenConn(ctx)
+		}
+		if conn != nil {
+			backoff = listenBackoff
+			err = s.wait(ctx, conn)
+			conn.Close(context.Background())
+			conn = nil
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -149,18 +166,24 @@ func (s *Store) listen(ctx context.Context) {
 	}
 }
 
-func (s *Store) listenOnce(ctx context.Context) error {
-	conn, err := s.pool.Acquire(ctx)
+// listenConn takes a connection out of the pool for good and LISTENs on
+// it: it stays in LISTEN, and closing it leaves no session listening.
+func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, error) {
+	pooled, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// The connection is taken out of the pool for good: it stays in
-	// LISTEN, and closing it on return leaves no session listening.
-	c := conn.Hijack()
-	defer c.Close(context.Background())
+	c := pooled.Hijack()
 	if _, err := c.Exec(ctx, `LISTEN `+cancelChannel); err != nil {
-		return err
+		c.Close(context.Background())
+		return nil, err
 	}
+	return c, nil
+}
+
+// wait hands each notification on c to the registries until c fails or
+// ctx ends.
+func (s *Store) wait(ctx context.Context, c *pgx.Conn) error {
 	for {
 		n, err := c.WaitForNotification(ctx)
 		if err != nil {

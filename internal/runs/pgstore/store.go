@@ -138,13 +138,23 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if s.observe == nil {
 		s.observe = func(string, time.Duration) {}
 	}
+	var listening *pgx.Conn
+	if !opts.noListen {
+		// LISTEN before Open returns: a notification sent before it is
+		// lost, so a cancellation sent as soon as the replicas are up
+		// would otherwise miss this one.
+		if listening, err = s.listenConn(ctx); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("listen for cancellations on the run store: %s; check that the [runs].store user may LISTEN", scrub(err, opts.DSN))
+		}
+	}
 	bg, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	s.wg.Add(1)
 	go s.keep(bg)
-	if !opts.noListen {
+	if listening != nil {
 		s.wg.Add(1)
-		go s.listen(bg)
+		go s.listen(bg, listening)
 	}
 	return s, nil
 }

@@ -66,15 +66,31 @@ func Gateway(t testing.TB) (*gatewaytest.Server, *gateway.Client) {
 	return g, c
 }
 
-// WriteTree writes files (relative name → content) under dir.
+// WriteTree writes files (relative name → content) under dir. Each file
+// appears whole: it is written in a directory of its own and renamed into
+// place, so a prompt watcher never reads it empty or half written (with
+// os.WriteFile, a loaded machine could put more than the debounce window
+// between the create and the write, and a reload then served the prompt
+// broken). A symbolic link at the name is written through, as before.
 func WriteTree(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
+	staging := t.TempDir()
 	for rel, content := range files {
 		p := filepath.Join(dir, filepath.FromSlash(rel))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		tmp := filepath.Join(staging, "file")
+		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, p); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -138,6 +138,9 @@
 // [ServeStdio] owns one goroutine waiting on its session and returns only
 // after the session has ended; stdin is read on the SDK's own read loop
 // (stdioConn), which ends when the session closes the connection, closing
-// stdin. Whoever calls ServeHTTP or ServeStdio stops all of them by
-// cancelling ctx.
+// stdin. A stdin whose read Close cannot interrupt (a blocking file
+// descriptor whose peer keeps it open) is waited for at most
+// FinalCloseTimeout after the drain; its read loop, and the session close
+// waiting on it, are then left to the process's exit. Whoever calls
+// ServeHTTP or ServeStdio stops all of them by cancelling ctx.
 package transport

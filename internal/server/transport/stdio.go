@@ -325,7 +325,27 @@ func ServeStdio(ctx context.Context, in io.Reader, out io.Writer, b Backend, dra
 	}
 	log.Info("shutdown signal received; draining")
 	b.stopSessions(drain)
-	ss.Close()
-	<-ended
+	// Closing the session closes the connection, which closes in: that
+	// ends a read in progress on a pipe or a socket, but not on a stdin
+	// in blocking mode (the usual stdin: os.File reads it with a plain
+	// read(2), which Close does not interrupt), and the session's close
+	// waits for its read loop. So the wait is bounded: a peer that keeps
+	// stdin open and silent must not keep the process from exiting on a
+	// signal. The read loop and this close are then left to the process's
+	// exit, the one goroutine pair not stopped here.
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		ss.Close()
+	}()
+	timer := time.NewTimer(FinalCloseTimeout)
+	defer timer.Stop()
+	select {
+	case <-ended:
+		<-closed
+	case <-timer.C:
+		log.Warn("stdin is still open and its read cannot be interrupted; exiting without waiting for the peer to close it",
+			"waited", FinalCloseTimeout.String())
+	}
 	return nil
 }

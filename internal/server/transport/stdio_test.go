@@ -261,3 +261,37 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// onlyReader hides its reader's Close, as os.Stdin's Close hides nothing
+// but interrupts nothing either: a read on a blocking stdin whose peer
+// keeps it open and silent goes on after Close.
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
+
+// A shutdown signal ends ServeStdio even while the peer keeps stdin open
+// and silent and the read on it cannot be interrupted (serve --stdio under
+// an MCP client that signals the server before closing the pipe).
+func TestStdioShutdownWithAStdinThatCannotBeInterrupted(t *testing.T) {
+	h := newHarness(t, fixture{})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go io.Copy(io.Discard, outR)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- transport.ServeStdio(ctx, onlyReader{inR}, outW, h.srv.Backend(), time.Second) }()
+	defer func() {
+		// The peer goes at last: the read loop left behind ends.
+		inW.Close()
+		outW.Close()
+	}()
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("ServeStdio: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("ServeStdio did not return after the shutdown signal while stdin stayed open")
+	}
+}
