@@ -155,6 +155,9 @@ type Recorder struct {
 	// without allocating.
 	unitsBuf [4]openUnit
 	keptBuf  [8]*node
+	// filed is set by the Book (under its lock, not mu) once the run is
+	// with the finished ones.
+	filed bool
 }
 
 type openUnit struct {
