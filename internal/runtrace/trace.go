@@ -2,6 +2,7 @@ package runtrace
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -160,6 +161,14 @@ type Recorder struct {
 	// and a node (160) fit one 640-byte size class together, as they
 	// took 480 + 160 apart.
 	firstNode node
+	// h1Step is set when the H1 has a step. An H1 with nothing in it
+	// reports only its teardown, and its end (LuaTeardownSucceeded) is
+	// then dropped before the lock, like the events a trace ignores (a
+	// Lua-only run's H1 is usually empty). The H1's events all come from
+	// the run's own goroutine, in order, so the flag is read after the
+	// write it needs to see; atomic for the race detector's sake and any
+	// tracer that forwards events from elsewhere.
+	h1Step atomic.Bool
 	// filed is set by the Book (under its lock, not mu) once the run is
 	// with the finished ones.
 	filed bool
@@ -286,6 +295,9 @@ func (r *Recorder) Observe(ev engine.TraceEvent) {
 	if int(ev.Detail) < len(ignored) && ignored[ev.Detail] && (ev.Via != engine.ViaH1 || ev.Detail == engine.LuaTeardownStarted) {
 		return
 	}
+	if ev.Detail == engine.LuaTeardownSucceeded && !r.h1Step.Load() {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
@@ -365,6 +377,9 @@ func (r *Recorder) unit(ev engine.TraceEvent) *node {
 	}
 	n := r.add(parent, kind, ev.Section, nil)
 	n.step.Via = ev.Via.String()
+	if kind == KindH1 {
+		r.h1Step.Store(true)
+	}
 	r.units = append(r.units, openUnit{ev.Unit, n})
 	return n
 }
@@ -389,7 +404,10 @@ func (r *Recorder) add(parent *node, kind, name string, info *engine.Info) *node
 	} else {
 		n = new(node)
 	}
-	n.parent, n.step = parent, Step{ID: r.nextID, Kind: kind, Name: name, StartMS: r.since(), Status: StatusRunning, Info: info}
+	// Field by field into the zeroed node: a Step literal is built aside
+	// and copied in, through the write barriers while the collector marks.
+	n.parent = parent
+	n.step.ID, n.step.Kind, n.step.Name, n.step.StartMS, n.step.Status, n.step.Info = r.nextID, kind, name, r.since(), StatusRunning, info
 	if parent != nil {
 		n.step.Parent = parent.step.ID
 	}
