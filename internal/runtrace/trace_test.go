@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 
 	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/gateway"
@@ -232,5 +233,14 @@ func TestRecorder_OneSectionRunIsOneAllocation(t *testing.T) {
 	}
 	if tr, ok := b.Get(fmt.Sprint("run-", i%20)); !ok || tree(tr.Steps) != "section Run walk ok\n" || tr.Status != "completed" {
 		t.Fatalf("the last run's trace: %+v, %v", tr, ok)
+	}
+}
+
+// A Recorder is allocated for every traced run: it must stay within the
+// allocator's 512-byte class, the largest without a type header (it was
+// 640 with its first step, 480 without).
+func TestRecorder_FitsASmallSizeClass(t *testing.T) {
+	if size := unsafe.Sizeof(Recorder{}); size > 512 {
+		t.Fatalf("a Recorder is %d bytes; keep it within 512 (see its doc)", size)
 	}
 }
