@@ -12,13 +12,19 @@ import (
 // unless set). Like the registry it sweeps on each write instead of running
 // a timer.
 type Book struct {
-	opts     Options
-	retain   time.Duration
-	maxKept  int
-	now      func() time.Time
-	mu       sync.Mutex
-	running  map[string]*Recorder
-	finished map[string]*Recorder
+	opts    Options
+	retain  time.Duration
+	maxKept int
+	now     func() time.Time
+	// realClock: now is time.Now, so a run's end can be read from its
+	// recorder's monotonic start (see Finish).
+	realClock bool
+	mu        sync.Mutex
+	// runs are the runs in flight and the retained finished ones, in
+	// one map (a Recorder's filed says which): a run is then one insert
+	// and one delete, not also a move from one map to another. Run ids
+	// are unique (runs.NewRunID), so an id names one run.
+	runs map[string]*Recorder
 	// order[head:] are the finished runs, oldest first, with when each
 	// finished. The sweep clears the entries it passes and moves head on;
 	// once those are as many as the rest, the rest moves down to the front.
@@ -41,8 +47,8 @@ func NewBook(opts Options, retain time.Duration, maxKept int) *Book {
 	if now == nil {
 		now = time.Now
 	}
-	return &Book{opts: opts, retain: retain, maxKept: maxKept, now: now,
-		running: map[string]*Recorder{}, finished: map[string]*Recorder{}}
+	return &Book{opts: opts, retain: retain, maxKept: maxKept, now: now, realClock: opts.Now == nil,
+		runs: map[string]*Recorder{}}
 }
 
 // CaptureContent reports whether the book's recorders keep text.
@@ -53,7 +59,7 @@ func (b *Book) Start(id, name string) *Recorder {
 	rec := NewRecorder(id, name, b.opts)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.running[id] = rec
+	b.runs[id] = rec
 	return rec
 }
 
@@ -64,16 +70,21 @@ func (b *Book) Start(id, name string) *Recorder {
 // saw, or one evicted since, is ignored.
 func (b *Book) Finish(id, status, errText string, turns int, tokens Tokens) {
 	b.mu.Lock()
-	rec, running := b.running[id]
+	rec := b.runs[id]
 	var now time.Time // zero: a restatement, which does not read it
-	if running {
-		delete(b.running, id)
-		b.finished[id] = rec
-		now = b.now()
+	if rec != nil && !rec.filed {
+		rec.filed = true
+		if b.realClock {
+			// The recorder's start has a monotonic reading: the time
+			// since it reads only the monotonic clock, where time.Now
+			// reads the wall clock too. The result keeps both, as
+			// time.Now's would.
+			now = rec.start.Add(time.Since(rec.start))
+		} else {
+			now = b.now()
+		}
 		b.order = append(b.order, finishedAt{id: id, at: now})
 		b.sweepAtLocked(now)
-	} else {
-		rec = b.finished[id]
 	}
 	b.mu.Unlock()
 	if rec != nil {
@@ -86,7 +97,7 @@ func (b *Book) sweepLocked() { b.sweepAtLocked(b.now()) }
 func (b *Book) sweepAtLocked(now time.Time) {
 	n := b.head
 	for n < len(b.order) && (now.Sub(b.order[n].at) >= b.retain || (b.maxKept > 0 && len(b.order)-n > b.maxKept)) {
-		delete(b.finished, b.order[n].id)
+		delete(b.runs, b.order[n].id)
 		b.order[n] = finishedAt{}
 		n++
 	}
@@ -102,10 +113,7 @@ func (b *Book) sweepAtLocked(now time.Time) {
 func (b *Book) Get(id string) (Trace, bool) {
 	b.mu.Lock()
 	b.sweepLocked()
-	rec, ok := b.running[id]
-	if !ok {
-		rec, ok = b.finished[id]
-	}
+	rec, ok := b.runs[id]
 	b.mu.Unlock()
 	if !ok {
 		return Trace{}, false
@@ -118,13 +126,17 @@ func (b *Book) Get(id string) (Trace, bool) {
 func (b *Book) Runs(recent int) (inFlight, finished []Summary) {
 	b.mu.Lock()
 	b.sweepLocked()
-	live := make([]*Recorder, 0, len(b.running))
-	for _, r := range b.running {
-		live = append(live, r)
+	// The runs in flight are the map's entries not filed: this walks the
+	// retained finished ones too, which only the status page pays.
+	var live []*Recorder
+	for _, r := range b.runs {
+		if !r.filed {
+			live = append(live, r)
+		}
 	}
 	var done []*Recorder
 	for i := len(b.order) - 1; i >= b.head && len(done) < recent; i-- {
-		done = append(done, b.finished[b.order[i].id])
+		done = append(done, b.runs[b.order[i].id])
 	}
 	b.mu.Unlock()
 	for _, r := range live {

@@ -1,7 +1,9 @@
 package runtrace
 
 import (
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -132,29 +134,51 @@ type node struct {
 
 // Recorder builds one run's trace from its engine events. It implements
 // engine.Tracer.
+//
+// A Recorder is allocated for every traced run, so its size is kept within
+// 512 bytes (TestRecorder_FitsASmallSizeClass): the allocator's largest
+// class without a type header, and less to clear and for the collector to
+// account. Hence the 32-bit counters, the booleans side by side, and the
+// options kept as the few fields a run reads.
 type Recorder struct {
-	opts Options
 	sink Sink // nil: no export
 	mu   sync.Mutex
-	t    Trace
+	// t is the trace's header (its Steps are made by Snapshot from kept);
+	// t.ContentCaptured is Options.CaptureContent.
+	t Trace
 	// start is the run's start on the recorder's clock.
 	start time.Time
-	// realClock is set when opts.Now is the default: a step's time is
-	// then time.Since(start), which reads only the monotonic clock (a
-	// time.Now reads the wall clock too, and a run reads the clock at
-	// every step's start and end).
-	realClock bool
-	nextID    int
+	// now is Options.Now, nil for the real clock: a step's time is then
+	// time.Since(start), which reads only the monotonic clock (a time.Now
+	// reads the wall clock too, and a run reads the clock at every step's
+	// start and end).
+	now func() time.Time
 	// units are the units going, by engine unit id: a few at a time (a
 	// chain's depth, fanout arms in flight), so a slice beats a map.
-	units  []openUnit
-	kept   []*node // the steps kept, in ID order
-	budget int     // captured bytes left
-	done   bool
+	units    []openUnit
+	kept     []*node // the steps kept, in ID order
+	budget   int     // captured bytes left
+	maxSteps int32   // Options.MaxSteps
+	nextID   int32
 	// A small run (most runs) keeps its units and steps in these,
 	// without allocating.
-	unitsBuf [4]openUnit
-	keptBuf  [8]*node
+	unitsBuf [2]openUnit
+	keptBuf  [4]*node
+	// firstNode is the run's first step (a Lua-only run's only one), so
+	// that it is not an allocation of its own.
+	firstNode node
+	// h1Step is set when the H1 has a step. An H1 with nothing in it
+	// reports only its teardown, and its end (LuaTeardownSucceeded) is
+	// then dropped before the lock, like the events a trace ignores (a
+	// Lua-only run's H1 is usually empty). The H1's events all come from
+	// the run's own goroutine, in order, so the flag is read after the
+	// write it needs to see; atomic for the race detector's sake and any
+	// tracer that forwards events from elsewhere.
+	h1Step atomic.Bool
+	done   bool
+	// filed is set by the Book (under its lock, not mu) once the run is
+	// with the finished ones.
+	filed bool
 }
 
 type openUnit struct {
@@ -188,16 +212,12 @@ func NewRecorder(id, name string, opts Options) *Recorder {
 	if opts.MaxContentBytes <= 0 {
 		opts.MaxContentBytes = DefaultMaxContentBytes
 	}
-	realClock := opts.Now == nil
-	if realClock {
-		opts.Now = time.Now
-	}
 	// Field by field: a composite literal of the whole Recorder is built
 	// aside and copied in (and, while the GC marks, through its write
 	// barriers).
 	r := new(Recorder)
-	r.opts, r.budget, r.realClock = opts, opts.MaxContentBytes, realClock
-	r.start = opts.Now()
+	r.maxSteps, r.budget, r.now = int32(min(opts.MaxSteps, math.MaxInt32)), opts.MaxContentBytes, opts.Now
+	r.start = r.clock()
 	r.t.RunID, r.t.Prompt, r.t.Started, r.t.Status, r.t.ContentCaptured = id, name, r.start, StatusRunning, opts.CaptureContent
 	r.units, r.kept = r.unitsBuf[:0], r.keptBuf[:0]
 	if opts.NewSink != nil {
@@ -208,7 +228,15 @@ func NewRecorder(id, name string, opts Options) *Recorder {
 }
 
 // CaptureContent is what the run's engine.Options.CaptureContent must be.
-func (r *Recorder) CaptureContent() bool { return r.opts.CaptureContent }
+func (r *Recorder) CaptureContent() bool { return r.t.ContentCaptured }
+
+// clock reads the recorder's clock.
+func (r *Recorder) clock() time.Time {
+	if r.now == nil {
+		return time.Now()
+	}
+	return r.now()
+}
 
 func (r *Recorder) since() float64 {
 	// At least a microsecond, so that an ended step never reads as
@@ -218,10 +246,10 @@ func (r *Recorder) since() float64 {
 
 // elapsed is the time since the run's start.
 func (r *Recorder) elapsed() time.Duration {
-	if r.realClock {
+	if r.now == nil {
 		return time.Since(r.start)
 	}
-	return r.opts.Now().Sub(r.start)
+	return r.now().Sub(r.start)
 }
 
 // ignored are the events a trace does not record (Lua phases, store
@@ -278,6 +306,9 @@ func (r *Recorder) Observe(ev engine.TraceEvent) {
 	if int(ev.Detail) < len(ignored) && ignored[ev.Detail] && (ev.Via != engine.ViaH1 || ev.Detail == engine.LuaTeardownStarted) {
 		return
 	}
+	if ev.Detail == engine.LuaTeardownSucceeded && !r.h1Step.Load() {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
@@ -320,7 +351,7 @@ func (r *Recorder) Observe(ev engine.TraceEvent) {
 	switch ev.Detail {
 	case engine.DetailLua:
 		n := r.add(u.innermost(), KindLog, "", nil)
-		if r.opts.CaptureContent {
+		if r.t.ContentCaptured {
 			n.step.Message = r.capture(trimLua(ev.Message))
 		}
 		r.end(n, StatusOK)
@@ -357,6 +388,9 @@ func (r *Recorder) unit(ev engine.TraceEvent) *node {
 	}
 	n := r.add(parent, kind, ev.Section, nil)
 	n.step.Via = ev.Via.String()
+	if kind == KindH1 {
+		r.h1Step.Store(true)
+	}
 	r.units = append(r.units, openUnit{ev.Unit, n})
 	return n
 }
@@ -374,12 +408,25 @@ func (n *node) innermost() *node {
 }
 
 func (r *Recorder) add(parent *node, kind, name string, info *engine.Info) *node {
-	r.nextID++
-	n := &node{parent: parent, step: Step{ID: r.nextID, Kind: kind, Name: name, StartMS: r.since(), Status: StatusRunning, Info: info}}
+	if r.nextID < math.MaxInt32 {
+		// 32 bits (see Recorder): a run of 2³¹ steps, far past any
+		// MaxSteps, gives its last ones the same id rather than wrap.
+		r.nextID++
+	}
+	var n *node
+	if r.nextID == 1 {
+		n = &r.firstNode
+	} else {
+		n = new(node)
+	}
+	// Field by field into the zeroed node: a Step literal is built aside
+	// and copied in, through the write barriers while the collector marks.
+	n.parent = parent
+	n.step.ID, n.step.Kind, n.step.Name, n.step.StartMS, n.step.Status, n.step.Info = int(r.nextID), kind, name, r.since(), StatusRunning, info
 	if parent != nil {
 		n.step.Parent = parent.step.ID
 	}
-	if len(r.kept) < r.opts.MaxSteps {
+	if len(r.kept) < int(r.maxSteps) {
 		r.kept = append(r.kept, n)
 	} else {
 		r.t.Dropped++
@@ -481,7 +528,7 @@ func (r *Recorder) end(n *node, status string) {
 
 // captureInfo applies the content budget to info's text fields.
 func (r *Recorder) captureInfo(in *engine.Info) {
-	if !r.opts.CaptureContent {
+	if !r.t.ContentCaptured {
 		in.Prompt, in.Reply, in.Arguments, in.Result = "", "", "", ""
 		return
 	}
@@ -554,7 +601,7 @@ func (r *Recorder) Snapshot() Trace {
 		t.Steps[i] = n.step
 	}
 	if !r.done {
-		t.DurationMS = r.opts.Now().Sub(r.start).Milliseconds()
+		t.DurationMS = r.elapsed().Milliseconds()
 	}
 	return t
 }
@@ -566,7 +613,7 @@ func (r *Recorder) Summary() Summary {
 	s := Summary{RunID: r.t.RunID, Prompt: r.t.Prompt, Started: r.t.Started, Status: r.t.Status,
 		Turns: r.t.Turns, Tokens: r.t.Tokens, Error: r.t.Error, DurationMS: r.t.DurationMS}
 	if !r.done {
-		s.DurationMS = r.opts.Now().Sub(r.start).Milliseconds()
+		s.DurationMS = r.elapsed().Milliseconds()
 	}
 	return s
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 
 	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/gateway"
@@ -203,5 +204,43 @@ func TestBook_AFullBookSettlesOnOneArray(t *testing.T) {
 		if _, ok := b.Get(fmt.Sprint("run-", i-kept)); ok {
 			t.Fatalf("run-%d is past the count bound but still kept", i-kept)
 		}
+	}
+}
+
+// A run with one section (a Lua-only run) costs its trace one allocation,
+// the recorder: its first step is kept inside it. And filing a run in a
+// steady book (the same number retained) allocates nothing more.
+func TestRecorder_OneSectionRunIsOneAllocation(t *testing.T) {
+	b := NewBook(Options{}, time.Hour, 10)
+	section := func(d engine.Detail) engine.TraceEvent {
+		return engine.TraceEvent{Event: engine.Event{Section: "Run", Detail: d}, Unit: 2, Via: engine.ViaWalk}
+	}
+	i := 0
+	run := func() {
+		i++
+		id := fmt.Sprint("run-", i%20)
+		rec := b.Start(id, "t")
+		rec.Observe(section(engine.SectionStarted))
+		rec.Observe(section(engine.SectionFinished))
+		b.Finish(id, "completed", "", 0, Tokens{})
+	}
+	for range 100 {
+		run()
+	}
+	// fmt.Sprint's id is the one other allocation.
+	if got := testing.AllocsPerRun(200, run); got != 2 {
+		t.Fatalf("a one-section traced run allocates %v times; want 2 (the recorder and the test's id)", got)
+	}
+	if tr, ok := b.Get(fmt.Sprint("run-", i%20)); !ok || tree(tr.Steps) != "section Run walk ok\n" || tr.Status != "completed" {
+		t.Fatalf("the last run's trace: %+v, %v", tr, ok)
+	}
+}
+
+// A Recorder is allocated for every traced run: it must stay within the
+// allocator's 512-byte class, the largest without a type header (it was
+// 640 with its first step, 480 without).
+func TestRecorder_FitsASmallSizeClass(t *testing.T) {
+	if size := unsafe.Sizeof(Recorder{}); size > 512 {
+		t.Fatalf("a Recorder is %d bytes; keep it within 512 (see its doc)", size)
 	}
 }
