@@ -39,10 +39,6 @@ func (s *Store) Sweep(ctx context.Context) error {
 	for id := range s.owned {
 		owned = append(owned, id)
 	}
-	pending := make([]runs.Stored, 0, len(s.pending))
-	for _, rec := range s.pending {
-		pending = append(pending, rec)
-	}
 	s.mu.Unlock()
 
 	if len(owned) > 0 {
@@ -51,15 +47,8 @@ func (s *Store) Sweep(ctx context.Context) error {
 			return fmt.Errorf("renew this replica's leases: %s", scrub(err, s.dsn))
 		}
 	}
-	for _, rec := range pending {
-		if _, err := s.finish(ctx, rec); err != nil {
-			return fmt.Errorf("write a held terminal record: %s", scrub(err, s.dsn))
-		}
-		s.mu.Lock()
-		delete(s.pending, rec.RunID)
-		delete(s.owned, rec.RunID)
-		s.mu.Unlock()
-		s.log.Info(msgFinishRetry, "run_id", rec.RunID)
+	if err := s.writePending(ctx); err != nil {
+		return err
 	}
 	if err := s.expire(ctx, now); err != nil {
 		return err
@@ -191,4 +180,26 @@ func (s *Store) wait(ctx context.Context, c *pgx.Conn) error {
 		}
 		s.delivered(n.Payload)
 	}
+}
+
+// writePending writes the terminal records the store refused earlier, and
+// forgets each one written; the first failure stops it.
+func (s *Store) writePending(ctx context.Context) error {
+	s.mu.Lock()
+	pending := make([]runs.Stored, 0, len(s.pending))
+	for _, rec := range s.pending {
+		pending = append(pending, rec)
+	}
+	s.mu.Unlock()
+	for _, rec := range pending {
+		if _, err := s.finish(ctx, rec); err != nil {
+			return fmt.Errorf("write a held terminal record: %s", scrub(err, s.dsn))
+		}
+		s.mu.Lock()
+		delete(s.pending, rec.RunID)
+		delete(s.owned, rec.RunID)
+		s.mu.Unlock()
+		s.log.Info(msgFinishRetry, "run_id", rec.RunID)
+	}
+	return nil
 }

@@ -134,3 +134,31 @@ func TestBadDSNIsRefusedWithoutItsPassword(t *testing.T) {
 		}
 	}
 }
+
+// A terminal record the store refused (here: its write was cancelled) is
+// written by Close's last attempt, so the run's outcome is not lost to a
+// replica that shuts down before its keeper's next pass; without it another
+// replica would mark the run failed when the lease ran out.
+func TestCloseWritesTheTerminalRecordsTheStoreRefused(t *testing.T) {
+	dsn := pgtest.Need(t, testPG)
+	a := open(t, t.Context(), dsn, "a", time.Hour)
+	register(t, a, "held")
+	refused, cancel := context.WithCancel(t.Context())
+	cancel()
+	done := runs.Stored{Result: runs.Completed("held", "p", "the value", 1, time.Second), Owner: "a",
+		Started: time.Now().Add(-time.Second), Finished: time.Now()}
+	if _, err := a.Finish(refused, done); err == nil {
+		t.Fatal("Finish with a cancelled context succeeded; the test needs a refused write")
+	}
+	a.Close()
+
+	b := open(t, t.Context(), dsn, "b", time.Hour)
+	defer b.Close()
+	got, ok, err := b.Lookup(t.Context(), "held", time.Now())
+	if !ok || err != nil {
+		t.Fatalf("Lookup = %v, %v", ok, err)
+	}
+	if got.Status != runs.StatusCompleted || got.Value != "the value" {
+		t.Fatalf("after Close the run reads %+v; want its completed record", got)
+	}
+}

@@ -159,13 +159,31 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close stops the keeper and the listener, waits for them, and closes the
-// pool. The runs this replica still owns keep their leases until they run
-// out, when another replica marks them failed; the registry is closed
-// first, so normally there are none.
+// finalWriteTimeout bounds Close's last attempt at the terminal records
+// the store refused earlier: long enough for a database that has just
+// come back, short enough not to hold a shutdown.
+const finalWriteTimeout = 5 * time.Second
+
+// Close stops the keeper and the listener, waits for them, makes one last
+// bounded attempt (finalWriteTimeout) at the terminal records the store
+// refused while it was unreachable, and closes the pool. A record still
+// unwritten is logged: its run stays running in the store until its lease
+// runs out, when another replica marks it failed although its outcome was
+// known here. The runs this replica still owns keep their leases until they
+// run out the same way; the registry is closed first, so normally there
+// are none.
 func (s *Store) Close() {
 	s.stop()
 	s.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
+	defer cancel()
+	if err := s.writePending(ctx); err != nil {
+		s.mu.Lock()
+		left := len(s.pending)
+		s.mu.Unlock()
+		s.log.Warn("closing the run store with terminal records unwritten; other replicas will mark those runs failed when their leases run out",
+			"records", left, "error", err.Error())
+	}
 	s.pool.Close()
 }
 
