@@ -207,3 +207,28 @@ func TestBodyDeadlineIsLiftedAfterTheBody(t *testing.T) {
 		t.Fatalf("deadlines %v on a request without a body", rec.deadlines)
 	}
 }
+
+// The /mcp chain reads a POST's body in several layers: each read after
+// the first hands back the same bytes, not a copy, and the handler at the
+// end still reads the whole body.
+func TestReadBodyCopiesOnce(t *testing.T) {
+	const sent = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(sent))
+	w := httptest.NewRecorder()
+	first, ok := readBody(w, r)
+	if !ok {
+		t.Fatal("first read refused")
+	}
+	again, ok := readBody(w, r)
+	if !ok || &again[0] != &first[0] {
+		t.Fatal("a second layer's read copied the body")
+	}
+	got, err := io.ReadAll(r.Body)
+	if err != nil || string(got) != sent {
+		t.Fatalf("the handler read %q, %v", got, err)
+	}
+	// Once the handler has read it, a read re-reads (nothing is left).
+	if _, ok := readBody(w, r); !ok {
+		t.Fatal("a read after the handler's was refused")
+	}
+}
