@@ -17,33 +17,13 @@ import (
 	"time"
 
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/server/servertest"
 )
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	binPath   string
-	buildErr  error
-)
+var bin servertest.Binary
 
 // binary builds the command once per test process; TestMain removes it.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "promptforge-dev-bin-"); buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "promptforge-mcp-server")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build the binary: %v", buildErr)
-	}
-	return binPath
-}
+func binary(t *testing.T) string { return bin.Path(t) }
 
 // patience bounds a wait for the child; it is a failure deadline, not a
 // sleep: every wait below ends as soon as what it waits for happens.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -11,9 +10,5 @@ import (
 // process; every goroutine they start must be gone when they end. The
 // binary the acceptance tests build is removed at the end.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
-		if binDir != "" {
-			os.RemoveAll(binDir)
-		}
-	}))
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { bin.Remove() }))
 }

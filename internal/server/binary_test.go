@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,38 +20,11 @@ import (
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+var bin servertest.Binary
 
 // binary builds cmd/promptforge-mcp-server once per test process; TestMain
 // removes the directory.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binDir, err = os.MkdirTemp("", "promptforge-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(binDir, "promptforge-mcp-server")
-		out, err := exec.Command(goTool, "build", "-o", binPath, "../../cmd/promptforge-mcp-server").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build the binary: %v", buildErr)
-	}
-	return binPath
-}
+func binary(t *testing.T) string { return bin.Path(t) }
 
 // proc is the binary serving stdio.
 type proc struct {

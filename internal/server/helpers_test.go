@@ -22,11 +22,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
-		if binDir != "" {
-			os.RemoveAll(binDir)
-		}
-	}))
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { bin.Remove() }))
 }
 
 // promptFile renders a prompt file with the given frontmatter extras and
@@ -237,10 +233,6 @@ func withGateway(c *gateway.Client) func(*Options) {
 		o.Models = modelset.Static([]gateway.Model{testModel})
 	}
 }
-
-// binDir holds the binary built for the stdio subprocess tests; TestMain
-// removes it.
-var binDir string
 
 func mustRead(t *testing.T, path string) []byte {
 	t.Helper()

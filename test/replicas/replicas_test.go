@@ -31,17 +31,10 @@ import (
 	"github.com/promptforge-go/promptforge/internal/server/servertest"
 )
 
-var (
-	testPG *pgtest.Server
-	binDir string
-)
+var testPG *pgtest.Server
 
 func TestMain(m *testing.M) {
-	pgtest.Main(m, &testPG, false, func() {
-		if binDir != "" {
-			os.RemoveAll(binDir)
-		}
-	})
+	pgtest.Main(m, &testPG, false, bin.Remove)
 }
 
 const (
@@ -54,26 +47,9 @@ const (
 	pollPeriod = 100 * time.Millisecond
 )
 
-var buildOnce sync.Once
+var bin servertest.Binary
 
-func binary(t testing.TB) string {
-	t.Helper()
-	var err error
-	buildOnce.Do(func() {
-		binDir, err = os.MkdirTemp("", "promptforge-replicas-")
-		if err != nil {
-			return
-		}
-		out, berr := exec.Command("go", "build", "-o", filepath.Join(binDir, "promptforge-mcp-server"), "../../cmd/promptforge-mcp-server").CombinedOutput()
-		if berr != nil {
-			err = fmt.Errorf("%w: %s", berr, out)
-		}
-	})
-	if err != nil || binDir == "" {
-		t.Fatalf("build the binary: %v", err)
-	}
-	return filepath.Join(binDir, "promptforge-mcp-server")
-}
+func binary(t testing.TB) string { return bin.Path(t) }
 
 // replica is one server process.
 type replica struct {
