@@ -44,15 +44,9 @@ func taskNameHeader(next http.Handler) http.Handler {
 		if !ok {
 			return
 		}
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				TaskID string `json:"taskId"`
-			} `json:"params"`
-		}
 		// A batch or a body that is not one request is the SDK's to refuse.
-		if json.Unmarshal(body, &msg) != nil || !isTaskMethod(msg.Method) {
+		msg, ok := taskRequest(body)
+		if !ok || !isTaskMethod(msg.Method) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -62,8 +56,8 @@ func taskNameHeader(next http.Handler) http.Handler {
 		switch {
 		case raw == "":
 			problem = fmt.Sprintf("missing required Mcp-Name header for method %q: set it to params.taskId", msg.Method)
-		case name != msg.Params.TaskID:
-			problem = fmt.Sprintf("header mismatch: Mcp-Name header value %q does not match params.taskId %q; send the task id in both", name, msg.Params.TaskID)
+		case name != msg.TaskID:
+			problem = fmt.Sprintf("header mismatch: Mcp-Name header value %q does not match params.taskId %q; send the task id in both", name, msg.TaskID)
 		default:
 			next.ServeHTTP(w, r)
 			return
@@ -81,4 +75,32 @@ func taskNameHeader(next http.Handler) http.Handler {
 		w.WriteHeader(http.StatusBadRequest)
 		w.Write(reply)
 	})
+}
+
+// taskMessage is what the Mcp-Name check reads of a request.
+type taskMessage struct {
+	ID     json.RawMessage
+	Method string
+	TaskID string
+}
+
+// taskRequest reads body's id, method and params.taskId as the SDK's
+// decoder does: member names compared exactly and the last of a repeated
+// name winning (scanEnvelope, and a map for params). encoding/json into a
+// struct folds case, so {"method":"tasks/get","Method":"ping"} read as
+// ping here would have skipped the check the SDK's tasks/get needs.
+func taskRequest(body []byte) (m taskMessage, ok bool) {
+	if !json.Valid(body) {
+		return m, false
+	}
+	e, ok := scanEnvelope(body)
+	if !ok || json.Unmarshal(e.method, &m.Method) != nil {
+		return m, false
+	}
+	m.ID = e.id
+	var params map[string]json.RawMessage
+	if json.Unmarshal(e.params, &params) == nil {
+		json.Unmarshal(params["taskId"], &m.TaskID)
+	}
+	return m, true
 }

@@ -23,6 +23,10 @@ func TestTaskMethodsNeedTheirTaskIDInMcpName(t *testing.T) {
 		{"update missing", "2026-07-28", "", `{"jsonrpc":"2.0","id":7,"method":"tasks/update","params":{"taskId":"abc","inputResponses":{}}}`, true},
 		{"before the standard headers", "2025-11-25", "", get, false},
 		{"another method", "2026-07-28", "", `{"jsonrpc":"2.0","id":7,"method":"tasks/list","params":{}}`, false},
+		// Member names are read as the SDK reads them: exactly, the last
+		// repeated one winning.
+		{"a case-folded method beside the real one", "2026-07-28", "other", `{"jsonrpc":"2.0","id":7,"method":"tasks/get","Method":"ping","params":{"taskId":"abc"}}`, true},
+		{"a case-folded taskId beside the real one", "2026-07-28", "other", `{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"taskId":"abc","TaskId":"other"}}`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var passed string
