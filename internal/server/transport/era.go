@@ -72,25 +72,17 @@ func byEra(stateful, stateless http.Handler) http.Handler {
 // batch) holds a server/discover or a request whose _meta names a
 // protocol version of the stateless era.
 func declaresStateless(body []byte) bool {
-	type msg struct {
-		Method string `json:"method"`
-		Params struct {
-			Meta map[string]any `json:"_meta"`
-		} `json:"params"`
-	}
-	var batch []msg
-	if err := json.Unmarshal(body, &batch); err != nil {
-		var one msg
-		if json.Unmarshal(body, &one) != nil {
-			return false
-		}
-		batch = []msg{one}
-	}
-	for _, m := range batch {
+	for _, m := range messages(body) {
 		if m.Method == methodDiscover {
 			return true
 		}
-		if v, ok := m.Params.Meta[metaProtocolVersion].(string); ok && v >= protocolStateless {
+		// Maps, not structs: names exact, as the SDK reads them.
+		var params, meta map[string]json.RawMessage
+		if json.Unmarshal(m.Params, &params) != nil || json.Unmarshal(params["_meta"], &meta) != nil {
+			continue
+		}
+		var v string
+		if json.Unmarshal(meta[metaProtocolVersion], &v) == nil && v >= protocolStateless {
 			return true
 		}
 	}

@@ -232,3 +232,26 @@ func TestReadBodyCopiesOnce(t *testing.T) {
 		t.Fatal("a read after the handler's was refused")
 	}
 }
+
+// Which era serves a POST is read from the body as the SDK reads it: exact
+// member names, so a case-folded "Method" or "_META" beside the real member
+// routes nothing.
+func TestDeclaresStateless(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"server/discover"}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"` + metaProtocolVersion + `":"2026-07-28"}}}`, true},
+		{`[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":1,"method":"server/discover"}]`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"` + metaProtocolVersion + `":"2025-11-25"}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","Method":"server/discover"}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_META":{"` + metaProtocolVersion + `":"2026-07-28"}}}`, false},
+		{`not json`, false},
+	} {
+		if got := declaresStateless([]byte(tc.body)); got != tc.want {
+			t.Errorf("declaresStateless(%s) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}

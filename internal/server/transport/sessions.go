@@ -274,6 +274,7 @@ func initializeID(body []byte) json.RawMessage {
 type message struct {
 	Method string
 	ID     json.RawMessage
+	Params json.RawMessage // raw, nil when absent
 }
 
 // messages decodes an MCP POST body, one message or a batch; nil when it
@@ -292,7 +293,7 @@ func messages(body []byte) []message {
 		if !ok {
 			return message{}, false
 		}
-		m := message{ID: e.id}
+		m := message{ID: e.id, Params: e.params}
 		if e.method != nil && json.Unmarshal(e.method, &m.Method) != nil {
 			return message{}, false
 		}

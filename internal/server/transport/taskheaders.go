@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -85,21 +86,18 @@ type taskMessage struct {
 }
 
 // taskRequest reads body's id, method and params.taskId as the SDK's
-// decoder does: member names compared exactly and the last of a repeated
-// name winning (scanEnvelope, and a map for params). encoding/json into a
-// struct folds case, so {"method":"tasks/get","Method":"ping"} read as
-// ping here would have skipped the check the SDK's tasks/get needs.
-func taskRequest(body []byte) (m taskMessage, ok bool) {
-	if !json.Valid(body) {
-		return m, false
+// decoder does (messages; a map for params: exact names, the last of a
+// repeated one winning). encoding/json into a struct folds case, so
+// {"method":"tasks/get","Method":"ping"} read as ping here would have
+// skipped the check the SDK's tasks/get needs. false: not one request.
+func taskRequest(body []byte) (taskMessage, bool) {
+	msgs := messages(body)
+	if len(msgs) != 1 || bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
+		return taskMessage{}, false
 	}
-	e, ok := scanEnvelope(body)
-	if !ok || json.Unmarshal(e.method, &m.Method) != nil {
-		return m, false
-	}
-	m.ID = e.id
+	m := taskMessage{ID: msgs[0].ID, Method: msgs[0].Method}
 	var params map[string]json.RawMessage
-	if json.Unmarshal(e.params, &params) == nil {
+	if json.Unmarshal(msgs[0].Params, &params) == nil {
 		json.Unmarshal(params["taskId"], &m.TaskID)
 	}
 	return m, true
