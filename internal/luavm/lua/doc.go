@@ -36,4 +36,10 @@
 //     each use: the growth count makes the function too large to inline,
 //     and each boxing would then allocate (NewVM went from 103 to 127
 //     allocations with the count alone; it is 99 now).
+//   - iolib.go, oslib.go, debuglib.go and channellib.go are not copied,
+//     and linit.go's OpenLibs list drops them: the sandbox never opens
+//     them (every state is made with SkipOpenLibs and opens only base,
+//     string, table and math; luavm/vm.go and shared.go), so they were
+//     dead code here, and file, process and debug access is then absent
+//     from the interpreter itself, not only from the globals.
 package lua

@@ -28,16 +28,13 @@ type luaLib struct {
 	libFunc LGFunction
 }
 
+// promptforge: io, os, debug and channel are not copied (doc.go).
 var luaLibs = []luaLib{
 	luaLib{LoadLibName, OpenPackage},
 	luaLib{BaseLibName, OpenBase},
 	luaLib{TabLibName, OpenTable},
-	luaLib{IoLibName, OpenIo},
-	luaLib{OsLibName, OpenOs},
 	luaLib{StringLibName, OpenString},
 	luaLib{MathLibName, OpenMath},
-	luaLib{DebugLibName, OpenDebug},
-	luaLib{ChannelLibName, OpenChannel},
 	luaLib{CoroutineLibName, OpenCoroutine},
 }
 
