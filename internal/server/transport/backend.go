@@ -36,6 +36,14 @@ type Backend struct {
 	CloseRuns func(ctx context.Context) error
 	// Logger receives the transport's lines; nil discards them.
 	Logger *slog.Logger
+	// NoParamHeaders promises that no tool of MCP declares a parameter
+	// bound to an Mcp-Param-* header (x-mcp-header in its input schema,
+	// SEP-2243). The SDK checks those headers against the tool's schema,
+	// which the transport cannot read (mcp.Server exports no tool lookup),
+	// so only with this promise does the HTTP transport answer a
+	// 2026-07-28 tools/call itself (statelessCalls) instead of through the
+	// SDK's slower stateless handler.
+	NoParamHeaders bool
 }
 
 func (b Backend) logger() *slog.Logger {
