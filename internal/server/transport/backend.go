@@ -85,7 +85,7 @@ func (b Backend) stopSessions(drain time.Duration) {
 	for ss := range b.MCP.Sessions() {
 		// A session without an id is a 2026-07-28 request's throwaway
 		// session, which ends with its own POST (StreamableHTTPHandler.
-		// serveStateless closes it once the POST is answered, and
+		// serveStateless, or serveCall, closes it once the POST is answered, and
 		// http.Server.Shutdown waits for that): closed here, it could cut
 		// off the reply a drained call is still writing. Or it is the
 		// stdio session, which ServeStdio closes itself.

@@ -22,15 +22,15 @@ import (
 // session of its own over its own mcp.Connection (callConn), and hands
 // every other stateless request to the SDK's stateless handler (next).
 //
-// Why: go-sdk v1.8.0 serves a stateless POST by reading and decoding its
-// body seven times before the tool handler runs
-// (StreamableHTTPHandler.serveStateless: ephemeralConnectOpts' readBatch,
-// twice; streamableServerConn.servePOST: readBatch again, twice,
-// extractRequestMeta, and validateMcpHeaders' extractName and the tool
-// schema's x-mcp-header walk; mcp/streamable.go, streamable_headers.go),
-// each decode building a segmentio decoder with a 32 KiB buffer
-// (internal/json.Unmarshal). That made a stateless run_prompt cost about
-// 1.7 times the server CPU of a stateful one (docs/benchmarks.md). Here
+// Why: go-sdk v1.8.0 serves a stateless POST by decoding its body six
+// times before the session sees it (StreamableHTTPHandler.serveStateless:
+// ephemeralConnectOpts' readBatch, twice; streamableServerConn.servePOST:
+// readBatch again, twice, extractRequestMeta, and validateMcpHeaders'
+// extractName; mcp/streamable.go, streamable_headers.go), plus a walk of
+// the tool's input schema for x-mcp-header, each decode building a
+// segmentio decoder with a 32 KiB buffer (internal/json.Unmarshal). That
+// made a stateless run_prompt cost 1.5 to 1.7 times the server CPU of a
+// stateful one (docs/benchmarks.md). Here
 // the body is read once (scanEnvelope, as the stdio path reads a line)
 // and the request is handed to the session already decoded. No upstream
 // issue found.
