@@ -133,7 +133,16 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 		// would refuse an operator's allowed_hosts on a loopback bind.
 		DisableLocalhostProtection: true,
 	})
-	stateless := mcp.NewStreamableHTTPHandler(getServer, statelessOptions(log))
+	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Stateless:                  true,
+		Logger:                     SDKLogger(log, "mcp-http"),
+		MaxRequestBodyBytes:        maxBodyBytes,
+		DisableLocalhostProtection: true,
+		// A 2026-07-28 call lives exactly as long as its POST: a client
+		// that drops the request cancels the handler, so the run stops
+		// and frees its slot (the SDK's answer to go-sdk#1093).
+		PropagateRequestCancellation: true,
+	})
 	bodyTimeout := opts.BodyTimeout
 	if bodyTimeout <= 0 {
 		bodyTimeout = DefaultBodyTimeout
@@ -165,20 +174,6 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 	// Every route: net/http discards a body nobody read (an unauthenticated
 	// one, one sent to /healthz) after the handler, within the deadline.
 	return bodyDeadline(bodyTimeout, mux), nil
-}
-
-// statelessOptions configure the SDK's handler of 2026-07-28 requests.
-func statelessOptions(log *slog.Logger) *mcp.StreamableHTTPOptions {
-	return &mcp.StreamableHTTPOptions{
-		Stateless:                  true,
-		Logger:                     SDKLogger(log, "mcp-http"),
-		MaxRequestBodyBytes:        maxBodyBytes,
-		DisableLocalhostProtection: true,
-		// A 2026-07-28 call lives exactly as long as its POST: a client
-		// that drops the request cancels the handler, so the run stops
-		// and frees its slot (the SDK's answer to go-sdk#1093).
-		PropagateRequestCancellation: true,
-	}
 }
 
 // bearer refuses a request whose Authorization is not "Bearer <token>"

@@ -60,12 +60,12 @@ import (
 // only for a Backend whose tools declare none (Backend.NoParamHeaders).
 func statelessCalls(srv *mcp.Server, log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		call, stream, ok := directCall(r)
+		call, ok := directCall(r)
 		if !ok {
 			next.ServeHTTP(w, r)
 			return
 		}
-		serveCall(w, r, srv, log, call, stream)
+		serveCall(w, r, srv, log, call)
 	})
 }
 
@@ -73,60 +73,56 @@ func statelessCalls(srv *mcp.Server, log *slog.Logger, next http.Handler) http.H
 const directCallMethod = "tools/call"
 
 // directCall is r's tools/call request when statelessCalls may answer it
-// itself (see there); ok is false for everything the SDK must see. stream
-// says whether the call asked for notifications before its reply: its
-// _meta carries a progress token or a log level (see serveCall).
-func directCall(r *http.Request) (req *jsonrpc.Request, stream bool, ok bool) {
+// itself (see there); ok is false for everything the SDK must see.
+func directCall(r *http.Request) (req *jsonrpc.Request, ok bool) {
 	h := r.Header
 	if r.Method != http.MethodPost ||
 		h.Get(headerProtocolVersion) != protocolStateless ||
 		len(h.Values("Last-Event-ID")) > 0 ||
 		h.Get("Mcp-Method") != directCallMethod {
-		return nil, false, false
+		return nil, false
 	}
 	if ct, _, err := mime.ParseMediaType(h.Get("Content-Type")); err != nil || ct != "application/json" {
-		return nil, false, false
+		return nil, false
 	}
 	if jsonOK, streamOK := acceptsBoth(h.Values("Accept")); !jsonOK || !streamOK {
-		return nil, false, false
+		return nil, false
 	}
 	body, ok := bufferedBody(r)
 	if !ok || !json.Valid(body) {
-		return nil, false, false
+		return nil, false
 	}
 	if i := skipSpace(body, 0); i >= len(body) || body[i] != '{' {
-		return nil, false, false // a batch is the SDK's to refuse
+		return nil, false // a batch is the SDK's to refuse
 	}
 	if code, _, _ := requestProblem(body); code != 0 {
-		return nil, false, false
+		return nil, false
 	}
 	req, ok = decodeRequest(body)
 	if !ok || !req.IsCall() || req.Method != directCallMethod {
-		return nil, false, false
+		return nil, false
 	}
 	// params: exactly the members CallToolParams decodes without fail
 	// whatever their value (extractName decodes the whole of it), _meta
 	// an object carrying the header's protocol version, name the header's.
 	params, ok := plainMembers(req.Params)
 	if !ok {
-		return nil, false, false
+		return nil, false
 	}
 	for k := range params {
 		if k != "_meta" && k != "name" && k != "arguments" {
-			return nil, false, false
+			return nil, false
 		}
 	}
 	meta, ok := plainMembers(params["_meta"])
 	if !ok || string(meta[metaProtocolVersion]) != `"`+protocolStateless+`"` {
-		return nil, false, false
+		return nil, false
 	}
 	name := params["name"]
 	if !plainString(name) || len(name) == 2 || h.Get(headerMcpName) != string(name[1:len(name)-1]) {
-		return nil, false, false
+		return nil, false
 	}
-	_, progress := meta["progressToken"]
-	_, logs := meta[mcp.MetaKeyLogLevel]
-	return req, progress || logs, true
+	return req, true
 }
 
 // bufferedBody is r's body as bufferBody read it; false when it was not
@@ -192,31 +188,20 @@ func plainMembers(raw []byte) (map[string][]byte, bool) {
 // serveCall answers one call on a throwaway session, as serveStateless
 // does, and returns once the reply is written or the POST has gone; the
 // session is closed (its handler done) before it returns.
-//
-// A call that asked for nothing before its reply (stream false: no
-// progress token, no log level) is answered with application/json, as the
-// SDK answers every call with StreamableHTTPOptions.JSONResponse; one that
-// did, with an event stream, as it answers without. The transport lets the
-// server choose per response (either is an answer to a client that accepts
-// both, which the SDK requires); an event stream costs a flush per event,
-// chunked framing and a keep-alive timer, and the client an SSE parser.
-// In JSON mode a notification finds no stream, as it finds none in the
-// SDK's JSON mode on a stateless POST.
-func serveCall(w http.ResponseWriter, r *http.Request, srv *mcp.Server, log *slog.Logger, req *jsonrpc.Request, stream bool) {
+func serveCall(w http.ResponseWriter, r *http.Request, srv *mcp.Server, log *slog.Logger, req *jsonrpc.Request) {
 	conn := &callConn{
 		post:     r.Context(),
 		w:        w,
 		id:       req.ID,
-		json:     !stream,
 		incoming: make(chan jsonrpc.Message, 1),
 		answered: make(chan struct{}),
 		closed:   make(chan struct{}),
 	}
+	// The state serveStateless gives a new-protocol POST
+	// (ephemeralConnectOpts): empty, the request's _meta is its client.
 	// Every handler context of the session derives from this one, so
 	// Write knows a message sent in the course of the call by this key.
 	ctx := context.WithValue(r.Context(), callKey{}, conn)
-	// The state serveStateless gives a new-protocol POST
-	// (ephemeralConnectOpts): empty, the request's _meta is its client.
 	ss, err := srv.Connect(ctx, callTransport{conn}, &mcp.ServerSessionOptions{State: &mcp.ServerSessionState{}})
 	if err != nil {
 		log.Error("connect a session for a 2026-07-28 call", "error", err)
@@ -226,12 +211,8 @@ func serveCall(w http.ResponseWriter, r *http.Request, srv *mcp.Server, log *slo
 	defer ss.Close()
 	hdr := w.Header()
 	hdr.Set("Cache-Control", "no-cache, no-transform")
-	if stream {
-		hdr.Set("Content-Type", "text/event-stream")
-		hdr.Set("Connection", "keep-alive")
-	} else {
-		hdr.Set("Content-Type", "application/json")
-	}
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Connection", "keep-alive")
 	// What servePOST attaches to every request (RequestExtra); closing the
 	// SSE stream early does nothing in 2026-07-28.
 	req.Extra = &mcp.RequestExtra{
@@ -262,7 +243,6 @@ func (t callTransport) Connect(context.Context) (mcp.Connection, error) { return
 type callConn struct {
 	post     context.Context
 	id       jsonrpc.ID
-	json     bool // the reply is application/json, with nothing before it
 	incoming chan jsonrpc.Message
 	answered chan struct{} // closed once the reply is written
 	closed   chan struct{}
@@ -298,10 +278,10 @@ func (c *callConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		if m.IsCall() {
 			return fmt.Errorf("%w: stateless servers cannot make requests", errRejected)
 		}
-		if c.json || ctx.Value(callKey{}) != c {
+		if ctx.Value(callKey{}) != c {
 			// Not sent in the course of the call (a list_changed to
-			// every session), or the reply is JSON: the SDK puts it on the
-			// standalone stream, which a stateless POST has not got.
+			// every session): the SDK puts it on the standalone stream,
+			// which a stateless POST has not got.
 			return fmt.Errorf("%w: no stream for %s", errRejected, m.Method)
 		}
 	case *jsonrpc.Response:
@@ -329,13 +309,6 @@ func (c *callConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if status != 0 {
 		c.w.Header().Set("Content-Type", "application/json")
 		c.w.WriteHeader(status)
-		if _, err := c.w.Write(data); err != nil {
-			return fmt.Errorf("%w: %w", errRejected, err)
-		}
-		return nil
-	}
-	if c.json {
-		// One write: net/http sends it with a Content-Length.
 		if _, err := c.w.Write(data); err != nil {
 			return fmt.Errorf("%w: %w", errRejected, err)
 		}

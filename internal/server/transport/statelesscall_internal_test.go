@@ -143,7 +143,7 @@ func (d *directSeen) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if msgs := messages(r.Body.(*readBack).body); len(msgs) == 1 && msgs[0].Method == directCallMethod {
-			_, _, ok := directCall(r)
+			_, ok := directCall(r)
 			d.mu.Lock()
 			if ok {
 				d.taken++
@@ -162,9 +162,9 @@ func (d *directSeen) counts() (taken, passed int) {
 	return d.taken, d.passed
 }
 
-func serveCalls(t *testing.T, srv *mcp.Server) (*directSeen, string) {
+func serveCalls(t *testing.T, srv *mcp.Server, direct bool) (*directSeen, string) {
 	t.Helper()
-	h, err := HTTPHandler(Backend{MCP: srv, Calls: &Calls{}, NoParamHeaders: true}, HTTPOptions{APIKey: "k", AllowedHosts: []string{"127.0.0.1"}})
+	h, err := HTTPHandler(Backend{MCP: srv, Calls: &Calls{}, NoParamHeaders: direct}, HTTPOptions{APIKey: "k", AllowedHosts: []string{"127.0.0.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,91 +174,62 @@ func serveCalls(t *testing.T, srv *mcp.Server) (*directSeen, string) {
 	return seen, ts.URL + "/mcp"
 }
 
-// serveSDK serves srv's 2026-07-28 requests as HTTPHandler did before
-// statelessCalls: the SDK's stateless handler behind the same writer and
-// checks, in its event-stream mode or (jsonResponse) its JSON mode.
-func serveSDK(t *testing.T, srv *mcp.Server, jsonResponse bool) string {
-	t.Helper()
-	opts := statelessOptions(discard())
-	opts.JSONResponse = jsonResponse
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
-	ts := httptest.NewServer(bufferBody(exactIDs(keepAliveSSE(DefaultKeepAlive, sdk))))
-	t.Cleanup(ts.Close)
-	return ts.URL + "/mcp"
-}
-
-// How a case is answered: by statelessCalls as the SDK's event-stream
-// mode answers it (a call asking for progress or log messages), as its
-// JSON mode does (one asking for nothing before the reply), or not taken,
-// so by the SDK's stateless handler itself.
-const (
-	sse   = "stream"
-	plain = "json"
-	sdk   = "sdk"
-)
-
 // Every 2026-07-28 tools/call answered by statelessCalls gets, byte for
-// byte, the SDK's stateless handler's answer, status, headers and body:
-// that of its event-stream mode (HTTPHandler's before statelessCalls) for
-// a call asking for notifications, that of its JSON mode
-// (StreamableHTTPOptions.JSONResponse) for one asking for none; what
-// statelessCalls does not take (headers that do not match, a _meta
-// without the version, a batch, an escaped member) the SDK answers on
-// both paths.
+// byte, the SDK's stateless handler's answer: status, headers and body;
+// what statelessCalls does not take (headers that do not match, a
+// _meta without the version, a batch, an escaped member) the SDK answers
+// on both paths.
 func TestStatelessCallsAnswerAsTheSDK(t *testing.T) {
-	direct, directURL := serveCalls(t, callServer())
-	sdkStream, sdkJSON := serveSDK(t, callServer(), false), serveSDK(t, callServer(), true)
+	srv := callServer()
+	direct, directURL := serveCalls(t, srv, true)
+	_, sdkURL := serveCalls(t, callServer(), false)
 	for _, tc := range []struct {
 		name  string
 		call  statelessCall
-		taken string
+		taken bool
 	}{
-		{"result", statelessCall{tool: "const"}, plain},
-		{"progress token without progress", statelessCall{tool: "const", meta: `,"progressToken":"p"`}, sse},
-		{"progress", statelessCall{tool: "progress", meta: `,"progressToken":7`}, sse},
-		{"progress without a token", statelessCall{tool: "progress"}, plain},
-		{"log message", statelessCall{tool: "logging", meta: `,"io.modelcontextprotocol/logLevel":"debug"`}, sse},
-		{"log message below the level", statelessCall{tool: "logging"}, plain},
-		{"tool error", statelessCall{tool: "failing"}, plain},
-		{"invalid params: 400", statelessCall{tool: "invalid"}, plain},
-		{"missing capability: 400", statelessCall{tool: "capability"}, plain},
-		{"unknown tool", statelessCall{tool: "nope"}, plain},
-		{"progress outside the call", statelessCall{tool: "elsewhere", meta: `,"progressToken":7`}, sse},
-		{"a request to the client", statelessCall{tool: "asking"}, plain},
-		{"list_changed mid-call", statelessCall{tool: "changer"}, plain},
-		{"client info", statelessCall{tool: "const", meta: `,"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}`}, plain},
-		{"invalid client info", statelessCall{tool: "const", meta: `,"io.modelcontextprotocol/clientInfo":7`}, plain},
-		{"no client capabilities", statelessCall{body: `{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"const","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, tool: "const"}, plain},
-		{"Mcp-Name mismatch", statelessCall{tool: "const", headers: map[string]string{"Mcp-Name": "other"}}, sdk},
-		{"no Mcp-Name", statelessCall{tool: "const", headers: map[string]string{"Mcp-Name": ""}}, sdk},
-		{"Mcp-Method mismatch", statelessCall{tool: "const", headers: map[string]string{"Mcp-Method": "tools/list"}}, sdk},
-		{"Last-Event-ID", statelessCall{tool: "const", headers: map[string]string{"Last-Event-ID": "x_1"}}, sdk},
-		{"JSON only accepted", statelessCall{tool: "const", headers: map[string]string{"Accept": "application/json"}}, sdk},
-		{"wildcard Accept", statelessCall{tool: "const", headers: map[string]string{"Accept": "*/*"}}, plain},
-		{"text Content-Type", statelessCall{tool: "const", headers: map[string]string{"Content-Type": "text/plain"}}, sdk},
-		{"Content-Type with charset", statelessCall{tool: "const", headers: map[string]string{"Content-Type": "application/json; charset=utf-8"}}, plain},
-		{"meta version mismatch", statelessCall{body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"const","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}}`, tool: "const"}, sdk},
-		{"no _meta", statelessCall{body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"const"}}`, tool: "const"}, sdk},
-		{"unknown params member", statelessCall{body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"const","requestState":7,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, tool: "const"}, sdk},
-		{"escaped name", statelessCall{body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"n\u0061me":"const","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, tool: "const"}, sdk},
-		{"repeated name", statelessCall{body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","name":"const","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, tool: "const"}, sdk},
-		{"batch", statelessCall{body: `[{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"const","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}]`, tool: "const"}, sdk},
-		{"notification", statelessCall{body: `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"const","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, tool: "const"}, sdk},
+		{"result", statelessCall{tool: "const"}, true},
+		{"progress token without progress", statelessCall{tool: "const", meta: `,"progressToken":"p"`}, true},
+		{"progress", statelessCall{tool: "progress", meta: `,"progressToken":7`}, true},
+		{"progress without a token", statelessCall{tool: "progress"}, true},
+		{"log message", statelessCall{tool: "logging", meta: `,"io.modelcontextprotocol/logLevel":"debug"`}, true},
+		{"log message below the level", statelessCall{tool: "logging"}, true},
+		{"tool error", statelessCall{tool: "failing"}, true},
+		{"invalid params: 400", statelessCall{tool: "invalid"}, true},
+		{"missing capability: 400", statelessCall{tool: "capability"}, true},
+		{"unknown tool", statelessCall{tool: "nope"}, true},
+		{"progress outside the call", statelessCall{tool: "elsewhere", meta: `,"progressToken":7`}, true},
+		{"a request to the client", statelessCall{tool: "asking"}, true},
+		{"list_changed mid-call", statelessCall{tool: "changer"}, true},
+		{"client info", statelessCall{tool: "const", meta: `,"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}`}, true},
+		{"invalid client info", statelessCall{tool: "const", meta: `,"io.modelcontextprotocol/clientInfo":7`}, true},
+		{"no client capabilities", statelessCall{body: `{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"const","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, tool: "const"}, true},
+		{"Mcp-Name mismatch", statelessCall{tool: "const", headers: map[string]string{"Mcp-Name": "other"}}, false},
+		{"no Mcp-Name", statelessCall{tool: "const", headers: map[string]string{"Mcp-Name": ""}}, false},
+		{"Mcp-Method mismatch", statelessCall{tool: "const", headers: map[string]string{"Mcp-Method": "tools/list"}}, false},
+		{"Last-Event-ID", statelessCall{tool: "const", headers: map[string]string{"Last-Event-ID": "x_1"}}, false},
+		{"JSON only accepted", statelessCall{tool: "const", headers: map[string]string{"Accept": "application/json"}}, false},
+		{"wildcard Accept", statelessCall{tool: "const", headers: map[string]string{"Accept": "*/*"}}, true},
+		{"text Content-Type", statelessCall{tool: "const", headers: map[string]string{"Content-Type": "text/plain"}}, false},
+		{"Content-Type with charset", statelessCall{tool: "const", headers: map[string]string{"Content-Type": "application/json; charset=utf-8"}}, true},
+		{"meta version mismatch", statelessCall{body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"const","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}}`, tool: "const"}, false},
+		{"no _meta", statelessCall{body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"const"}}`, tool: "const"}, false},
+		{"unknown params member", statelessCall{body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"const","requestState":7,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, tool: "const"}, false},
+		{"escaped name", statelessCall{body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"n\u0061me":"const","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, tool: "const"}, false},
+		{"repeated name", statelessCall{body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","name":"const","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, tool: "const"}, false},
+		{"batch", statelessCall{body: `[{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"const","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}]`, tool: "const"}, false},
+		{"notification", statelessCall{body: `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"const","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, tool: "const"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			takenBefore, _ := direct.counts()
 			got := send(t, tc.call.request(t, directURL))
-			ref := sdkStream
-			if tc.taken == plain {
-				ref = sdkJSON
-			}
-			want := send(t, tc.call.request(t, ref))
+			want := send(t, tc.call.request(t, sdkURL))
 			if got != want {
 				t.Errorf("statelessCalls answered\n%+v\nthe SDK answers\n%+v", got, want)
 			}
 			takenAfter, _ := direct.counts()
-			if taken := takenAfter > takenBefore; taken != (tc.taken != sdk) {
-				t.Errorf("taken by statelessCalls: %v, want %v", taken, tc.taken != sdk)
+			if taken := takenAfter > takenBefore; taken != tc.taken {
+				t.Errorf("taken by statelessCalls: %v, want %v", taken, tc.taken)
 			}
 		})
 	}
@@ -268,7 +239,7 @@ func TestStatelessCallsAnswerAsTheSDK(t *testing.T) {
 // token, are the ones statelessCalls takes.
 func TestGoSDKClientCallsAreAnsweredDirectly(t *testing.T) {
 	{
-		seen, url := serveCalls(t, callServer())
+		seen, url := serveCalls(t, callServer(), true)
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(),
 			&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{}}, DisableStandaloneSSE: true},
 			&mcp.ClientSessionOptions{ProtocolVersion: protocolStateless})
