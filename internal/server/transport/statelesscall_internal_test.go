@@ -270,3 +270,59 @@ func (bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer k")
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// Whatever the body and Mcp-Name of a 2026-07-28 tools/call POST, the
+// transport answers it as the SDK's stateless handler does (status,
+// headers, body), whether statelessCalls takes it or not: its reading of
+// a body (plain members, the protocol version, the name) never accepts
+// what the SDK would refuse or read otherwise.
+func FuzzStatelessCallsAnswerAsTheSDK(f *testing.F) {
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, seed := range []struct{ body, name string }{
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"const","arguments":{},` + meta + `}}`, "const"},
+		{`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"invalid",` + meta + `}}`, "invalid"},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"const","arguments":null,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, "const"},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"progress",` + meta[:len(meta)-1] + `,"progressToken":1}}}`, "progress"},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":[]}}}`, "nope"},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"const","Name":"x",` + meta + `}}`, "const"},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"const",` + meta + `,"_meta":{}}}`, "const"},
+	} {
+		f.Add(seed.body, seed.name)
+	}
+	direct, err := HTTPHandler(Backend{MCP: callServer(), Calls: &Calls{}, NoParamHeaders: true}, HTTPOptions{APIKey: "k", AllowedHosts: []string{"example.com"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	opts := &mcp.StreamableHTTPOptions{Stateless: true, Logger: discard(), MaxRequestBodyBytes: maxBodyBytes, DisableLocalhostProtection: true, PropagateRequestCancellation: true}
+	ref := callServer()
+	sdk := bufferBody(exactIDs(keepAliveSSE(DefaultKeepAlive, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ref }, opts))))
+	f.Fuzz(func(t *testing.T, body, name string) {
+		if strings.ContainsAny(name, "\r\n\x00") || name != strings.TrimSpace(name) {
+			return // not a header value net/http would deliver as is
+		}
+		for _, m := range messages([]byte(body)) {
+			if isTaskMethod(m.Method) {
+				return // taskNameHeader's, in front of both (taskheaders.go)
+			}
+		}
+		answer := func(h http.Handler) (int, http.Header, string) {
+			req := statelessCall{body: body, tool: name}.request(t, "http://example.com/mcp")
+			if name == "" {
+				req.Header.Del(headerMcpName)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			return rec.Code, rec.Header(), rec.Body.String()
+		}
+		gotCode, gotHeader, gotBody := answer(direct)
+		wantCode, wantHeader, wantBody := answer(sdk)
+		for _, k := range []string{"Content-Type", "Cache-Control", "Connection", headerSessionID} {
+			if gotHeader.Get(k) != wantHeader.Get(k) {
+				t.Errorf("%s: %q, the SDK's %q", k, gotHeader.Get(k), wantHeader.Get(k))
+			}
+		}
+		if gotCode != wantCode || gotBody != wantBody {
+			t.Errorf("answered %d %q\nthe SDK answers %d %q", gotCode, gotBody, wantCode, wantBody)
+		}
+	})
+}
