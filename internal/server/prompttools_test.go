@@ -175,3 +175,42 @@ func speakToolHarness(t testing.TB, g *memGateway) *harness {
 		},
 	})
 }
+
+// Backend promises the HTTP transport that no tool binds a parameter to an
+// Mcp-Param-* header (transport.Backend.NoParamHeaders): no input schema,
+// built-in or prompt tool, typed or raw, has x-mcp-header on a property,
+// read as the SDK reads it (each property of "properties", nested ones
+// included).
+func TestNoToolBindsAParamHeader(t *testing.T) {
+	h := newHarness(t, fixture{prompts: typedPrompts(), tools: []string{"*"}})
+	if !h.srv.Backend().NoParamHeaders {
+		t.Fatal("Backend does not promise NoParamHeaders")
+	}
+	var bound func(props map[string]json.RawMessage) bool
+	bound = func(props map[string]json.RawMessage) bool {
+		for _, raw := range props {
+			var p struct {
+				Header     json.RawMessage            `json:"x-mcp-header"`
+				Properties map[string]json.RawMessage `json:"properties"`
+			}
+			json.Unmarshal(raw, &p)
+			if p.Header != nil || bound(p.Properties) {
+				return true
+			}
+		}
+		return false
+	}
+	tools := h.srv.Tools()
+	if len(tools) <= 4 {
+		t.Fatalf("only %d tools: the prompt tools are missing", len(tools))
+	}
+	for _, tool := range tools {
+		raw, _ := json.Marshal(tool.InputSchema)
+		var schema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if err := json.Unmarshal(raw, &schema); err != nil || bound(schema.Properties) {
+			t.Errorf("tool %s: input schema %s binds a header (or is unreadable: %v)", tool.Name, raw, err)
+		}
+	}
+}

@@ -256,7 +256,10 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // Backend is what the transports serve: the SDK server, the tracker the
 // tools were registered through, and Close to stop the runs at shutdown.
 func (s *Server) Backend() transport.Backend {
-	return transport.Backend{MCP: s.mcp, Calls: s.calls, CloseRuns: s.Close, Logger: s.log}
+	// NoParamHeaders: every input schema is built here (tools.go
+	// inputSchema, prompttools.go promptToolSchema) from a type, a
+	// description and a default, never an x-mcp-header.
+	return transport.Backend{MCP: s.mcp, Calls: s.calls, CloseRuns: s.Close, Logger: s.log, NoParamHeaders: true}
 }
 
 // Registry is the run registry all sessions share.

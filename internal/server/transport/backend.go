@@ -36,6 +36,14 @@ type Backend struct {
 	CloseRuns func(ctx context.Context) error
 	// Logger receives the transport's lines; nil discards them.
 	Logger *slog.Logger
+	// NoParamHeaders promises that no tool of MCP declares a parameter
+	// bound to an Mcp-Param-* header (x-mcp-header in its input schema,
+	// SEP-2243). The SDK checks those headers against the tool's schema,
+	// which the transport cannot read (mcp.Server exports no tool lookup),
+	// so only with this promise does the HTTP transport answer a
+	// 2026-07-28 tools/call itself (statelessCalls) instead of through the
+	// SDK's slower stateless handler.
+	NoParamHeaders bool
 }
 
 func (b Backend) logger() *slog.Logger {
@@ -77,7 +85,7 @@ func (b Backend) stopSessions(drain time.Duration) {
 	for ss := range b.MCP.Sessions() {
 		// A session without an id is a 2026-07-28 request's throwaway
 		// session, which ends with its own POST (StreamableHTTPHandler.
-		// serveStateless closes it once the POST is answered, and
+		// serveStateless, or serveCall, closes it once the POST is answered, and
 		// http.Server.Shutdown waits for that): closed here, it could cut
 		// off the reply a drained call is still writing. Or it is the
 		// stdio session, which ServeStdio closes itself.

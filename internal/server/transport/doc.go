@@ -35,9 +35,35 @@
 //     and one declaring 2026-07-28 (Mcp-Protocol-Version, server/discover,
 //     or _meta's protocol version) to the stateless one. No upstream issue
 //     found; the SDK's docs/protocol.md presents the two as alternatives.
+//   - A 2026-07-28 tools/call is answered on a session of our own
+//     (statelessCalls, statelesscall.go), for speed rather than a defect:
+//     the stateless handler decodes a POST's body six times before the
+//     session sees it, and walks the tool's input schema
+//     (StreamableHTTPHandler.serveStateless, ephemeralConnectOpts;
+//     streamableServerConn.servePOST, readBatch, extractRequestMeta,
+//     validateMcpHeaders), each decode a new segmentio decoder with a
+//     32 KiB buffer, which made a stateless run_prompt cost 1.5 to 1.7
+//     times the server CPU of a stateful one. statelessCalls reads the body once
+//     (scanEnvelope), hands the decoded request to a throwaway
+//     mcp.ServerSession over its own mcp.Connection (callConn) with the
+//     state the SDK gives it, and writes what the SDK would: the reply as
+//     one SSE event or, for the codes SEP-2575 maps to a status, that
+//     status with the bare response (extractErrorStatus); the call's own
+//     notifications before it (told by a context key, as the SDK tells
+//     them by its unexported idContextKey); every other message refused
+//     as jsonrpc2.ErrRejected. It takes only the common spelling of a call
+//     whose headers the SDK would accept, and only for a Backend whose
+//     tools bind no Mcp-Param-* header (Backend.NoParamHeaders: that check
+//     needs the tool's schema, which mcp.Server does not export);
+//     everything else, every refusal included, is the stateless handler's.
+//     TestStatelessCallsAnswerAsTheSDK holds the two to the same bytes.
+//     With an SDK that decodes a stateless POST once, it can go.
 //   - A dropped 2026-07-28 POST ends its call through the SDK itself
 //     (StreamableHTTPOptions.PropagateRequestCancellation on the stateless
-//     handler): the request's context is the call's life.
+//     handler): the request's context is the call's life. For a call
+//     statelessCalls answers, the session's read ends with the POST's
+//     cause, and the SDK's jsonrpc2 layer cancels the requests in flight
+//     when its reader fails (internal/jsonrpc2/conn.go, readIncoming).
 //   - A dropped POST ends its calls (cancelOnDisconnect, injectCancel): the
 //     stateful streamable handler does not end a call's handler when its
 //     POST goes away (mcp/streamable.go, streamableServerConn.servePOST;
@@ -66,8 +92,9 @@
 //     ("request terminated without response"; a flake of
 //     TestShutdownDrainsCallsInFlight under -race, 2 in 40 runs on main).
 //     2026-07-28 throwaway sessions are not closed at shutdown at all: each
-//     ends with its own POST (StreamableHTTPHandler.serveStateless). No
-//     upstream issue found.
+//     ends with its own POST (StreamableHTTPHandler.serveStateless, or
+//     serveCall for the calls statelessCalls answers). No upstream issue
+//     found.
 //   - Idle event streams get a comment line (keepAliveSSE): the SDK writes
 //     nothing on a quiet SSE stream (ServerOptions.KeepAlive sends JSON-RPC
 //     pings instead; upstream modelcontextprotocol/go-sdk#1229, whose
@@ -134,7 +161,11 @@
 // shutdown, one Shutdown goroutine, and waits for both before it returns;
 // net/http owns one goroutine per connection and Shutdown stops them. The
 // HTTP handler owns one keep-alive timer per open SSE response (its
-// callback runs only when it fires) and stops it before the response ends.
+// callback runs only when it fires) and stops it before the response ends,
+// and, for each 2026-07-28 call it answers itself (serveCall), the
+// throwaway session's goroutines (the SDK's read loop and the call's
+// handler), which it closes, waiting for them, before the POST's handler
+// returns.
 // [ServeStdio] owns one goroutine waiting on its session and returns only
 // after the session has ended; stdin is read on the SDK's own read loop
 // (stdioConn), which ends when the session closes the connection, closing

@@ -163,7 +163,7 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 	// other reply to a listed origin readable (cors.go).
 	mux.Handle("/mcp", crossOrigin(hosts, origins, guard(bufferBody(taskNameHeader(byEra(
 		cancelOnDisconnect(b.Calls, log, exactIDs(newSessionLimit(b.MCP, b.Calls, log, opts.MaxSessions).wrap(keepAliveSSE(keepAlive, stateful)))),
-		exactIDs(keepAliveSSE(keepAlive, stateless)),
+		exactIDs(keepAliveSSE(keepAlive, statelessPath(b, log, stateless))),
 	))))))
 	mux.Handle("/metrics", guard(metrics))
 	if opts.Status != nil {

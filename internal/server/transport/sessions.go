@@ -294,7 +294,13 @@ func messages(body []byte) []message {
 			return message{}, false
 		}
 		m := message{ID: e.id, Params: e.params}
-		if e.method != nil && json.Unmarshal(e.method, &m.Method) != nil {
+		switch {
+		case e.method == nil:
+		case plainString(e.method):
+			// The common spelling, without encoding/json's reflection:
+			// every layer of the /mcp chain reads the method.
+			m.Method = string(e.method[1 : len(e.method)-1])
+		case json.Unmarshal(e.method, &m.Method) != nil:
 			return message{}, false
 		}
 		return m, true

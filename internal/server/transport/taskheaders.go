@@ -96,6 +96,12 @@ func taskRequest(body []byte) (taskMessage, bool) {
 		return taskMessage{}, false
 	}
 	m := taskMessage{ID: msgs[0].ID, Method: msgs[0].Method}
+	// Only a task method's params are read: every 2026-07-28 POST passes
+	// here, and decoding a tools/call's arguments into a map was most of
+	// this check's cost.
+	if !isTaskMethod(m.Method) {
+		return m, true
+	}
 	var params map[string]json.RawMessage
 	if json.Unmarshal(msgs[0].Params, &params) == nil {
 		json.Unmarshal(params["taskId"], &m.TaskID)

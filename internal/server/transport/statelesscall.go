@@ -1,0 +1,387 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// statelessCalls answers a 2026-07-28 tools/call POST itself, through a
+// session of its own over its own mcp.Connection (callConn), and hands
+// every other stateless request to the SDK's stateless handler (next).
+//
+// Why: go-sdk v1.8.0 serves a stateless POST by decoding its body six
+// times before the session sees it (StreamableHTTPHandler.serveStateless:
+// ephemeralConnectOpts' readBatch, twice; streamableServerConn.servePOST:
+// readBatch again, twice, extractRequestMeta, and validateMcpHeaders'
+// extractName; mcp/streamable.go, streamable_headers.go), plus a walk of
+// the tool's input schema for x-mcp-header, each decode building a
+// segmentio decoder with a 32 KiB buffer (internal/json.Unmarshal). That
+// made a stateless run_prompt cost 1.5 to 1.7 times the server CPU of a
+// stateful one (docs/benchmarks.md). Here
+// the body is read once (scanEnvelope, as the stdio path reads a line)
+// and the request is handed to the session already decoded. No upstream
+// issue found.
+//
+// What the SDK does for such a POST is kept, step for step: a throwaway
+// server session per POST with the state the SDK gives a new-protocol one
+// (no initialize, so each request's _meta is its client info and
+// capabilities: ServerSession.handle, validateRequestMeta); the reply as
+// one SSE "message" event, or, for the codes SEP-2575 maps to an HTTP
+// status, as that status with the bare JSON-RPC response
+// (extractErrorStatus, stream.deliverLocked); the request's progress
+// notifications on the same stream before it; server-to-client requests
+// and notifications about nothing this request asked for refused as the
+// SDK's stateless connection refuses them (jsonrpc2.ErrRejected); the
+// call cancelled when its POST goes away
+// (StreamableHTTPOptions.PropagateRequestCancellation), with the
+// request's own cancellation cause.
+//
+// Only the common spelling of a call comes here: one request (not a
+// batch, not a notification) whose envelope, params and _meta members are
+// plain and unique, with Content-Type and Accept as the SDK requires, no
+// Last-Event-ID, and the headers the SDK checks (Mcp-Protocol-Version
+// equal to _meta's protocol version, Mcp-Method, Mcp-Name) already
+// matching. Anything else, and so every refusal those checks make, is the
+// SDK's to answer, as before. The x-mcp-header check (SEP-2243) needs the
+// tool's input schema, which mcp.Server does not export, so this path runs
+// only for a Backend whose tools declare none (Backend.NoParamHeaders).
+func statelessCalls(srv *mcp.Server, log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		call, ok := directCall(r)
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		serveCall(w, r, srv, log, call)
+	})
+}
+
+// directCallMethod is the one method statelessCalls answers itself.
+const directCallMethod = "tools/call"
+
+// directCall is r's tools/call request when statelessCalls may answer it
+// itself (see there); ok is false for everything the SDK must see.
+func directCall(r *http.Request) (req *jsonrpc.Request, ok bool) {
+	h := r.Header
+	if r.Method != http.MethodPost ||
+		h.Get(headerProtocolVersion) != protocolStateless ||
+		len(h.Values("Last-Event-ID")) > 0 ||
+		h.Get("Mcp-Method") != directCallMethod {
+		return nil, false
+	}
+	if ct, _, err := mime.ParseMediaType(h.Get("Content-Type")); err != nil || ct != "application/json" {
+		return nil, false
+	}
+	if jsonOK, streamOK := acceptsBoth(h.Values("Accept")); !jsonOK || !streamOK {
+		return nil, false
+	}
+	body, ok := bufferedBody(r)
+	if !ok || !json.Valid(body) {
+		return nil, false
+	}
+	if i := skipSpace(body, 0); i >= len(body) || body[i] != '{' {
+		return nil, false // a batch is the SDK's to refuse
+	}
+	if code, _, _ := requestProblem(body); code != 0 {
+		return nil, false
+	}
+	req, ok = decodeRequest(body)
+	if !ok || !req.IsCall() || req.Method != directCallMethod {
+		return nil, false
+	}
+	// params: exactly the members CallToolParams decodes without fail
+	// whatever their value (extractName decodes the whole of it), _meta
+	// an object carrying the header's protocol version, name the header's.
+	params, ok := plainMembers(req.Params)
+	if !ok {
+		return nil, false
+	}
+	for k := range params {
+		if k != "_meta" && k != "name" && k != "arguments" {
+			return nil, false
+		}
+	}
+	meta, ok := plainMembers(params["_meta"])
+	if !ok || string(meta[metaProtocolVersion]) != `"`+protocolStateless+`"` {
+		return nil, false
+	}
+	name := params["name"]
+	if !plainString(name) || len(name) == 2 || h.Get(headerMcpName) != string(name[1:len(name)-1]) {
+		return nil, false
+	}
+	return req, true
+}
+
+// bufferedBody is r's body as bufferBody read it; false when it was not
+// read there, or was read since.
+func bufferedBody(r *http.Request) ([]byte, bool) {
+	b, ok := r.Body.(*readBack)
+	if !ok || b.Len() != len(b.body) || len(b.body) == 0 {
+		return nil, false
+	}
+	return b.body, true
+}
+
+// acceptsBoth is the SDK's reading of Accept (mcp/streamable.go,
+// streamableAccepts): whether application/json and text/event-stream are
+// both accepted, wildcards included.
+func acceptsBoth(values []string) (jsonOK, streamOK bool) {
+	for _, value := range values {
+		for _, raw := range strings.Split(value, ",") {
+			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK, streamOK
+}
+
+// plainMembers returns the members of the JSON object raw (valid JSON) by
+// name; false when raw is not an object or a name is escaped or repeated,
+// where the SDK's decoder must judge.
+func plainMembers(raw []byte) (map[string][]byte, bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	members := make(map[string][]byte, 4)
+	for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != '}'; {
+		keyEnd := skipString(raw, i)
+		key := raw[i+1 : keyEnd-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return nil, false
+		}
+		if _, dup := members[string(key)]; dup {
+			return nil, false
+		}
+		i = skipSpace(raw, keyEnd)
+		i = skipSpace(raw, i+1) // the colon
+		end, _ := skipValue(raw, i)
+		members[string(key)] = raw[i:end]
+		i = skipSpace(raw, end)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return members, true
+}
+
+// serveCall answers one call on a throwaway session, as serveStateless
+// does, and returns once the reply is written or the POST has gone; the
+// session is closed (its handler done) before it returns.
+func serveCall(w http.ResponseWriter, r *http.Request, srv *mcp.Server, log *slog.Logger, req *jsonrpc.Request) {
+	conn := &callConn{
+		post:     r.Context(),
+		w:        w,
+		id:       req.ID,
+		incoming: make(chan jsonrpc.Message, 1),
+		answered: make(chan struct{}),
+		closed:   make(chan struct{}),
+	}
+	// The state serveStateless gives a new-protocol POST
+	// (ephemeralConnectOpts): empty, the request's _meta is its client.
+	// Every handler context of the session derives from this one, so
+	// Write knows a message sent in the course of the call by this key.
+	ctx := context.WithValue(r.Context(), callKey{}, conn)
+	ss, err := srv.Connect(ctx, callTransport{conn}, &mcp.ServerSessionOptions{State: &mcp.ServerSessionState{}})
+	if err != nil {
+		log.Error("connect a session for a 2026-07-28 call", "error", err)
+		http.Error(w, "failed connection", http.StatusInternalServerError)
+		return
+	}
+	defer ss.Close()
+	hdr := w.Header()
+	hdr.Set("Cache-Control", "no-cache, no-transform")
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Connection", "keep-alive")
+	// What servePOST attaches to every request (RequestExtra); closing the
+	// SSE stream early does nothing in 2026-07-28.
+	req.Extra = &mcp.RequestExtra{
+		TokenInfo:      auth.TokenInfoFromContext(r.Context()),
+		Header:         r.Header,
+		CloseSSEStream: func(mcp.CloseSSEStreamArgs) {},
+	}
+	conn.incoming <- req
+	select {
+	case <-conn.answered:
+	case <-r.Context().Done():
+	}
+	// Nothing is written to w once serveCall has returned: a notification
+	// sent later (another goroutine's) finds the stream finished.
+	defer conn.finish()
+}
+
+// callTransport hands a session its one callConn.
+type callTransport struct{ conn *callConn }
+
+func (t callTransport) Connect(context.Context) (mcp.Connection, error) { return t.conn, nil }
+
+// callConn is the connection of one 2026-07-28 call's session: Read gives
+// the session the one request, Write puts the session's messages about it
+// on the POST's response. Its read ending with the POST's cause is what
+// cancels the call when the POST goes away (the SDK's jsonrpc2 layer
+// cancels every request in flight when its reader fails).
+type callConn struct {
+	post     context.Context
+	id       jsonrpc.ID
+	incoming chan jsonrpc.Message
+	answered chan struct{} // closed once the reply is written
+	closed   chan struct{}
+	once     sync.Once
+
+	mu       sync.Mutex
+	w        http.ResponseWriter
+	replied  bool
+	finished bool // serveCall has returned: w is no longer ours
+}
+
+func (c *callConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case m := <-c.incoming:
+		return m, nil
+	case <-c.post.Done():
+		return nil, context.Cause(c.post)
+	case <-c.closed:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// errRejected is the SDK's jsonrpc2.ErrRejected (code -32005, matched by
+// code through WireError.Is): a message the transport could not deliver,
+// which does not break the connection.
+var errRejected = &jsonrpc.Error{Code: -32005, Message: "rejected by transport"}
+
+func (c *callConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		if m.IsCall() {
+			return fmt.Errorf("%w: stateless servers cannot make requests", errRejected)
+		}
+		if ctx.Value(callKey{}) != c {
+			// Not sent in the course of the call (a list_changed to
+			// every session): the SDK puts it on the standalone stream,
+			// which a stateless POST has not got.
+			return fmt.Errorf("%w: no stream for %s", errRejected, m.Method)
+		}
+	case *jsonrpc.Response:
+		if m.ID != c.id {
+			return fmt.Errorf("%w: no request %v", errRejected, m.ID.Raw())
+		}
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	status := errorStatus(msg)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished || c.replied {
+		return fmt.Errorf("%w: write to closed stream", errRejected)
+	}
+	if _, ok := msg.(*jsonrpc.Response); ok {
+		c.replied = true
+		defer close(c.answered)
+	}
+	// A failed write is the client gone, which the POST's context reports;
+	// the connection itself is not broken (stream.deliverLocked's errors
+	// are ErrRejected too).
+	if status != 0 {
+		c.w.Header().Set("Content-Type", "application/json")
+		c.w.WriteHeader(status)
+		if _, err := c.w.Write(data); err != nil {
+			return fmt.Errorf("%w: %w", errRejected, err)
+		}
+		return nil
+	}
+	if err := writeSSE(c.w, data); err != nil {
+		return fmt.Errorf("%w: %w", errRejected, err)
+	}
+	return nil
+}
+
+// callKey marks the contexts of a callConn's session (the value is the
+// conn). The SDK tells a message sent in the course of a request by the
+// request id it puts in the handler's context (idContextKey, unexported,
+// set in ServerSession.handle); the session of a callConn has one request,
+// so a context derived from its own is that request's.
+type callKey struct{}
+
+// finish ends writing to the response: serveCall is returning.
+func (c *callConn) finish() {
+	c.mu.Lock()
+	c.finished = true
+	c.mu.Unlock()
+}
+
+func (c *callConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+func (*callConn) SessionID() string { return "" }
+
+// errorStatus is the HTTP status SEP-2575 gives a JSON-RPC error reply
+// (go-sdk v1.8.0, extractErrorStatus): 404 for an unknown method, 400 for
+// invalid params, an unsupported protocol version or a missing client
+// capability; 0 for anything else, which goes out as an SSE event.
+func errorStatus(msg jsonrpc.Message) int {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.Error == nil {
+		return 0
+	}
+	var jerr *jsonrpc.Error
+	if !errors.As(resp.Error, &jerr) {
+		return 0
+	}
+	switch jerr.Code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+		return http.StatusBadRequest
+	}
+	return 0
+}
+
+// writeSSE writes data as one SSE "message" event and flushes it, as the
+// SDK's writeEvent does (mcp/event.go) without an event id (no event
+// store, and none in 2026-07-28).
+func writeSSE(w http.ResponseWriter, data []byte) error {
+	buf := make([]byte, 0, len("event: message\ndata: \n\n")+len(data))
+	buf = append(buf, "event: message\ndata: "...)
+	buf = append(buf, data...)
+	buf = append(buf, "\n\n"...)
+	_, err := w.Write(buf)
+	http.NewResponseController(w).Flush()
+	return err
+}
+
+// statelessPath is the handler of 2026-07-28 requests: statelessCalls in
+// front of the SDK's stateless handler when b's tools allow it (see
+// Backend.NoParamHeaders), the SDK's handler alone otherwise.
+func statelessPath(b Backend, log *slog.Logger, stateless http.Handler) http.Handler {
+	if !b.NoParamHeaders {
+		return stateless
+	}
+	return statelessCalls(b.MCP, log, stateless)
+}
