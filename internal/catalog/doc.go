@@ -87,6 +87,32 @@
 // relative to an open directory (fstatat) was measured to save only about
 // a tenth of that, too little for a platform-specific walk.
 //
+// # Patching a reload
+//
+// Stat'ing every file is still a full reload's floor, so the watcher's
+// reloads do not resolve in full: the watcher remembers the paths its
+// events name, and a reload patches the previous catalog with them
+// (patch.go). Each named path is evaluated again as the walk would (a
+// file is read and classified, a new directory walked, a vanished one
+// dropped); every other directory, file state and entry is shared with
+// the previous generation's walk tree and catalog, never copied. The
+// changed entries are then spliced in: duplicates, " (broken)" marks,
+// catalog order, [catalog].tools and the hash are worked out for them
+// alone, and lookups binary-search the sorted entries, so no index is
+// rebuilt. The result is the catalog a full resolution would give
+// (TestPatchedReloadMatchesFullResolve compares the two over a series of
+// edits). Whenever that could fail to hold, the reload resolves in full:
+// the first reload after the watch (re-)registered (a save before it had
+// no event), after a watch error or more than maxChanged paths, after a
+// full reload that published nothing, with changed settings or a moved
+// root, and for a tree with symbolic links (what a link reaches changes
+// with no event where the link is), [prompts.NAME] blocks or overlapping
+// roots, an unreadable directory, or a change that makes a duplicate or
+// an empty catalog (the full resolution then reports it). A directory
+// renamed within a root also re-registers the watch: fsnotify drops its
+// watch when the move reaches it, possibly after the create that watched
+// it under the new name.
+//
 // [WatchFile] watches one prompt file for run --watch with the same
 // platform watch and debounce loop as the catalog's [Watcher], and two
 // goroutines of its own (a pump and the loop) that [FileWatcher.Close]
