@@ -49,17 +49,15 @@ func (e *entry) orig() *entry {
 // seal computes the entry's digest: its name, description and health,
 // lengths first so ("ab","c") and ("a","bc") hash apart.
 func (e *entry) seal() {
-	var lens [17]byte
-	putUint64(lens[0:8], uint64(len(e.name)))
-	putUint64(lens[8:16], uint64(len(e.description)))
+	var buf [256]byte // most entries fit: no allocation
+	b := buf[:17]
+	putUint64(b[0:8], uint64(len(e.name)))
+	putUint64(b[8:16], uint64(len(e.description)))
 	if e.kind != 0 {
-		lens[16] = 1
+		b[16] = 1
 	}
-	h := sha256.New()
-	h.Write(lens[:])
-	h.Write([]byte(e.name))
-	h.Write([]byte(e.description))
-	h.Sum(e.digest[:0])
+	b = append(append(b, e.name...), e.description...)
+	e.digest = sha256.Sum256(b)
 }
 
 // compareEntries is catalog order: by name, then healthy before broken,

@@ -50,26 +50,31 @@ func (n *dirNode) find(name string) (int, bool) {
 // that root's directory, in any spelling of the root the walk or the
 // watcher uses. ok is false for a path under no walked root.
 func (t *walkTree) below(path string) (root int, segs []string, ok bool) {
+	root, rest, ok := t.rel(path)
+	if ok && rest != "" {
+		segs = strings.Split(rest, string(filepath.Separator))
+	}
+	return root, segs, ok
+}
+
+// rel is below's path relative to its root's directory ("" for the root).
+func (t *walkTree) rel(path string) (root int, rest string, ok bool) {
 	const sep = string(filepath.Separator)
 	path = filepath.Clean(path)
 	for i, n := range t.roots {
 		if n == nil {
 			continue
 		}
-		for _, dir := range []string{n.full, n.canon} {
+		for _, dir := range [2]string{n.full, n.canon} {
 			if path == dir {
-				return i, nil, true
+				return i, "", true
 			}
-			prefix := dir
-			if !strings.HasSuffix(prefix, sep) {
-				prefix += sep
-			}
-			if rest, found := strings.CutPrefix(path, prefix); found {
-				return i, strings.Split(rest, sep), true
+			if within(dir, path) {
+				return i, strings.TrimPrefix(path[len(dir):], sep), true
 			}
 		}
 	}
-	return 0, nil, false
+	return 0, "", false
 }
 
 // state is what this resolution knew about the file at path (joined under
@@ -81,18 +86,18 @@ func (t *walkTree) state(path string) *fileState {
 	if st, ok := t.blocks[path]; ok {
 		return st
 	}
-	i, segs, ok := t.below(path)
-	if !ok || len(segs) == 0 {
+	i, rest, ok := t.rel(path)
+	if !ok || rest == "" {
 		return nil
 	}
-	n := t.roots[i]
-	for k, name := range segs {
+	for n := t.roots[i]; ; {
+		name, deeper, more := strings.Cut(rest, string(filepath.Separator))
 		j, found := n.find(name)
 		if !found {
 			return nil
 		}
 		it := n.items[j]
-		if k == len(segs)-1 {
+		if !more {
 			if it.file == nil {
 				return nil
 			}
@@ -101,8 +106,8 @@ func (t *walkTree) state(path string) *fileState {
 		if n = it.dir; n == nil {
 			return nil
 		}
+		rest = deeper
 	}
-	return nil
 }
 
 // sameSettings reports whether s resolves the way t's settings did, so t
