@@ -6,6 +6,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"weak"
 
 	"github.com/promptforge-go/promptforge/internal/prompt"
 )
@@ -136,6 +137,12 @@ type Catalog struct {
 	// tree holds what this resolution walked, read and parsed, so the
 	// next reload can skip unchanged files, or patch only what changed.
 	tree *walkTree
+	// patchedFrom is the catalog this one was patched from, weakly, so a
+	// reader following generations (the server's MCP prompts) can take
+	// only the change without keeping every older catalog alive; added
+	// and dropped are that change (see Changes).
+	patchedFrom    weak.Pointer[Catalog]
+	added, dropped []Entry
 	// toolPatterns are the [catalog].tools globs; tools the healthy
 	// entries they match, in catalog order.
 	toolPatterns []string
@@ -238,6 +245,20 @@ func putUint64(b []byte, v uint64) {
 	for i := range 8 {
 		b[i] = byte(v >> (8 * i))
 	}
+}
+
+// Changes is how c differs from prev when a reload patched c from prev:
+// the entries c has that prev had not (new, changed, or renamed by a
+// " (broken)" mark), and the entries of prev that c has not. Every other
+// entry of c is the very Entry prev holds. ok is false when c was not
+// patched from prev (it was resolved in full, or from another catalog):
+// the caller then compares the catalogs whole. The slices are shared and
+// must not be modified.
+func (c *Catalog) Changes(prev *Catalog) (added, dropped []Entry, ok bool) {
+	if prev == nil || c.patchedFrom.Value() != prev {
+		return nil, nil, false
+	}
+	return c.added, c.dropped, true
 }
 
 // Len is the number of entries, healthy and broken.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"weak"
 )
 
 // changeSet is what the watcher saw change since the catalog since was
@@ -292,7 +293,8 @@ func (c *Catalog) spliced(removed, added []*entry, tree *walkTree) (*Catalog, bo
 	slices.Sort(bounds)
 	bounds = append(bounds, len(c.entries))
 
-	out := &Catalog{entries: make([]Entry, 0, size), tree: tree, broken: c.broken, sum: c.sum, toolPatterns: c.toolPatterns}
+	out := &Catalog{entries: make([]Entry, 0, size), tree: tree, broken: c.broken, sum: c.sum, toolPatterns: c.toolPatterns,
+		patchedFrom: weak.Make(c)}
 	// Merge the kept runs of c with adds, both in catalog order.
 	j, from := 0, 0
 	for _, d := range bounds {
@@ -304,6 +306,9 @@ func (c *Catalog) spliced(removed, added []*entry, tree *walkTree) (*Catalog, bo
 				}
 				return 1
 			})
+			if k == len(run) {
+				break // it goes after this run, perhaps after the next ones too
+			}
 			out.entries = append(out.entries, run[:k]...)
 			out.entries = append(out.entries, Entry{adds[j]})
 			run = run[k:]
@@ -317,12 +322,14 @@ func (c *Catalog) spliced(removed, added []*entry, tree *walkTree) (*Catalog, bo
 	}
 
 	gone := make(map[*entry]bool, len(drops))
-	for d := range drops {
+	for _, d := range bounds[:len(bounds)-1] {
 		gone[c.entries[d].e] = true
 		out.count(c.entries[d].e, -1)
+		out.dropped = append(out.dropped, c.entries[d])
 	}
 	for _, a := range adds {
 		out.count(a, 1)
+		out.added = append(out.added, Entry{a})
 	}
 	out.digest()
 	out.odd = slices.DeleteFunc(slices.Clone(c.odd), func(e Entry) bool { return gone[e.e] })

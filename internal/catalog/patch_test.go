@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -117,6 +118,12 @@ func TestPatchedReloadMatchesFullResolve(t *testing.T) {
 			}
 			return []string{tmp, to}
 		}},
+		{"prompt renamed to sort after the entries that follow it", func(t *testing.T) []string {
+			return []string{writePrompt(t, root, "sub/alpha_moved.md", "zulu", "Renamed, now last.")}
+		}},
+		{"and back to sort first", func(t *testing.T) []string {
+			return []string{writePrompt(t, root, "sub/alpha_moved.md", "aardvark", "Renamed, now first.")}
+		}},
 		{"prompt renamed inside its file, leaving the tools", func(t *testing.T) []string {
 			return []string{writePrompt(t, root, "tools/tool_one.md", "one_no_more", "No longer a tool.")}
 		}},
@@ -177,7 +184,43 @@ func TestPatchedReloadMatchesFullResolve(t *testing.T) {
 		if !out.patched {
 			t.Errorf("%s: resolved in full, not patched", step.name)
 		}
-		sameCatalog(t, step.name, h.Current().Catalog(), want)
+		got := h.Current().Catalog()
+		sameCatalog(t, step.name, got, want)
+		sharesTheRest(t, step.name, since, got)
+	}
+}
+
+// sharesTheRest fails unless c is prev with Changes' dropped entries taken
+// out and its added ones put in, every other entry being prev's own.
+func sharesTheRest(t *testing.T, step string, prev, c *Catalog) {
+	t.Helper()
+	added, dropped, ok := c.Changes(prev)
+	if !ok {
+		t.Fatalf("%s: Changes does not know the catalog it was patched from", step)
+	}
+	if _, _, ok := c.Changes(c); ok {
+		t.Errorf("%s: Changes answered for a catalog it was not patched from", step)
+	}
+	want := make(map[*entry]int)
+	for _, e := range prev.All() {
+		want[e.e]++
+	}
+	for _, e := range dropped {
+		want[e.e]--
+	}
+	for _, e := range added {
+		if want[e.e] > 0 {
+			t.Errorf("%s: %q is reported added but was already there", step, e.Name())
+		}
+		want[e.e]++
+	}
+	for _, e := range c.All() {
+		want[e.e]--
+	}
+	for e, n := range want {
+		if n != 0 {
+			t.Errorf("%s: entry %q (%s) counted %d times off", step, e.name, e.path, n)
+		}
 	}
 }
 
@@ -290,4 +333,99 @@ func TestWatcherPatchesAfterTheFirstReload(t *testing.T) {
 	writePrompt(t, root, "moved/c.md", "gamma_edited", "Third, edited after the move.")
 	settled("gamma_edited")
 	sameCatalog(t, "after the watched edits", h.Current().Catalog(), mustResolve(t, s, Retain))
+}
+
+// TestPatchedReloadMatchesFullResolveRandomly runs long fixed-seed series
+// of random edits (names that collide, sort anywhere, break, shadow and
+// publish tools; files and directories coming and going) and compares
+// each patched reload with a full resolution of the same tree.
+func TestPatchedReloadMatchesFullResolveRandomly(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 12))
+			root := t.TempDir()
+			s := Settings{Roots: []string{root}, Include: []string{"**/*.md"}, Exclude: []string{"skip/**"}, Tools: []string{"t*"}}
+			dirs := []string{"", "a", "a/b", "c", "skip"}
+			stems := []string{"ab", "Ab", "t1", "zz", "mm", "list-prompts", "n_1"}
+			// Names that collide now and then with each other and with
+			// the stems, among many that do not.
+			names := []string{"ab", "t1", "zz", "mm", "n_1", "t2", "aa"}
+			for i := range 40 {
+				names = append(names, fmt.Sprintf("p%02d", i), fmt.Sprintf("t_%02d", i))
+			}
+			var paths []string
+			// file picks a file and notes the directories its write will
+			// create, as the watcher's events would name them.
+			file := func() string {
+				p := filepath.Join(root, filepath.FromSlash(dirs[rng.IntN(len(dirs))]), stems[rng.IntN(len(stems))]+".md")
+				for d := filepath.Dir(p); d != root; d = filepath.Dir(d) {
+					if _, err := os.Stat(d); err != nil {
+						paths = append(paths, d)
+					}
+				}
+				return p
+			}
+			writePrompt(t, root, "seed.md", "seed", "Keeps the catalog from being empty.")
+			h := newHandle(t, s, Options{})
+			patched := 0
+			for step := range 150 {
+				// As the watcher does, a reload that failed hands its
+				// paths on to the next one.
+				since := h.Current().Catalog()
+				switch op := rng.IntN(10); {
+				case op < 4:
+					p := file()
+					writeFile(t, root, mustRel(t, root, p), promptText(names[rng.IntN(len(names))], fmt.Sprintf("Step %d.", rng.IntN(3))))
+					paths = append(paths, p)
+				case op < 6:
+					p := file()
+					writeFile(t, root, mustRel(t, root, p), "---\nname: x\npromptforge: 1\n---\nno heading\n")
+					paths = append(paths, p)
+				case op < 8:
+					p := file()
+					os.Remove(p)
+					paths = append(paths, p)
+					os.Remove(filepath.Dir(p)) // and its directory, if that empties it
+				case op < 9:
+					dir := filepath.Join(root, filepath.FromSlash(dirs[1+rng.IntN(len(dirs)-1)]))
+					os.RemoveAll(dir)
+					paths = append(paths, dir)
+				default:
+					p := file()
+					writeFile(t, root, mustRel(t, root, p), "# just markdown\n")
+					paths = append(paths, p)
+				}
+				out, err := h.reload(context.Background(), fixed(s), &changeSet{since: since, paths: paths})
+				want, wantErr := Resolve(context.Background(), s, Retain)
+				name := fmt.Sprintf("step %d (%v)", step, paths)
+				if wantErr != nil {
+					if err == nil {
+						t.Fatalf("%s: reloaded, but a full resolution fails: %v", name, wantErr)
+					}
+					continue
+				}
+				paths = paths[:0]
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				sameCatalog(t, name, h.Current().Catalog(), want)
+				if out.patched {
+					patched++
+					sharesTheRest(t, name, since, h.Current().Catalog())
+				}
+			}
+			if patched < 50 {
+				t.Errorf("only %d of 150 reloads were patched", patched)
+			}
+		})
+	}
+}
+
+func mustRel(t *testing.T, root, p string) string {
+	t.Helper()
+	rel, err := filepath.Rel(root, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.ToSlash(rel)
 }
