@@ -367,6 +367,10 @@ func (w *Watcher) settle() {
 		for _, p := range changes.paths {
 			w.changed[p] = struct{}{}
 		}
+		if len(w.changed) > maxChanged {
+			w.lost = true
+			clear(w.changed)
+		}
 	default:
 		w.lost = true
 	}
