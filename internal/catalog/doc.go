@@ -76,16 +76,16 @@
 // logged, the watcher's "now stale" warning only follows a reload that
 // carries a stale index forward; the failure itself is the build's warn.
 //
-// Reloads reuse the previous generation's parsed prompts: a file whose size
-// and modification time match what was read before, and whose modification
-// time is older than that read by more than the filesystem timestamp
-// granularity we allow for (two seconds), is not reopened. Any other file is
-// read again and its parse is reused only when its bytes are identical.
-// Every file is still stat'ed on each reload, since its size and
-// modification time are the proof that it is unchanged; on a large
-// catalog those stats are about half of a body-only reload, and a stat
-// relative to an open directory (fstatat) was measured to save only about
-// a tenth of that, too little for a platform-specific walk.
+// A full reload reuses the previous generation's parsed prompts: a file
+// whose size and modification time match what was read before, and whose
+// modification time is older than that read by more than the filesystem
+// timestamp granularity we allow for (two seconds), is not reopened. Any
+// other file is read again and its parse is reused only when its bytes are
+// identical. Every file is still stat'ed on a full reload, since its size
+// and modification time are the proof that it is unchanged; on a large
+// catalog those stats are about half of it, and a stat relative to an open
+// directory (fstatat) was measured to save only about a tenth of that, too
+// little for a platform-specific walk. Hence patching, below.
 //
 // # Patching a reload
 //

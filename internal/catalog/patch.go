@@ -50,11 +50,11 @@ func patch(ctx context.Context, s Settings, prev *Catalog, paths []string) (c *C
 	}
 	next := *t
 	next.roots = slices.Clone(t.roots)
-	// Parents before children, so a directory walked afresh here makes
-	// the events inside it redundant.
-	paths = slices.Clone(paths)
-	slices.SortFunc(paths, comparePaths)
-	var walked []string
+	// Each path once, spelt under its root as the walk spells it, parents
+	// before children, so a directory walked afresh here makes the events
+	// inside it redundant.
+	var fulls []string
+	roots := make(map[string]int)
 	for _, path := range paths {
 		root, segs, under := t.below(path)
 		if !under || next.roots[root] == nil {
@@ -64,9 +64,19 @@ func patch(ctx context.Context, s Settings, prev *Catalog, paths []string) (c *C
 			return nil, false // the root itself was replaced or removed
 		}
 		full := filepath.Join(next.roots[root].full, filepath.Join(segs...))
+		if _, dup := roots[full]; !dup {
+			roots[full] = root
+			fulls = append(fulls, full)
+		}
+	}
+	slices.SortFunc(fulls, comparePaths)
+	var walked []string
+	for _, full := range fulls {
 		if slices.ContainsFunc(walked, func(w string) bool { return within(w, full) }) {
 			continue
 		}
+		root := roots[full]
+		_, segs, _ := t.below(full)
 		next.roots[root] = p.apply(next.roots[root], segs, root)
 		if p.giveUp {
 			return nil, false

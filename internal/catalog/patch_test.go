@@ -429,3 +429,30 @@ func mustRel(t *testing.T, root, p string) string {
 	}
 	return filepath.ToSlash(rel)
 }
+
+// A root reached through a link is patched whichever spelling an event
+// names a file in, and one file named in both is evaluated once.
+func TestPatchTakesEitherSpellingOfARoot(t *testing.T) {
+	real := t.TempDir()
+	root := filepath.Join(t.TempDir(), "prompts")
+	if err := os.Symlink(real, root); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	writePrompt(t, real, "a.md", "alpha", "First.")
+	writePrompt(t, real, "b.md", "beta", "Second.")
+	s := mdSettings(root)
+	c := mustResolve(t, s, Retain)
+	canon, err := filepath.EvalSymlinks(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePrompt(t, real, "a.md", "alpha", "First, edited.")
+	writePrompt(t, real, "c.md", "gamma", "Third.")
+	got, ok := patch(context.Background(), s, c, []string{
+		filepath.Join(root, "a.md"), filepath.Join(canon, "a.md"), filepath.Join(canon, "c.md"),
+	})
+	if !ok {
+		t.Fatal("not patched")
+	}
+	sameCatalog(t, "two spellings", got, mustResolve(t, s, Retain))
+}
