@@ -190,8 +190,8 @@ func (p *patcher) evaluate(n *dirNode, name string, root int) (item, bool) {
 		if !w.wanted(strings.Join(segs, "/")) {
 			return item{}, false
 		}
-		g := &globbedFile{found: found{path: full, canonical: canon, info: info}}
-		g.entry, g.state = p.r.globbed(g.found)
+		g := &globbedFile{found: found{path: full, canonical: canon}}
+		g.entry, g.state = p.r.globbed(found{path: full, canonical: canon, info: info})
 		if g.entry != nil {
 			p.added = append(p.added, g.entry)
 		}

@@ -159,6 +159,8 @@ func (r *resolver) expand(ctx context.Context, w *walker, walk func()) ([]*globb
 					if ctx.Err() == nil {
 						f.entry, f.state = r.globbed(f.found)
 					}
+					// The walk tree keeps f: only the stat needed these.
+					f.info, f.dirent = nil, nil
 				}
 			}
 		})
