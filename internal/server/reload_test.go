@@ -158,15 +158,16 @@ func TestWatchedReloadsKeepMCPPromptsInStep(t *testing.T) {
 		// The catalog is settled once a reload publishes what was saved.
 		deadline := time.After(10 * time.Second)
 		for {
+			var patched bool
 			select {
-			case patched := <-published:
-				if patched != wantPatched {
-					t.Errorf("%s: patched = %v, want %v", step, patched, wantPatched)
-				}
+			case patched = <-published:
 			case <-deadline:
 				t.Fatalf("%s: no reload", step)
 			}
 			if settled(h.handle.Current().Catalog(), files, remove) {
+				if patched != wantPatched {
+					t.Errorf("%s: patched = %v, want %v", step, patched, wantPatched)
+				}
 				break
 			}
 		}
