@@ -78,16 +78,22 @@ func BenchmarkReloadOneSaved(b *testing.B) {
 	description := func(n int) string {
 		return fmt.Sprintf("---\nname: prompt_00007\ndescription: Edition %d of report seven.\npromptforge: 1\n---\n# P\n\n## Run\n\nSay hi.\n", n)
 	}
+	body := func(n int) string { return benchPrompt(7, fmt.Sprintf("v%d", n)) }
 	for _, tt := range []struct {
 		name string
 		edit func(n int) string
 		// rank: the first need_prompt after the reload is part of the
 		// measured work, wherever the index gets built.
 		rank bool
+		// full: resolve in full (Reload, what the first reload after the
+		// watch starts does) rather than patch the saved path as the
+		// watcher's reloads do.
+		full bool
 	}{
-		{"body", func(n int) string { return benchPrompt(7, fmt.Sprintf("v%d", n)) }, false},
-		{"description", description, false},
-		{"description+need_prompt", description, true},
+		{"body", body, false, false},
+		{"description", description, false, false},
+		{"description+need_prompt", description, true, false},
+		{"body,full", body, false, true},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			n := 0
@@ -102,8 +108,12 @@ func BenchmarkReloadOneSaved(b *testing.B) {
 				}
 				writing += cpuTime(b) - w
 				b.StartTimer()
-				out, err := h.Reload(ctx, fixed(s))
-				if err != nil || !out.Published {
+				var changes *changeSet
+				if !tt.full {
+					changes = &changeSet{since: h.Current().Catalog(), paths: []string{saved}}
+				}
+				out, err := h.reload(ctx, fixed(s), changes)
+				if err != nil || !out.Published || out.patched == tt.full {
 					b.Fatalf("reload: %+v, %v", out, err)
 				}
 				if tt.rank {

@@ -76,16 +76,42 @@
 // logged, the watcher's "now stale" warning only follows a reload that
 // carries a stale index forward; the failure itself is the build's warn.
 //
-// Reloads reuse the previous generation's parsed prompts: a file whose size
-// and modification time match what was read before, and whose modification
-// time is older than that read by more than the filesystem timestamp
-// granularity we allow for (two seconds), is not reopened. Any other file is
-// read again and its parse is reused only when its bytes are identical.
-// Every file is still stat'ed on each reload, since its size and
-// modification time are the proof that it is unchanged; on a large
-// catalog those stats are about half of a body-only reload, and a stat
-// relative to an open directory (fstatat) was measured to save only about
-// a tenth of that, too little for a platform-specific walk.
+// A full reload reuses the previous generation's parsed prompts: a file
+// whose size and modification time match what was read before, and whose
+// modification time is older than that read by more than the filesystem
+// timestamp granularity we allow for (two seconds), is not reopened. Any
+// other file is read again and its parse is reused only when its bytes are
+// identical. Every file is still stat'ed on a full reload, since its size
+// and modification time are the proof that it is unchanged; on a large
+// catalog those stats are about half of it, and a stat relative to an open
+// directory (fstatat) was measured to save only about a tenth of that, too
+// little for a platform-specific walk. Hence patching, below.
+//
+// # Patching a reload
+//
+// Stat'ing every file is still a full reload's floor, so the watcher's
+// reloads do not resolve in full: the watcher remembers the paths its
+// events name, and a reload patches the previous catalog with them
+// (patch.go). Each named path is evaluated again as the walk would (a
+// file is read and classified, a new directory walked, a vanished one
+// dropped); every other directory, file state and entry is shared with
+// the previous generation's walk tree and catalog, never copied. The
+// changed entries are then spliced in: duplicates, " (broken)" marks,
+// catalog order, [catalog].tools and the hash are worked out for them
+// alone, and lookups binary-search the sorted entries, so no index is
+// rebuilt. The result is the catalog a full resolution would give
+// (TestPatchedReloadMatchesFullResolve compares the two over a series of
+// edits). Whenever that could fail to hold, the reload resolves in full:
+// the first reload after the watch (re-)registered (a save before it had
+// no event), after a watch error or more than maxChanged paths, after a
+// full reload that published nothing, with changed settings or a moved
+// root, and for a tree with symbolic links (what a link reaches changes
+// with no event where the link is), [prompts.NAME] blocks or overlapping
+// roots, an unreadable directory, or a change that makes a duplicate or
+// an empty catalog (the full resolution then reports it). A directory
+// renamed within a root also re-registers the watch: fsnotify drops its
+// watch when the move reaches it, possibly after the create that watched
+// it under the new name.
 //
 // [WatchFile] watches one prompt file for run --watch with the same
 // platform watch and debounce loop as the catalog's [Watcher], and two

@@ -205,6 +205,12 @@ type ReloadOutcome struct {
 	// RetrievalPending: the new generation's index will be built by its
 	// first Shortlist; until then no index has been built for it.
 	RetrievalPending bool
+
+	// catalog is the resolved catalog, published or not.
+	catalog *Catalog
+	// patched: the catalog was patched from the changed paths alone
+	// rather than resolved in full.
+	patched bool
 }
 
 // Reload re-reads prompts.toml through load and re-resolves the catalog in
@@ -214,6 +220,13 @@ type ReloadOutcome struct {
 // finishes after a newer one has published is dropped, because its
 // ticket is claimed before anything is read.
 func (h *Handle) Reload(ctx context.Context, load LoadFunc) (ReloadOutcome, error) {
+	return h.reload(ctx, load, nil)
+}
+
+// reload is Reload told, when changes is not nil, which paths changed
+// since the catalog changes.since: when that is still the live catalog
+// it is patched (see patch) instead of resolved in full.
+func (h *Handle) reload(ctx context.Context, load LoadFunc, changes *changeSet) (ReloadOutcome, error) {
 	out := ReloadOutcome{Ticket: h.tickets.Add(1)}
 	s, ignored, err := load(ctx)
 	if err != nil {
@@ -224,10 +237,16 @@ func (h *Handle) Reload(ctx context.Context, load LoadFunc) (ReloadOutcome, erro
 	}
 	s.Roots = h.roots
 	prev := h.current.Load()
-	cand, err := resolve(ctx, s, Retain, prev.catalog.files)
-	if err != nil {
-		return out, h.keepPrevious(ctx, &ReloadError{Kind: ReloadCatalog, Err: err})
+	var cand *Catalog
+	if changes != nil && changes.since == prev.catalog {
+		cand, out.patched = patch(ctx, s, prev.catalog, changes.paths)
 	}
+	if !out.patched {
+		if cand, err = resolve(ctx, s, Retain, prev.catalog.tree); err != nil {
+			return out, h.keepPrevious(ctx, &ReloadError{Kind: ReloadCatalog, Err: err})
+		}
+	}
+	out.catalog = cand
 	out.Prompts, out.Broken = cand.Len(), cand.BrokenCount()
 	out.RankingChanged = prev.catalog.Hash() != cand.Hash()
 

@@ -85,8 +85,9 @@ func TestHashTracksNamesAndDescriptionsOnly(t *testing.T) {
 	}
 	// A healthy prompt turning broken under the same name and an empty
 	// description still changes what can be retrieved.
-	healthy := newCatalog([]*entry{{name: "x", path: "x.md"}}, nil)
-	broken := newCatalog([]*entry{{name: "x", path: "x.md", kind: KindUnparsable, problem: "p"}}, nil)
+	sealed := func(e *entry) []*entry { e.seal(); return []*entry{e} }
+	healthy := newCatalog(sealed(&entry{name: "x", path: "x.md"}), nil)
+	broken := newCatalog(sealed(&entry{name: "x", path: "x.md", kind: KindUnparsable, problem: "p"}), nil)
 	if healthy.Hash() == broken.Hash() {
 		t.Errorf("health is not part of the hash")
 	}
@@ -335,7 +336,7 @@ func TestReloadReusesUnchangedParses(t *testing.T) {
 	b0 := entryNamed(t, c0, "beta").Prompt()
 
 	// Same bytes, fresh timestamps: read again, parse reused.
-	c1, err := resolve(context.Background(), s, Retain, c0.files)
+	c1, err := resolve(context.Background(), s, Retain, c0.tree)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,12 +347,7 @@ func TestReloadReusesUnchangedParses(t *testing.T) {
 	// A record read well after the file's timestamp proves the file
 	// unchanged by (size, mtime) alone: it is not reopened, which shows as
 	// same-size different bytes under the old timestamp going unseen.
-	aged := &fileCache{m: map[string]*fileState{}}
-	for k, v := range c1.files.m {
-		cp := *v
-		cp.readAt = cp.modTime.Add(racyWindow + time.Second)
-		aged.m[k] = &cp
-	}
+	aged := agedTree(c1.tree)
 	bPath := filepath.Join(root, "b.md")
 	bInfo, err := os.Stat(bPath)
 	if err != nil {
@@ -395,7 +391,7 @@ func TestRacyTimestampsAreNotTrusted(t *testing.T) {
 	if err := os.Chtimes(p, info0.ModTime(), info0.ModTime()); err != nil {
 		t.Fatal(err)
 	}
-	c1, err := resolve(context.Background(), s, Retain, c0.files)
+	c1, err := resolve(context.Background(), s, Retain, c0.tree)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,4 +429,34 @@ func TestNewServesPastABrokenPrompt(t *testing.T) {
 	if _, err := New(context.Background(), mdSettings(root), Options{NoRetrieval: true}); !errors.As(err, new(*Error)) {
 		t.Fatalf("a duplicate name must still fail the boot, got %v", err)
 	}
+}
+
+// agedTree is a copy of t whose every file was read well after its
+// timestamp.
+func agedTree(t *walkTree) *walkTree {
+	var age func(n *dirNode) *dirNode
+	age = func(n *dirNode) *dirNode {
+		m := *n
+		m.items = slices.Clone(n.items)
+		for i, it := range m.items {
+			switch {
+			case it.dir != nil:
+				m.items[i].dir = age(it.dir)
+			case it.file != nil && it.file.state != nil:
+				g, st := *it.file, *it.file.state
+				st.readAt = st.modTime.Add(racyWindow + time.Second)
+				g.state = &st
+				m.items[i].file = &g
+			}
+		}
+		return &m
+	}
+	out := *t
+	out.roots = slices.Clone(t.roots)
+	for i, n := range out.roots {
+		if n != nil {
+			out.roots[i] = age(n)
+		}
+	}
+	return &out
 }

@@ -98,21 +98,21 @@ func normalize(s string) string {
 // healthy match, the first broken match (in catalog order) is returned, so
 // the caller learns its problem.
 func (c *Catalog) Lookup(name string) (Entry, error) {
-	var healthy, broken []int
-	for i := range c.spelledAs(normalize(name)) {
-		if c.entries[i].Broken() {
-			broken = append(broken, i)
+	var healthy, broken []Entry
+	for e := range c.spelledAs(normalize(name)) {
+		if e.Broken() {
+			broken = append(broken, e)
 		} else {
-			healthy = append(healthy, i)
+			healthy = append(healthy, e)
 		}
 	}
 	switch {
 	case len(healthy) == 1:
-		return c.entries[healthy[0]], nil
+		return healthy[0], nil
 	case len(healthy) > 1:
 		return Entry{}, &LookupError{Requested: name, Err: ErrAmbiguous}
 	case len(broken) > 0:
-		return c.entries[broken[0]], nil
+		return broken[0], nil
 	}
 	return Entry{}, &LookupError{Requested: name, Err: ErrNotFound, closest: c.ClosestFirst(name)}
 }

@@ -96,26 +96,13 @@ type fileState struct {
 	c       *content
 }
 
-// fileCache maps a file's path (joined under the root) to its state. It
-// is immutable once its resolution finishes.
-type fileCache struct {
-	m map[string]*fileState
-}
-
-func (fc *fileCache) get(path string) *fileState {
-	if fc == nil {
-		return nil
-	}
-	return fc.m[path]
-}
-
 // readProblem is why a file could not be read: it becomes a broken
 // Unreadable entry.
 type readProblem string
 
 // readFile returns the file's state, reusing prev's parse when the file
 // is provably unchanged. info may be nil (the file is then stat'ed here).
-func readFile(path string, info fs.FileInfo, prev *fileCache, now time.Time) (*fileState, readProblem) {
+func readFile(path string, info fs.FileInfo, prev *walkTree, now time.Time) (*fileState, readProblem) {
 	if info == nil {
 		var err error
 		if info, err = os.Stat(path); err != nil {
@@ -125,7 +112,7 @@ func readFile(path string, info fs.FileInfo, prev *fileCache, now time.Time) (*f
 	if info.Size() > MaxPromptBytes {
 		return nil, readProblem(fmt.Sprintf("is %d bytes, over the %d-byte prompt limit", info.Size(), MaxPromptBytes))
 	}
-	old := prev.get(path)
+	old := prev.state(path)
 	if old != nil && old.size == info.Size() && old.modTime.Equal(info.ModTime()) &&
 		info.ModTime().Before(old.readAt.Add(-racyWindow)) {
 		return old, ""

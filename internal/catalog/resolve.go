@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -32,12 +33,12 @@ func Resolve(ctx context.Context, s Settings, mode Mode) (*Catalog, error) {
 // resolver holds one pass's working state.
 type resolver struct {
 	s          Settings
-	prev       *fileCache
+	prev       *walkTree
 	now        time.Time
 	rootCanons []string // each root with symlinks evaluated; "" when it cannot be
 }
 
-func resolve(ctx context.Context, s Settings, mode Mode, prev *fileCache) (*Catalog, error) {
+func resolve(ctx context.Context, s Settings, mode Mode, prev *walkTree) (*Catalog, error) {
 	r := &resolver{s: s, prev: prev, now: time.Now(), rootCanons: make([]string, len(s.Roots))}
 	var faults []Fault
 
@@ -51,6 +52,9 @@ func resolve(ctx context.Context, s Settings, mode Mode, prev *fileCache) (*Cata
 	var files []*globbedFile
 	var missing []string
 	seen := make(map[string]bool)
+	tree := &walkTree{settings: cloneSettings(s), include: include, exclude: exclude, rootCanons: r.rootCanons,
+		roots: make([]*dirNode, len(s.Roots)), blocks: make(map[string]*fileState, len(s.Blocks))}
+	links := false
 	for i, root := range s.Roots {
 		w := &walker{root: root, include: include, exclude: exclude}
 		canon, rootErr := filepath.EvalSymlinks(root)
@@ -58,10 +62,11 @@ func resolve(ctx context.Context, s Settings, mode Mode, prev *fileCache) (*Cata
 		if rootErr != nil && (errors.Is(rootErr, fs.ErrNotExist) || errors.Is(rootErr, syscall.ENOTDIR)) {
 			missing = append(missing, root)
 		}
-		walked, err := r.expand(ctx, w, rootErr)
+		walked, err := r.expand(ctx, w, func() { tree.roots[i] = w.walk(rootErr) })
 		if err != nil {
 			return nil, err
 		}
+		links = links || w.links
 		for _, f := range walked {
 			// Overlapping roots (one inside another, or two spellings of
 			// one directory) reach some files twice: one file is one
@@ -76,18 +81,14 @@ func resolve(ctx context.Context, s Settings, mode Mode, prev *fileCache) (*Cata
 	}
 	patternFaults := len(faults)
 
-	cache := &fileCache{m: make(map[string]*fileState, len(files)+len(s.Blocks))}
 	var kept []*entry
 	for _, f := range files {
-		if f.state != nil {
-			cache.m[f.path] = f.state
-		}
 		if f.entry != nil {
 			kept = append(kept, f.entry)
 		}
 	}
 
-	kept, blockFaults := r.applyBlocks(kept, cache)
+	kept, blockFaults := r.applyBlocks(kept, tree.blocks)
 	faults = append(faults, blockFaults...)
 
 	if mode != Retain {
@@ -122,9 +123,17 @@ func resolve(ctx context.Context, s Settings, mode Mode, prev *fileCache) (*Cata
 		return nil, &Error{Faults: faults}
 	}
 	markShadowing(kept)
-	c := newCatalog(kept, cache)
+	tree.patchable = !links && len(s.Blocks) == 0 && !overlapping(r.rootCanons)
+	c := newCatalog(kept, tree)
 	c.publishTools(s.Tools)
 	return c, nil
+}
+
+// cloneSettings copies s, so the tree keeps what it was resolved with
+// whatever the caller does with its slices and map.
+func cloneSettings(s Settings) Settings {
+	return Settings{Roots: slices.Clone(s.Roots), Include: slices.Clone(s.Include), Exclude: slices.Clone(s.Exclude),
+		Tools: slices.Clone(s.Tools), Blocks: maps.Clone(s.Blocks)}
 }
 
 // globbedFile is one walked file and what became of it. A nil entry is a
@@ -135,10 +144,10 @@ type globbedFile struct {
 	state *fileState
 }
 
-// expand walks the root and, while the walk goes on, reads, probes and
+// expand runs walk (a walk by w) and, while it goes on, reads, probes and
 // parses what it finds on all cores. Files come back in walk order. Work
 // is handed over in batches: per-file hand-offs cost more than a stat.
-func (r *resolver) expand(ctx context.Context, w *walker, rootErr error) ([]*globbedFile, error) {
+func (r *resolver) expand(ctx context.Context, w *walker, walk func()) ([]*globbedFile, error) {
 	const batchSize = 64
 	var files []*globbedFile
 	work := make(chan []*globbedFile, 16)
@@ -150,12 +159,14 @@ func (r *resolver) expand(ctx context.Context, w *walker, rootErr error) ([]*glo
 					if ctx.Err() == nil {
 						f.entry, f.state = r.globbed(f.found)
 					}
+					// The walk tree keeps f: only the stat needed these.
+					f.info, f.dirent = nil, nil
 				}
 			}
 		})
 	}
 	var batch []*globbedFile
-	w.emit = func(f found) {
+	w.emit = func(f found) *globbedFile {
 		g := &globbedFile{found: f}
 		files = append(files, g)
 		batch = append(batch, g)
@@ -163,8 +174,9 @@ func (r *resolver) expand(ctx context.Context, w *walker, rootErr error) ([]*glo
 			work <- batch
 			batch = nil
 		}
+		return g
 	}
-	w.walk(rootErr)
+	walk()
 	if len(batch) > 0 {
 		work <- batch
 	}
@@ -176,8 +188,17 @@ func (r *resolver) expand(ctx context.Context, w *walker, rootErr error) ([]*glo
 	return files, nil
 }
 
-// globbed classifies one file an include pattern found.
+// globbed classifies one file an include pattern found; the entry is
+// sealed.
 func (r *resolver) globbed(f found) (*entry, *fileState) {
+	e, st := r.classify(f)
+	if e != nil {
+		e.seal()
+	}
+	return e, st
+}
+
+func (r *resolver) classify(f found) (*entry, *fileState) {
 	stem := placeholder(fileStem(f.path))
 	broken := func(k Kind, problem string) *entry {
 		return &entry{name: stem, path: f.path, canonical: f.canonical, kind: k, problem: problem}
@@ -243,7 +264,7 @@ func admit(p *prompt.Prompt, src, path, canonical, placeholderName, blockKey str
 // a file adds that prompt (replacing a globbed entry for the same file), a
 // block without one must name an entry, and enabled = false removes the
 // entries of that name at the end.
-func (r *resolver) applyBlocks(entries []*entry, cache *fileCache) ([]*entry, []Fault) {
+func (r *resolver) applyBlocks(entries []*entry, states map[string]*fileState) ([]*entry, []Fault) {
 	keys := make([]string, 0, len(r.s.Blocks))
 	for k := range r.s.Blocks {
 		keys = append(keys, k)
@@ -266,11 +287,12 @@ func (r *resolver) applyBlocks(entries []*entry, cache *fileCache) ([]*entry, []
 		if !b.Enabled {
 			continue // the file is not even read
 		}
-		e, conflict := r.blockFile(key, b.File, cache)
+		e, conflict := r.blockFile(key, b.File, states)
 		if conflict != nil {
 			faults = append(faults, *conflict)
 			continue
 		}
+		e.seal()
 		if i := slices.IndexFunc(entries, func(o *entry) bool { return sameFile(o, e) }); i >= 0 {
 			entries[i] = e
 		} else {
@@ -287,7 +309,7 @@ func (r *resolver) applyBlocks(entries []*entry, cache *fileCache) ([]*entry, []
 // file it is a prompt by declaration, so a missing promptforge: version is
 // a problem rather than a reason to skip it. With several roots the file
 // is looked for under each; a file under two of them is a conflict.
-func (r *resolver) blockFile(key, file string, cache *fileCache) (*entry, *Fault) {
+func (r *resolver) blockFile(key, file string, states map[string]*fileState) (*entry, *Fault) {
 	path, rootCanon, problem, conflict := r.locate(key, file)
 	if conflict != nil {
 		return nil, conflict
@@ -306,7 +328,7 @@ func (r *resolver) blockFile(key, file string, cache *fileCache) (*entry, *Fault
 	if readProblem != "" {
 		return broken(KindUnreadable, string(readProblem)), nil
 	}
-	cache.m[path] = st
+	states[path] = st
 	if canonErr != nil || rootCanon == "" || !within(rootCanon, canonical) {
 		return broken(KindUnreadable, "resolves outside the prompts directory"), nil
 	}
@@ -405,7 +427,9 @@ func firstIndex(entries []*entry, name string) int {
 
 // markShadowing renames every broken placeholder that a caller's spelling
 // of a healthy prompt would also reach, so listings never show one name
-// twice and no broken file stands in front of a working prompt.
+// twice and no broken file stands in front of a working prompt. The
+// renamed entry is a copy: the walk tree keeps the entry as its file made
+// it, so a patch can mark it again against the next catalog's names.
 func markShadowing(entries []*entry) {
 	if !slices.ContainsFunc(entries, func(e *entry) bool { return e.kind != 0 }) {
 		return
@@ -416,9 +440,9 @@ func markShadowing(entries []*entry) {
 			healthy[normalize(e.name)] = true
 		}
 	}
-	for _, e := range entries {
+	for i, e := range entries {
 		if e.kind != 0 && healthy[normalize(e.name)] {
-			e.name += brokenSuffix
+			entries[i] = e.marked()
 		}
 	}
 }

@@ -80,11 +80,13 @@ type phase struct {
 	pending bool
 	built   *index // nil while pending, and when idle
 	stale   bool
-	// While pending: what to index, and the most recent index built for
-	// an earlier catalog, which a failed build falls back to. Both are
-	// dropped once the build settles, so they are not kept alive.
-	names, descs []string
-	fallback     *index
+	// While pending: the catalog to index (its healthy entries, listed
+	// when the build starts rather than at every reload), and the most
+	// recent index built for an earlier catalog, which a failed build
+	// falls back to. Both are dropped once the build settles, so they are
+	// not kept alive.
+	catalog  *Catalog
+	fallback *index
 }
 
 // builtRetrieval wraps an index that is ready now.
@@ -97,9 +99,8 @@ func builtRetrieval(ix *index) *retrieval {
 // pendingRetrieval defers indexing c's healthy entries to the first
 // Shortlist. fallback is what a failed build serves, marked stale.
 func pendingRetrieval(ranker match.Ranker, log *slog.Logger, c *Catalog, fallback *index) *retrieval {
-	names, descs := healthyDocs(c)
 	r := &retrieval{ranker: ranker, log: log, building: make(chan struct{}, 1)}
-	r.phase.Store(&phase{pending: true, names: names, descs: descs, fallback: fallback})
+	r.phase.Store(&phase{pending: true, catalog: c, fallback: fallback})
 	return r
 }
 
@@ -148,7 +149,7 @@ func (r *retrieval) ready(ctx context.Context) (*index, error) {
 	if !p.pending {
 		return p.built, nil // built while this caller waited
 	}
-	ix, err := buildIndex(ctx, r.ranker, p.names, p.descs)
+	ix, err := buildRetrieval(ctx, r.ranker, p.catalog)
 	switch {
 	case err == nil:
 		r.phase.Store(&phase{built: ix})

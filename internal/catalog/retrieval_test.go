@@ -284,7 +284,7 @@ func TestPendingRetrievalBuildsOnceForConcurrentCallers(t *testing.T) {
 		if g.Retrieval() != RetrievalCurrent || ranker.calls.Load() != 2 {
 			t.Errorf("after the build: %v, %d builds", g.Retrieval(), ranker.calls.Load())
 		}
-		if p := g.retrieval.phase.Load(); p.fallback != nil || p.names != nil {
+		if p := g.retrieval.phase.Load(); p.fallback != nil || p.catalog != nil {
 			t.Errorf("a built retrieval still holds its build inputs")
 		}
 	})

@@ -19,19 +19,26 @@ func (c *Catalog) publishTools(patterns []string) {
 		return
 	}
 	for _, e := range c.entries {
-		// No prompt takes a reserved name, so no tool shadows a built-in;
-		// checked again here because the tool namespace is the one place
-		// a clash would be silent.
-		if e.Broken() || names.IsReserved(e.Name()) {
-			continue
-		}
-		for _, p := range patterns {
-			if ok, _ := path.Match(p, e.Name()); ok {
-				c.tools = append(c.tools, e)
-				break
-			}
+		if isTool(e.e, patterns) {
+			c.tools = append(c.tools, e)
 		}
 	}
+}
+
+// isTool reports whether the [catalog].tools patterns publish e as a tool.
+func isTool(e *entry, patterns []string) bool {
+	// No prompt takes a reserved name, so no tool shadows a built-in;
+	// checked again here because the tool namespace is the one place a
+	// clash would be silent.
+	if e.kind != 0 || names.IsReserved(e.name) {
+		return false
+	}
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, e.name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // ToolPatterns are the [catalog].tools globs this catalog was resolved

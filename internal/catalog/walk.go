@@ -140,40 +140,49 @@ type walker struct {
 	rootCanon string
 	include   []pattern
 	exclude   []pattern
-	emit      func(found) // receives kept files in path order
+	emit      func(found) *globbedFile // receives kept files in path order
 	faults    []Fault
 	reported  map[string]bool // include patterns already given an I/O fault
+	// links is set when the walk met a symbolic link: what a link reaches
+	// can change without an event in the directories the watcher watches
+	// for it, so such a tree is never patched (see patch).
+	links bool
+	// noFollow stops at links instead of following them (a patch, which
+	// gives up on meeting one anyway).
+	noFollow bool
 }
 
 // walk emits the kept files in path order (a depth-first walk over sorted
-// directory listings visits paths component-wise sorted). rootErr is the
-// failure to canonicalise the root, if any.
-func (w *walker) walk(rootErr error) {
+// directory listings visits paths component-wise sorted) and returns what
+// it walked, nil when it walked nothing. rootErr is the failure to
+// canonicalise the root, if any.
+func (w *walker) walk(rootErr error) *dirNode {
 	if len(w.include) == 0 {
-		return // only [prompts.NAME] files contribute
+		return nil // only [prompts.NAME] files contribute
 	}
 	if rootErr != nil {
 		// A missing root resolves nothing, which the Empty check reports.
 		if !errors.Is(rootErr, fs.ErrNotExist) && !errors.Is(rootErr, syscall.ENOTDIR) {
 			w.ioFault(nil, rootErr)
 		}
-		return
+		return nil
 	}
-	w.dir(nil, w.rootCanon, []string{w.rootCanon})
+	return w.dir(nil, w.rootCanon, []string{w.rootCanon})
 }
 
 // dir walks one directory: segs is its path below the root, canon its
 // canonical path, ancestors the canonical paths of the directories above
 // it (itself included), which stops symlink loops.
-func (w *walker) dir(segs []string, canon string, ancestors []string) {
+func (w *walker) dir(segs []string, canon string, ancestors []string) *dirNode {
 	relDir := strings.Join(segs, "/")
 	full := filepath.Join(w.root, filepath.FromSlash(relDir))
+	n := &dirNode{full: full, canon: canon, segs: segs}
 	ents, err := os.ReadDir(full)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			w.ioFault(segs, err)
 		}
-		return
+		return n
 	}
 	relPrefix := ""
 	if relDir != "" {
@@ -186,7 +195,7 @@ func (w *walker) dir(segs []string, canon string, ancestors []string) {
 		case t.IsDir():
 			child := append(segs[:len(segs):len(segs)], name)
 			if w.mayContain(child) {
-				w.dir(child, canon+sep+name, append(ancestors, canon+sep+name))
+				n.items = append(n.items, item{name: name, dir: w.dir(child, canon+sep+name, append(ancestors, canon+sep+name))})
 			}
 		case t.IsRegular():
 			if !w.wanted(relPrefix + name) {
@@ -194,39 +203,48 @@ func (w *walker) dir(segs []string, canon string, ancestors []string) {
 			}
 			// Stat later, on the resolution's workers: on a large catalog
 			// the per-file stat is most of a reload's cost.
-			w.emit(found{path: full + sep + name, canonical: canon + sep + name, dirent: d})
+			n.items = append(n.items, item{name: name, file: w.emit(found{path: full + sep + name, canonical: canon + sep + name, dirent: d})})
 		case t&fs.ModeSymlink != 0:
-			w.symlink(append(segs[:len(segs):len(segs)], name), full+sep+name, ancestors)
+			w.links = true
+			if w.noFollow {
+				continue
+			}
+			if it, ok := w.symlink(append(segs[:len(segs):len(segs)], name), full+sep+name, ancestors); ok {
+				n.items = append(n.items, it)
+			}
 		}
 	}
+	return n
 }
 
 // symlink follows a link the way the reference's glob does, but only
 // while it stays inside the root and never into its own ancestors.
-func (w *walker) symlink(segs []string, full string, ancestors []string) {
+func (w *walker) symlink(segs []string, full string, ancestors []string) (item, bool) {
 	info, err := os.Stat(full)
 	if err != nil {
-		return // dangling
+		return item{}, false // dangling
 	}
 	target, err := filepath.EvalSymlinks(full)
 	if err != nil || !within(w.rootCanon, target) {
-		return // everything behind it would be unconfined
+		return item{}, false // everything behind it would be unconfined
 	}
+	name := segs[len(segs)-1]
 	switch {
 	case info.IsDir():
 		for _, a := range ancestors {
 			if a == target {
-				return
+				return item{}, false
 			}
 		}
 		if w.mayContain(segs) {
-			w.dir(segs, target, append(ancestors, target))
+			return item{name: name, dir: w.dir(segs, target, append(ancestors, target))}, true
 		}
 	case info.Mode().IsRegular():
 		if w.wanted(strings.Join(segs, "/")) {
-			w.emit(found{path: full, canonical: target, info: info})
+			return item{name: name, file: w.emit(found{path: full, canonical: target, info: info})}, true
 		}
 	}
+	return item{}, false
 }
 
 func (w *walker) mayContain(dir []string) bool {

@@ -24,6 +24,11 @@ import (
 // a reload is pending, so further notices are dropped, not queued.
 const tokenBuffer = 16
 
+// maxChanged bounds the paths remembered for one reload. Past it (a
+// checkout, a copied tree) the reload resolves in full, which then costs
+// about what patching that many paths would.
+const maxChanged = 4096
+
 // WatchOptions configures Watch.
 type WatchOptions struct {
 	// ConfigPath is prompts.toml as given on the command line.
@@ -69,6 +74,18 @@ type Watcher struct {
 	tokens chan struct{}
 	broken atomic.Bool
 
+	// mu guards changed, since and lost: the paths events named since
+	// the catalog since was resolved, for the next reload to patch. The
+	// next reload resolves in full instead when since is nil (the first
+	// reload: the boot catalog was resolved before the watch began, so a
+	// save in between has no event) or lost is set (a watch error, the
+	// loss of a root, more than maxChanged paths, a full reload that did
+	// not publish).
+	mu      sync.Mutex
+	changed map[string]struct{}
+	since   *Catalog
+	lost    bool
+
 	ctx    context.Context // cancelled by Close, so a reload stops early
 	cancel context.CancelFunc
 
@@ -104,6 +121,7 @@ func startWatch(ctx context.Context, h *Handle, opts WatchOptions, settled func(
 		configs:   spellings(opts.ConfigPath),
 		configDir: filepath.Dir(opts.ConfigPath),
 		tokens:    make(chan struct{}, tokenBuffer),
+		changed:   make(map[string]struct{}),
 		pumpDone:  make(chan struct{}),
 		done:      make(chan struct{}),
 		settled:   settled,
@@ -237,6 +255,7 @@ func (w *Watcher) event(ev fsnotify.Event) {
 		return
 	}
 	name := stripVerbatim(filepath.Clean(ev.Name))
+	w.note(name)
 	if ev.Has(fsnotify.Create) && w.underRoot(name) {
 		// fsnotify is not recursive: a new directory needs its own watch
 		// (and so does any directory already inside it).
@@ -249,6 +268,14 @@ func (w *Watcher) event(ev fsnotify.Event) {
 	}
 	if ev.Has(fsnotify.Remove|fsnotify.Rename) && slices.Contains(w.roots, name) {
 		// A root's own watch is gone with it; re-register once it is back.
+		w.broken.Store(true)
+	}
+	if ev.Has(fsnotify.Rename) && slices.Contains(w.fsw.WatchList(), name) {
+		// A directory moved within a root: fsnotify drops its watch when
+		// the move reaches it (IN_MOVE_SELF), which can come after the
+		// Create that watched it under its new name, so saves in it might
+		// go unseen. Re-registering watches it again, and the reload that
+		// follows resolves in full.
 		w.broken.Store(true)
 	}
 	w.poke()
@@ -280,6 +307,24 @@ func (w *Watcher) underRoot(name string) bool {
 	return false
 }
 
+// note remembers a changed path under a root for the next reload.
+func (w *Watcher) note(name string) {
+	if !w.underRoot(name) {
+		abs, err := filepath.Abs(name)
+		if err != nil || !w.underRoot(abs) {
+			return // prompts.toml: the reload compares the settings it loads
+		}
+		name = abs
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.changed[name] = struct{}{}
+	if len(w.changed) > maxChanged {
+		w.lost = true
+		clear(w.changed)
+	}
+}
+
 func (w *Watcher) poke() {
 	select {
 	case w.tokens <- struct{}{}:
@@ -294,8 +339,42 @@ func (w *Watcher) settle() {
 	}
 	if w.broken.Swap(false) {
 		w.reregister()
+		w.mu.Lock()
+		w.lost = true // events may have been missed
+		w.mu.Unlock()
 	}
-	out, err := w.h.Reload(w.ctx, w.opts.Load)
+	w.mu.Lock()
+	var changes *changeSet
+	if w.since != nil && !w.lost {
+		changes = &changeSet{since: w.since, paths: make([]string, 0, len(w.changed))}
+		for p := range w.changed {
+			changes.paths = append(changes.paths, p)
+		}
+	}
+	w.lost = false
+	clear(w.changed)
+	w.mu.Unlock()
+	out, err := w.h.reload(w.ctx, w.opts.Load, changes)
+	w.mu.Lock()
+	switch {
+	case err == nil && out.Published:
+		// Paths noted since this reload began may be older than what it
+		// read, or newer: patching them again is harmless either way.
+		w.since = out.catalog
+	case changes != nil:
+		// Nothing published: the next reload starts from the same
+		// catalog, so it needs these paths too.
+		for _, p := range changes.paths {
+			w.changed[p] = struct{}{}
+		}
+		if len(w.changed) > maxChanged {
+			w.lost = true
+			clear(w.changed)
+		}
+	default:
+		w.lost = true
+	}
+	w.mu.Unlock()
 	if err == nil && out.RetrievalStale {
 		w.log.Warn("reload kept the previous, now stale, retrieval index; run_prompt is unaffected")
 	}

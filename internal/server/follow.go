@@ -2,6 +2,8 @@ package server
 
 import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/promptforge-go/promptforge/internal/catalog"
 )
 
 // follow makes the MCP prompts and the prompt tools registered with the
@@ -15,11 +17,26 @@ import (
 // (catalog.Handle.OnPublish), on the reloading goroutine. followMu makes
 // two reloads finishing together apply one after the other; each reads
 // the current generation, so the last one leaves the newest state.
+//
+// A reload that patched the catalog it last followed (a save under the
+// watcher) says which entries changed (catalog.Catalog.Changes), and only
+// those are compared: the whole catalog's JSON cost a one-file reload of
+// 10,000 prompts far more than the reload itself.
 func (s *Server) follow() {
 	s.followMu.Lock()
 	defer s.followMu.Unlock()
 	cat := s.catalog.Current().Catalog()
+	if added, dropped, ok := cat.Changes(s.followed); ok {
+		s.followChanges(cat, added, dropped)
+	} else {
+		s.followAll(cat)
+	}
+	s.followed = cat
+	s.followTools(cat)
+}
 
+// followAll compares every healthy entry of cat with what is registered.
+func (s *Server) followAll(cat *catalog.Catalog) {
 	prompts := make(map[string]string, cat.Len())
 	var addPrompts []*mcp.Prompt
 	for _, e := range cat.All() {
@@ -36,16 +53,49 @@ func (s *Server) follow() {
 			addPrompts = append(addPrompts, p)
 		}
 	}
-	if gone := vanished(s.promptSigs, prompts); len(gone) > 0 {
+	s.registerPrompts(vanished(s.promptSigs, prompts), addPrompts)
+	s.promptSigs = prompts
+}
+
+// followChanges is followAll for the entries a patch added and dropped,
+// every other entry being the one already followed.
+func (s *Server) followChanges(cat *catalog.Catalog, added, dropped []catalog.Entry) {
+	var addPrompts []*mcp.Prompt
+	for _, e := range added {
+		if e.Broken() {
+			continue
+		}
+		p := mcpPrompt(e)
+		if sig := signature(p); s.promptSigs[e.Name()] != sig {
+			s.promptSigs[e.Name()] = sig
+			addPrompts = append(addPrompts, p)
+		}
+	}
+	var gone []string
+	for _, e := range dropped {
+		if _, still := cat.Healthy(e.Name()); !e.Broken() && !still {
+			delete(s.promptSigs, e.Name())
+			gone = append(gone, e.Name())
+		}
+	}
+	s.registerPrompts(gone, addPrompts)
+}
+
+// registerPrompts removes the MCP prompts named gone and adds (or
+// replaces) add.
+func (s *Server) registerPrompts(gone []string, add []*mcp.Prompt) {
+	if len(gone) > 0 {
 		s.mcp.RemovePrompts(gone...)
 	}
-	for _, p := range addPrompts {
+	for _, p := range add {
 		// The handler runs the live catalog's entry by name, whatever
 		// this registration carried (see promptsGetMiddleware).
 		s.mcp.AddPrompt(p, s.trackedGetPrompt)
 	}
-	s.promptSigs = prompts
+}
 
+// followTools makes the prompt tools match cat's [catalog].tools.
+func (s *Server) followTools(cat *catalog.Catalog) {
 	tools := make(map[string]string, len(cat.Tools()))
 	list := append([]*mcp.Tool(nil), s.builtins...)
 	var addTools []*mcp.Tool

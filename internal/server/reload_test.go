@@ -2,11 +2,16 @@ package server
 
 import (
 	"context"
+	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/promptforge-go/promptforge/internal/catalog"
 	"github.com/promptforge-go/promptforge/internal/server/servertest"
 )
 
@@ -96,4 +101,103 @@ func TestAHalfWrittenSaveDuringARunDoesNotTouchIt(t *testing.T) {
 			t.Fatalf("the next call ran the old prompt: %q", textOf(t, next))
 		}
 	})
+}
+
+// TestWatchedReloadsKeepMCPPromptsInStep saves files under the real
+// watcher, whose reloads (after the first) patch the catalog, so follow
+// registers only what each one changed; prompts/list must still show
+// every healthy prompt with its current description and nothing else.
+func TestWatchedReloadsKeepMCPPromptsInStep(t *testing.T) {
+	h := newHarness(t, fixture{prompts: numberedPrompts(20, 2)})
+	config := filepath.Join(t.TempDir(), "prompts.toml")
+	if err := os.WriteFile(config, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	published := make(chan bool, 16) // whether each reload patched the catalog before it
+	prev := h.handle.Current().Catalog()
+	h.handle.OnPublish(func() {
+		cur := h.handle.Current().Catalog()
+		_, _, patched := cur.Changes(prev)
+		prev = cur
+		published <- patched
+	})
+	w, err := catalog.Watch(context.Background(), h.handle, catalog.WatchOptions{ConfigPath: config, Debounce: 20 * time.Millisecond, Load: reloadAll(h.dir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(context.Background())
+
+	inStep := func(step string) {
+		t.Helper()
+		want := map[string]string{}
+		for _, e := range h.handle.Current().Catalog().All() {
+			if !e.Broken() {
+				want[e.Name()] = e.Description()
+			}
+		}
+		res, err := h.session.ListPrompts(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, p := range res.Prompts {
+			got[p.Name] = p.Description
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: prompts/list %v, want %v", step, got, want)
+		}
+	}
+	save := func(step string, wantPatched bool, files map[string]string, remove ...string) {
+		t.Helper()
+		for _, name := range remove {
+			if err := os.Remove(filepath.Join(h.dir, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		servertest.WriteTree(t, h.dir, files)
+		// The catalog is settled once a reload publishes what was saved.
+		deadline := time.After(10 * time.Second)
+		for {
+			var patched bool
+			select {
+			case patched = <-published:
+			case <-deadline:
+				t.Fatalf("%s: no reload", step)
+			}
+			if settled(h.handle.Current().Catalog(), files, remove) {
+				if patched != wantPatched {
+					t.Errorf("%s: patched = %v, want %v", step, patched, wantPatched)
+				}
+				break
+			}
+		}
+		inStep(step)
+	}
+	save("first reload, in full", false, map[string]string{"p00.md": luaPrompt("p00", "Edited once.", "return 1")})
+	save("description edited", true, map[string]string{"p01.md": luaPrompt("p01", "Edited.", "return 1")})
+	save("renamed inside its file", true, map[string]string{"p02.md": luaPrompt("renamed", "Renamed.", "return 1")})
+	save("broken", true, map[string]string{"p03.md": "---\nname: p03\npromptforge: 1\n---\nno heading\n"})
+	save("added", true, map[string]string{"new.md": luaPrompt("newcomer", "New.", "return 1")})
+	save("deleted", true, nil, "p04.md")
+}
+
+// settled reports whether c reflects the saved files (by their
+// descriptions or breakage) and the removed ones.
+func settled(c *catalog.Catalog, files map[string]string, removed []string) bool {
+	byPath := map[string]catalog.Entry{}
+	for _, e := range c.All() {
+		byPath[filepath.Base(e.Path())] = e
+	}
+	for name, text := range files {
+		e, ok := byPath[name]
+		if !ok || !e.Broken() && !strings.Contains(text, "description: "+e.Description()+"\n") {
+			return false
+		}
+	}
+	for _, name := range removed {
+		if _, ok := byPath[name]; ok {
+			return false
+		}
+	}
+	return true
 }

@@ -120,6 +120,7 @@ type Server struct {
 	followMu   sync.Mutex
 	promptSigs map[string]string
 	toolSigs   map[string]string
+	followed   *catalog.Catalog // the catalog follow last made them match
 	// problems holds list_prompts' binding problems (see bindingProblems).
 	problems bindingProblems
 	// renderers: how each run answered as a task renders (tasks.go).

@@ -228,7 +228,7 @@ func bigCatalog(ctx context.Context, o options) error {
 	fmt.Printf("catalog of %d prompts over stdio (through the process boundary):\n", catalogSize)
 	fmt.Printf("  boot (spawn to the initialize reply, median of 3) %s\n", us(boot))
 	fmt.Printf("  list_prompts page (100 entries, full client round trip): %.0f calls/s, p50 %s p90 %s p99 %s\n", s.rate(), us(s.pct(0.5)), us(s.pct(0.9)), us(s.pct(0.99)))
-	fmt.Printf("  reload after one saved file (the save to the reload's log line, median of 5) %s = %.3f of the boot\n", us(reload), float64(reload)/float64(boot))
+	fmt.Printf("  reload after one saved file (the save to the reload's log line, median of 5) %s = %.4f of the boot\n", us(reload), float64(reload)/float64(boot))
 	return nil
 }
 
