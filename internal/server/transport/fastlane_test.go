@@ -316,11 +316,7 @@ func (s *laneSession) recv(t *testing.T) map[string]any {
 // The end of input waits for the lane's calls in flight, as for the SDK's
 // (B8): both replies are written before ServeStdio returns.
 func TestStdioFastLaneDrainsAtEOF(t *testing.T) {
-	g, c := tcpGateway(t)
-	gate := gatewaytest.NewGate()
-	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("summary")))
-	defer gate.Release()
-	h := newHarness(t, fixture{opts: withGateway(c)})
+	h, gate := gatedHarness(t, "summary")
 	s := newLaneSession(t, context.Background(), h.srv.Backend())
 	s.send(t, call("3", `{"name":"run_prompt","arguments":{"prompt":"summarize"}}`))
 	s.send(t, call("2", `{"name":"run_prompt","arguments":{"prompt":"echo","args":"hi"}}`))
@@ -344,11 +340,7 @@ func TestStdioFastLaneDrainsAtEOF(t *testing.T) {
 // A shutdown signal drains the lane's calls in flight: the held call's
 // reply is written before ServeStdio returns.
 func TestStdioFastLaneDrainsAtShutdown(t *testing.T) {
-	g, c := tcpGateway(t)
-	gate := gatewaytest.NewGate()
-	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("summary")))
-	defer gate.Release()
-	h := newHarness(t, fixture{opts: withGateway(c)})
+	h, gate := gatedHarness(t, "summary")
 	b := h.srv.Backend()
 	draining := make(chan struct{})
 	b.Logger = slog.New(onMessage{"shutdown signal received; draining", draining})
@@ -404,4 +396,16 @@ func arrived(t *testing.T, gate *gatewaytest.Gate) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the held call never reached the gateway")
 	}
+}
+
+// gatedHarness is the default fixture against a gateway whose one reply,
+// text, is held at the returned gate until the test releases it (or ends).
+func gatedHarness(t *testing.T, text string) (*harness, *gatewaytest.Gate) {
+	t.Helper()
+	g, c := tcpGateway(t)
+	gate := gatewaytest.NewGate()
+	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text(text)))
+	h := newHarness(t, fixture{opts: withGateway(c)})
+	t.Cleanup(gate.Release) // before the harness's close, which waits for the run
+	return h, gate
 }

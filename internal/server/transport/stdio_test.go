@@ -217,11 +217,7 @@ func testStdioProgressAndCancellation(t *testing.T, version string) {
 // while one call is held at the gateway, and its reply must still be
 // written.
 func TestStdioAnswersEverythingReadBeforeEOF(t *testing.T) {
-	g, c := tcpGateway(t)
-	gate := gatewaytest.NewGate()
-	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("summary")))
-	defer gate.Release()
-	h := newHarness(t, fixture{opts: withGateway(c)})
+	h, gate := gatedHarness(t, "summary")
 	var out lockedBuffer
 	in := strings.Join([]string{
 		initializeBody,
