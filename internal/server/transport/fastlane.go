@@ -59,9 +59,10 @@ const (
 // releaser (a no-op when absent) and mcp's idContextKey (read only by
 // subscribe, subscriptions/listen and the streamable transport).
 //
-// Goroutines: one per call taken, started by take on the SDK's read loop
-// and ended when the chain returns and the reply is written. A call ends
-// early through its context: a notifications/cancelled naming its id,
+// Goroutines: each call taken runs on a worker goroutine of its own
+// (worker), a new one or one left idle by an earlier call; at most
+// maxIdleWorkers wait idle, and they return when the lane ends (end,
+// which closes jobs). A call ends early through its context: a notifications/cancelled naming its id,
 // the end of input (after the drain, as the SDK cancels its own requests
 // in readIncoming), a failed write to stdout, or the connection closing.
 // ServeStdio waits for all of them (wait) before it returns.
@@ -83,6 +84,8 @@ type fastLane struct {
 	mu       sync.Mutex
 	initID   string                             // idKey of the first initialize read
 	inflight map[string]context.CancelCauseFunc // by idKey
+	jobs     chan laneCall                      // to idle workers; closed by end
+	idle     atomic.Int32                       // workers waiting on jobs
 	ended    error                              // non-nil: no more replies (the SDK's shuttingDown)
 	wg       sync.WaitGroup
 }
@@ -107,6 +110,7 @@ func newFastLane(ctx context.Context, b Backend, conn *stdioConn) *fastLane {
 		calls:    b.Calls,
 		log:      b.logger(),
 		inflight: map[string]context.CancelCauseFunc{},
+		jobs:     make(chan laneCall),
 	}
 }
 
@@ -150,33 +154,77 @@ func (l *fastLane) take(req *jsonrpc.Request) bool {
 	}
 	ctx, cancel := context.WithCancelCause(l.base)
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.ended != nil {
-		l.mu.Unlock()
 		cancel(nil)
 		return false
 	}
 	l.inflight[key] = cancel
-	l.wg.Add(1)
-	l.mu.Unlock()
 	l.conn.calls.asked(key)
-	// Counted until the reply is written, not only while the handler
-	// runs, so a shutdown's drain does not close the session between the
-	// two.
-	release := l.calls.holdReply()
+	call := laneCall{ctx: ctx, cancel: cancel, id: req.ID, key: key, req: &mcp.CallToolRequest{Session: ss, Params: params},
+		// Counted until the reply is written, not only while the
+		// handler runs, so a shutdown's drain does not close the session
+		// between the two.
+		release: l.calls.holdReply()}
 	if l.taken != nil {
 		l.taken.Add(1)
 	}
-	go l.run(ctx, cancel, req.ID, key, &mcp.CallToolRequest{Session: ss, Params: params}, release)
+	// An idle worker takes the call if one is waiting (the send cannot
+	// block), else a new one starts; l.mu keeps end from closing jobs
+	// in between.
+	select {
+	case l.jobs <- call:
+	default:
+		l.wg.Add(1)
+		go l.worker(call)
+	}
 	return true
+}
+
+// laneCall is one call the lane took, with what ends it.
+type laneCall struct {
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	id      jsonrpc.ID
+	key     string
+	req     *mcp.CallToolRequest
+	release func()
+}
+
+// maxIdleWorkers bounds the workers kept waiting for the next call.
+const maxIdleWorkers = 16
+
+// worker runs call, then the calls handed to it while it waits, until the
+// lane ends or enough others wait. A worker is kept rather than a
+// goroutine started per call because the chain (middlewares, the SDK's
+// handler, the reply's JSON encoding) grows a new goroutine's stack
+// several times a call: runtime.copystack was 12 to 17 % of the server's
+// CPU over stdio in the profiles of docs/benchmarks.md. Each worker runs
+// one call at a time, so every call still has a goroutine of its own.
+func (l *fastLane) worker(call laneCall) {
+	defer l.wg.Done()
+	for {
+		l.run(call)
+		if l.idle.Add(1) > maxIdleWorkers {
+			l.idle.Add(-1)
+			return
+		}
+		var ok bool
+		call, ok = <-l.jobs
+		l.idle.Add(-1)
+		if !ok {
+			return
+		}
+	}
 }
 
 // run calls the chain and writes its reply, as jsonrpc2's handleAsync and
 // processResult would.
-func (l *fastLane) run(ctx context.Context, cancel context.CancelCauseFunc, id jsonrpc.ID, key string, req *mcp.CallToolRequest, release func()) {
-	defer l.wg.Done()
-	defer release()
-	defer cancel(nil)
-	res, err := l.chain(ctx, methodCallTool, req)
+func (l *fastLane) run(call laneCall) {
+	defer call.release()
+	defer call.cancel(nil)
+	ctx, id, key := call.ctx, call.id, call.key
+	res, err := l.chain(ctx, methodCallTool, call.req)
 	var result any
 	if err == nil && res != nil {
 		// handleReceive drops the result of a call that failed; a typed
@@ -278,9 +326,11 @@ func (l *fastLane) end(cause error) {
 	for _, cancel := range l.inflight {
 		cancel(cause)
 	}
+	close(l.jobs) // the idle workers return
 }
 
-// wait returns once every call the lane started has returned.
+// wait returns once every call the lane started has returned and its
+// workers have ended (end has been called).
 func (l *fastLane) wait() { l.wg.Wait() }
 
 // plainCallParams decodes tools/call params of the plain shape into what
