@@ -244,23 +244,33 @@ func (l *fastLane) run(call laneCall) {
 }
 
 // reply writes one response unless the connection is shutting down (the
-// SDK's Connection.write refuses then); a result that cannot be encoded
-// gets no reply, as in processResult.
+// SDK's Connection.write refuses then). It is encoded by
+// jsonrpc.EncodeMessage, with stdioConn.Write's code for an uncoded error;
+// one that cannot be encoded gets no reply, as in processResult.
 func (l *fastLane) reply(id jsonrpc.ID, result any, err error) {
+	key := idKey(id)
 	raw, merr := marshalResult(result)
+	var data []byte
+	resp := &jsonrpc.Response{ID: id, Result: raw, Error: err}
+	if merr == nil {
+		if err != nil {
+			resp = withValidCode(resp)
+		}
+		data, merr = jsonrpc.EncodeMessage(resp)
+	}
 	if merr != nil {
 		l.log.Error("a tools/call result cannot be encoded; no reply sent", "error", merr)
-		l.conn.calls.answered(idKey(id))
+		l.conn.calls.answered(key)
 		return
 	}
 	l.mu.Lock()
 	ended := l.ended
 	l.mu.Unlock()
 	if ended != nil {
-		l.conn.calls.answered(idKey(id))
+		l.conn.calls.answered(key)
 		return
 	}
-	l.conn.Write(context.Background(), &jsonrpc.Response{ID: id, Result: raw, Error: err})
+	l.conn.writeEncoded(resp, data)
 }
 
 // answered is told of every response written: the one to initialize opens
@@ -451,10 +461,20 @@ func unwrapAll(err error) []error {
 }
 
 // marshalResult encodes a result as jsonrpc2's NewResponse does (its
-// jsonMarshal: encoding/json without HTML escaping, no trailing newline).
+// jsonMarshal: encoding/json without HTML escaping, no trailing newline),
+// except that a json.Marshaler's output (every MCP result's) is taken as
+// it is: encoding/json would compact it, and jsonrpc.EncodeMessage, which
+// every reply goes through, compacts and checks it again, so compacting it
+// here too changed nothing but cost a pass over the reply.
 func marshalResult(v any) (json.RawMessage, error) {
 	if v == nil {
 		return nil, nil
+	}
+	if m, ok := v.(json.Marshaler); ok {
+		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+			return json.RawMessage("null"), nil
+		}
+		return m.MarshalJSON()
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

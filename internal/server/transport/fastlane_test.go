@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -53,6 +54,7 @@ func laneScript() []laneStep {
 		one(call("9007199254740993", echo("2^53+1, refused by the filter")), 0),
 		one(call("1180591620717411303424", echo("2^70, refused by the filter")), 0),
 		one(call("3", `{ "name" : "run_prompt" , "arguments" : { "prompt" : "echo" , "args" : { "deep" : [1, 2.5, null, true] } } }`), 1),
+		one(call("7", echo(`html <b>&amp;</b>, a line separator \u2028 and \u00e9`)), 1),
 		one(call("4", `{"name":"list_prompts"}`), 1),
 		one(call("5", `{"name":"list_prompts","arguments":{}}`), 1),
 		one(`{"jsonrpc":"2.0","id":6,"method":"tools/list"}`, 0),
@@ -111,7 +113,7 @@ func laneScript() []laneStep {
 // runLane serves the script on a fresh server with the lane on or off and
 // returns every message written, in order, and how many calls the lane
 // took.
-func runLane(t *testing.T, on bool) ([]any, int64) {
+func runLane(t *testing.T, on bool) (msgs []any, raw []string, taken int64) {
 	t.Helper()
 	g, c := tcpGateway(t)
 	gates := []*gatewaytest.Gate{gatewaytest.NewGate(), gatewaytest.NewGate()}
@@ -123,10 +125,10 @@ func runLane(t *testing.T, on bool) ([]any, int64) {
 
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	var taken atomic.Int64
+	var lane atomic.Int64
 	served := make(chan error, 1)
 	go func() {
-		served <- transport.ServeStdioLane(context.Background(), inR, outW, h.srv.Backend(), 10*time.Second, on, &taken)
+		served <- transport.ServeStdioLane(context.Background(), inR, outW, h.srv.Backend(), 10*time.Second, on, &lane)
 		outW.Close()
 	}()
 	lines := make(chan string)
@@ -141,7 +143,6 @@ func runLane(t *testing.T, on bool) ([]any, int64) {
 			lines <- line
 		}
 	}()
-	var msgs []any
 	for i, st := range laneScript() {
 		if st.wait > 0 {
 			arrived(t, gates[st.wait-1])
@@ -174,6 +175,7 @@ func runLane(t *testing.T, on bool) ([]any, int64) {
 			}
 			volatile(m)
 			msgs = append(msgs, m)
+			raw = append(raw, volatileBytes.ReplaceAllString(line, "$1"))
 		}
 	}
 	inW.Close()
@@ -183,8 +185,12 @@ func runLane(t *testing.T, on bool) ([]any, int64) {
 	for l := range lines {
 		t.Errorf("an unexpected message after the script: %s", l)
 	}
-	return msgs, taken.Load()
+	return msgs, raw, lane.Load()
 }
+
+// volatileBytes matches a run's id and duration in a raw reply, in the
+// record and in its text (escaped), keeping the member's name.
+var volatileBytes = regexp.MustCompile(`(\\?"(?:run_id|elapsed_ms)\\?":)(?:\\?"[0-9a-f]+\\?"|[0-9]+)`)
 
 // TestStdioFastLaneMatchesTheSDK runs one corpus of lines through the fast
 // lane and through the SDK's own path and requires the same replies and
@@ -195,8 +201,8 @@ func TestStdioFastLaneMatchesTheSDK(t *testing.T) {
 	for _, st := range laneScript() {
 		want += st.lane
 	}
-	sdk, sdkTaken := runLane(t, false)
-	lane, laneTaken := runLane(t, true)
+	sdk, sdkRaw, sdkTaken := runLane(t, false)
+	lane, laneRaw, laneTaken := runLane(t, true)
 	if sdkTaken != 0 || laneTaken != int64(want) {
 		t.Errorf("the lane took %d calls with the lane off and %d with it on, want 0 and %d", sdkTaken, laneTaken, want)
 	}
@@ -210,6 +216,9 @@ func TestStdioFastLaneMatchesTheSDK(t *testing.T) {
 		}
 		if !reflect.DeepEqual(s, l) {
 			t.Errorf("message %d differs:\n sdk:  %s\n lane: %s", i, jsonOf(s), jsonOf(l))
+		} else if sdkRaw[i] != laneRaw[i] {
+			// The same value, spelled otherwise (escapes, member order).
+			t.Errorf("message %d is spelled differently:\n sdk:  %s lane: %s", i, sdkRaw[i], laneRaw[i])
 		}
 	}
 	if t.Failed() {

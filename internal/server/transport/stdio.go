@@ -281,6 +281,11 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("encode a message for stdout: %w", err)
 	}
+	return c.writeEncoded(msg, data)
+}
+
+// writeEncoded writes msg, already encoded as data, with its newline.
+func (c *stdioConn) writeEncoded(msg jsonrpc.Message, data []byte) error {
 	resp, isResp := msg.(*jsonrpc.Response)
 	if isResp && c.fast != nil {
 		// Before the write: the peer may send its next line as soon as
@@ -288,7 +293,7 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.fast.answered(idKey(resp.ID))
 	}
 	c.mu.Lock()
-	_, err = c.out.Write(append(data, '\n'))
+	_, err := c.out.Write(append(data, '\n'))
 	c.mu.Unlock()
 	if isResp {
 		c.calls.answered(idKey(resp.ID))
