@@ -27,8 +27,8 @@ const (
 )
 
 // fastLane answers the stdio tools/call requests of the plain common shape
-// itself, on a goroutine per call, instead of handing them to the SDK's
-// connection. It calls the server's own receiving method-handler chain
+// itself, each on a goroutine of its own, instead of handing them to the
+// SDK's connection. It calls the server's own receiving method-handler chain
 // (every middleware, then the SDK's tools/call handler with its tool lookup
 // and input validation), so what runs is the SDK's, not a copy; what it
 // stands in for is only the SDK's per-request machinery around that chain,
@@ -62,10 +62,11 @@ const (
 // Goroutines: each call taken runs on a worker goroutine of its own
 // (worker), a new one or one left idle by an earlier call; at most
 // maxIdleWorkers wait idle, and they return when the lane ends (end,
-// which closes jobs). A call ends early through its context: a notifications/cancelled naming its id,
-// the end of input (after the drain, as the SDK cancels its own requests
-// in readIncoming), a failed write to stdout, or the connection closing.
-// ServeStdio waits for all of them (wait) before it returns.
+// which closes jobs). A call ends early through its context: a
+// notifications/cancelled naming its id, the end of input (after the
+// drain, as the SDK cancels its own requests in readIncoming), a failed
+// write to stdout, or the connection closing. ServeStdio waits for all of
+// them (wait) before it returns.
 type fastLane struct {
 	chain mcp.MethodHandler // the server's receiving chain, captured by captureChain
 	base  context.Context   // the session's context, without its cancellation (jsonrpc2's notDone)
@@ -115,8 +116,9 @@ func newFastLane(ctx context.Context, b Backend, conn *stdioConn) *fastLane {
 }
 
 // take is called by stdioConn.Read with each request read; it reports
-// whether the lane consumed it (a tools/call it runs, a duplicate id it
-// refused, or a notifications/cancelled for one of its calls). The SDK
+// whether the lane consumed it (a tools/call it runs, a request under the
+// id of one of its calls, which it drops as the SDK would, or a
+// notifications/cancelled for one of its calls). The SDK
 // gets everything else.
 func (l *fastLane) take(req *jsonrpc.Request) bool {
 	if !req.IsCall() {
