@@ -55,8 +55,10 @@ type options struct {
 	profile  string // directory for CPU profiles of the servers, "" for none
 	baseline string // a git revision whose server is measured beside ours, "" for none
 	node     string // "" when the TypeScript floor is not available
-	repo     string
-	dir      string
+	// stdioVersion is the protocol version the stdio sessions ask for.
+	stdioVersion string
+	repo         string
+	dir          string
 }
 
 func main() {
@@ -67,6 +69,12 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of each Go server process into this directory (builds ours with -tags benchprofile)")
 	flag.StringVar(&o.baseline, "baseline", "", "also measure run_prompt of the server built at this git revision (before/after in one run)")
 	flag.BoolVar(&o.scale, "scale", true, "also run the scale measurements (prose runs in flight, the 10,000-prompt catalog)")
+	// Hosts that start stdio servers (Claude Code, Cursor, VS Code: the
+	// TypeScript SDK's client) speak 2025-11-25 at the newest, and the
+	// TypeScript floor serves nothing newer; a go-sdk client left to
+	// itself would ask for 2026-07-28 (server/discover, and the protocol
+	// triple in every request's _meta).
+	flag.StringVar(&o.stdioVersion, "stdio-protocol", "2025-11-25", "the protocol version stdio sessions ask for (2026-07-28 for the SEP-2575 path)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, o)
@@ -118,7 +126,7 @@ func run(ctx context.Context, o options) error {
 	if o.node == "" {
 		fmt.Println("the TypeScript SDK floor is skipped: it needs node and test/e2e/node_modules (cd test/e2e && npm ci)")
 	}
-	fmt.Printf("machine: %d CPUs; %s per server and configuration in %d interleaved rounds\n\n", cpus(), o.duration, o.rounds)
+	fmt.Printf("machine: %d CPUs; %s per server and configuration in %d interleaved rounds; stdio sessions ask for protocol %s\n\n", cpus(), o.duration, o.rounds, o.stdioVersion)
 
 	prompts := filepath.Join(o.dir, "prompts")
 	if err := writePrompts(prompts, map[string]string{"echo.md": echoPrompt}); err != nil {
@@ -355,7 +363,7 @@ func targetsFor(ctx context.Context, o options, tr string, clients int, prompts 
 			if t.argv[0] == pf || t.floor {
 				e = env(t.name)
 			}
-			if err := add(t.name, t.floor, t.call, stdioStarter(t.argv, e)); err != nil {
+			if err := add(t.name, t.floor, t.call, stdioStarter(t.argv, e, o.stdioVersion)); err != nil {
 				return out, err
 			}
 		}
@@ -422,15 +430,16 @@ func profileEnv(o options, name string, d time.Duration) []string {
 // how to stop it, and the pids of its processes so far.
 type starter func() (connect func(context.Context) (*mcp.ClientSession, error), stop func(), pids func() []int, err error)
 
-// stdioStarter spawns argv for each session, as an MCP host does.
-func stdioStarter(argv, env []string) starter {
+// stdioStarter spawns argv for each session, as an MCP host does, and
+// connects a session of protocol version to it.
+func stdioStarter(argv, env []string, version string) starter {
 	return func() (func(context.Context) (*mcp.ClientSession, error), func(), func() []int, error) {
 		var mu sync.Mutex
 		var pids []int
 		connect := func(ctx context.Context) (*mcp.ClientSession, error) {
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Env = env
-			cs, err := newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+			cs, err := newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 			if err == nil {
 				mu.Lock()
 				pids = append(pids, cmd.Process.Pid)

@@ -10,8 +10,8 @@
 // /healthz and the routing of /metrics and of the status page with its
 // login form and cookie (status.go), graceful shutdown);
 // the routing of each /mcp request to the handler of its protocol era
-// (byEra); the stdio face ([ServeStdio]: line framing and the drain at the end of
-// input); and the filter on the SDK's own log lines ([SDKLogger]).
+// (byEra); the stdio face ([ServeStdio]: line framing, the drain at the end of
+// input, and the fast lane for plain tools/call requests); and the filter on the SDK's own log lines ([SDKLogger]).
 //
 // Why it is a package of its own: this code deals in bytes and sessions,
 // not prompts, and nearly every piece of it exists because of one specific
@@ -126,6 +126,25 @@
 //     internal/json.Unmarshal builds a new streaming decoder per message
 //     (docs/benchmarks.md, "Through the process boundary"). With an SDK
 //     that reads stdio cheaply it can go, with lineFilter's answers kept.
+//   - stdio tools/call requests of the plain common shape skip the SDK's
+//     per-request machinery (fastLane, fastlane.go), for speed rather
+//     than a defect: on a 2025-era session, a tools/call whose params are
+//     a plain name, object arguments and at most a progressToken in _meta
+//     is decoded once and handed straight to the server's receiving
+//     method-handler chain (every middleware, then the SDK's own
+//     tools/call handler), on a goroutine of its own, with its reply
+//     encoded by jsonrpc.EncodeMessage. It stands in for jsonrpc2's
+//     Connection.acceptRequest, handleAsync and processResult and the
+//     canceller's notifications/cancelled (internal/jsonrpc2/conn.go,
+//     mcp/transport.go), ServerSession.handle with validateRequestMeta
+//     and extractRequestMeta (mcp/server.go, mcp/shared.go), and
+//     handleReceive with checkRequest and unmarshalParams (mcp/shared.go),
+//     which together cost more than the call over stdio
+//     (docs/benchmarks.md). Anything else takes the SDK's path;
+//     TestStdioFastLaneMatchesTheSDK holds the two to the same replies and
+//     notifications, so with an SDK whose per-request path is cheap the
+//     lane can be deleted and that test shows nothing changed. No
+//     upstream issue found.
 //   - tasks/get, tasks/update and tasks/cancel need Mcp-Name equal to
 //     params.taskId (taskNameHeader; the Tasks extension's routing header,
 //     mcp-server §4.12): the SDK checks Mcp-Name only for tools/call,
@@ -169,7 +188,13 @@
 // [ServeStdio] owns one goroutine waiting on its session and returns only
 // after the session has ended; stdin is read on the SDK's own read loop
 // (stdioConn), which ends when the session closes the connection, closing
-// stdin. A stdin whose read Close cannot interrupt (a blocking file
+// stdin. The stdio fast lane runs each tools/call it takes on a goroutine
+// of its own (fastLane.run), which ends with the call's reply; a call is
+// cancelled by a notifications/cancelled naming it, by the end of input
+// once the drain is over, by a failed write to stdout or by the
+// connection closing, and ServeStdio waits for all of them (after its
+// session has ended, bounded by FinalCloseTimeout at a shutdown) before
+// it returns. A stdin whose read Close cannot interrupt (a blocking file
 // descriptor whose peer keeps it open) is waited for at most
 // FinalCloseTimeout after the drain; its read loop, and the session close
 // waiting on it, are then left to the process's exit. Whoever calls

@@ -1,4 +1,17 @@
 package transport
 
+import (
+	"context"
+	"io"
+	"sync/atomic"
+	"time"
+)
+
 // MaxBodyBytes is the /mcp body cap, for the tests that send one byte more.
 const MaxBodyBytes = maxBodyBytes
+
+// ServeStdioLane is ServeStdio with the tools/call fast lane on or off,
+// counting in taken (when not nil) the calls the lane answered itself.
+func ServeStdioLane(ctx context.Context, in io.Reader, out io.Writer, b Backend, drain time.Duration, on bool, taken *atomic.Int64) error {
+	return serveStdio(ctx, in, out, b, drain, laneOptions{off: !on, taken: taken})
+}

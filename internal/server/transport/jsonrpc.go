@@ -39,28 +39,18 @@ const maxDepth = 1000
 // scanEnvelope reads the top-level members of msg, which must already be
 // valid JSON (json.Valid); ok is false when msg is not an object.
 func scanEnvelope(msg []byte) (e envelope, ok bool) {
-	i := skipSpace(msg, 0)
-	if i >= len(msg) || msg[i] != '{' {
+	it, ok := membersOf(msg)
+	if !ok {
 		return e, false
 	}
-	i = skipSpace(msg, i+1)
 	e.plain = true
-	for i < len(msg) && msg[i] != '}' {
-		keyEnd := skipString(msg, i)
-		key := msg[i+1 : keyEnd-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			// "\u0069d" is "id" to the SDK's decoder too: compare the
-			// unescaped name (rare, so the slow way).
-			var k string
-			json.Unmarshal(msg[i:keyEnd], &k)
-			key = []byte(k)
-			e.plain = false
+	for {
+		key, val, escaped, depth, more := it.next()
+		if !more {
+			break
 		}
-		i = skipSpace(msg, keyEnd)
-		i = skipSpace(msg, i+1) // the colon
-		valEnd, depth := skipValue(msg, i)
+		e.plain = e.plain && !escaped
 		e.depth = max(e.depth, 1+depth)
-		val := msg[i:valEnd]
 		var member *[]byte
 		switch string(key) {
 		case "jsonrpc":
@@ -82,12 +72,54 @@ func scanEnvelope(msg []byte) (e envelope, ok bool) {
 			e.plain = e.plain && *member == nil
 			*member = val
 		}
-		i = skipSpace(msg, valEnd)
-		if i < len(msg) && msg[i] == ',' {
-			i = skipSpace(msg, i+1)
-		}
 	}
 	return e, true
+}
+
+// members walks the top-level members of one JSON object in place, without
+// allocating (a struct, not a callback, so nothing escapes on the hot path).
+type members struct {
+	b []byte
+	i int
+}
+
+// membersOf starts a walk over obj, which must be valid JSON; ok is false
+// when it is not an object.
+func membersOf(obj []byte) (it members, ok bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return it, false
+	}
+	return members{b: obj, i: skipSpace(obj, i+1)}, true
+}
+
+// next returns the next member: its name (unescaped; escaped says the
+// spelling had escapes), its raw value, and how deep the value nests;
+// more is false after the last.
+func (it *members) next() (key, val []byte, escaped bool, depth int, more bool) {
+	b, i := it.b, it.i
+	if i >= len(b) || b[i] == '}' {
+		return nil, nil, false, 0, false
+	}
+	keyEnd := skipString(b, i)
+	key = b[i+1 : keyEnd-1]
+	if bytes.IndexByte(key, '\\') >= 0 {
+		// "\u0069d" is "id" to the SDK's decoder too: compare the
+		// unescaped name (rare, so the slow way).
+		var k string
+		json.Unmarshal(b[i:keyEnd], &k)
+		key, escaped = []byte(k), true
+	}
+	i = skipSpace(b, keyEnd)
+	i = skipSpace(b, i+1) // the colon
+	valEnd, depth := skipValue(b, i)
+	val = b[i:valEnd]
+	i = skipSpace(b, valEnd)
+	if i < len(b) && b[i] == ',' {
+		i = skipSpace(b, i+1)
+	}
+	it.i = i
+	return key, val, escaped, depth, true
 }
 
 func skipSpace(b []byte, i int) int {

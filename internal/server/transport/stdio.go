@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -179,6 +180,14 @@ func (t *replyTracker) answered(key string) {
 	t.changed = make(chan struct{})
 }
 
+// has reports whether the request under key is read and not yet answered.
+func (t *replyTracker) has(key string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.pending[key]
+	return ok
+}
+
 func (t *replyTracker) close() { t.once.Do(func() { close(t.closed) }) }
 
 // wait returns once every request read so far has been answered, the
@@ -222,6 +231,9 @@ type stdioConn struct {
 	src    io.Reader
 	calls  *replyTracker
 	drain  time.Duration
+	// fast runs the plain tools/call requests itself (fastLane); nil
+	// hands every message to the SDK.
+	fast *fastLane
 
 	// mu serialises writes: the SDK's messages and the filter's refusals
 	// (written from the read loop).
@@ -238,15 +250,24 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	msg, err := c.filter.next()
-	if err != nil {
-		c.calls.wait(c.drain)
-		return nil, err
+	for {
+		msg, err := c.filter.next()
+		if err != nil {
+			c.calls.wait(c.drain)
+			if c.fast != nil {
+				c.fast.end(err)
+			}
+			return nil, err
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		if ok && c.fast != nil && c.fast.take(req) {
+			continue
+		}
+		if ok && req.IsCall() {
+			c.calls.asked(idKey(req.ID))
+		}
+		return msg, nil
 	}
-	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-		c.calls.asked(idKey(req.ID))
-	}
-	return msg, nil
 }
 
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -260,11 +281,27 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("encode a message for stdout: %w", err)
 	}
+	return c.writeEncoded(msg, data)
+}
+
+// writeEncoded writes msg, already encoded as data, with its newline.
+func (c *stdioConn) writeEncoded(msg jsonrpc.Message, data []byte) error {
+	resp, isResp := msg.(*jsonrpc.Response)
+	if isResp && c.fast != nil {
+		// Before the write: the peer may send its next line as soon as
+		// it reads this one.
+		c.fast.answered(idKey(resp.ID))
+	}
 	c.mu.Lock()
-	_, err = c.out.Write(append(data, '\n'))
+	_, err := c.out.Write(append(data, '\n'))
 	c.mu.Unlock()
-	if resp, ok := msg.(*jsonrpc.Response); ok {
+	if isResp {
 		c.calls.answered(idKey(resp.ID))
+	}
+	if err != nil && c.fast != nil {
+		// The SDK cancels its requests when a write fails
+		// (Connection.write); the lane's go the same way.
+		c.fast.end(fmt.Errorf("%w: %v", errServerClosing, err))
 	}
 	return err
 }
@@ -279,6 +316,12 @@ func (c *stdioConn) refuse(reply []byte) {
 
 func (c *stdioConn) Close() error {
 	c.calls.close()
+	if c.fast != nil {
+		// The SDK closes the connection once it is shutting down and its
+		// own requests are done; the read loop's error, which cancels
+		// what is left, follows at once.
+		c.fast.end(errServerClosing)
+	}
 	if cl, ok := c.src.(io.Closer); ok {
 		return cl.Close()
 	}
@@ -303,20 +346,40 @@ func idKey(id jsonrpc.ID) string {
 // ctx ends, or when in ends, get up to drain to answer first; 0 means
 // DefaultDrainTimeout.
 func ServeStdio(ctx context.Context, in io.Reader, out io.Writer, b Backend, drain time.Duration) error {
+	return serveStdio(ctx, in, out, b, drain, laneOptions{})
+}
+
+// laneOptions are the fast lane's test switches.
+type laneOptions struct {
+	off   bool          // every message to the SDK, as before the lane
+	taken *atomic.Int64 // counts the calls the lane takes; nil: not counted
+}
+
+func serveStdio(ctx context.Context, in io.Reader, out io.Writer, b Backend, drain time.Duration, lane laneOptions) error {
 	if drain <= 0 {
 		drain = DefaultDrainTimeout
 	}
 	log := b.logger()
 	conn := &stdioConn{src: in, out: out, calls: newReplyTracker(), drain: drain}
 	conn.filter = newLineFilter(in, MaxLineBytes, log, conn.refuse)
+	if !lane.off {
+		conn.fast = newFastLane(ctx, b, conn)
+		conn.fast.taken = lane.taken
+	}
 	ss, err := b.MCP.Connect(ctx, stdioTransport{conn}, nil)
 	if err != nil {
 		return fmt.Errorf("connect the stdio session: %w", err)
+	}
+	if conn.fast != nil {
+		conn.fast.session.Store(ss)
 	}
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
 		ss.Wait()
+		if conn.fast != nil {
+			conn.fast.wait()
+		}
 	}()
 	select {
 	case <-ended:

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,17 +142,19 @@ func TestStdioShutdownBeforeTheHandshake(t *testing.T) {
 }
 
 // stdioClient connects a go-sdk client to ServeStdio over in-process
-// pipes (which negotiates the newest protocol the SDK speaks on stdio).
-func stdioClient(t *testing.T, h *harness, opts *mcp.ClientOptions) *mcp.ClientSession {
+// pipes, asking for protocol version ("" for the newest the SDK speaks on
+// stdio); taken counts the calls the fast lane answered.
+func stdioClient(t *testing.T, h *harness, opts *mcp.ClientOptions, version string) (cs *mcp.ClientSession, taken *atomic.Int64) {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
+	taken = new(atomic.Int64)
 	go func() {
-		done <- transport.ServeStdio(context.Background(), inR, outW, h.srv.Backend(), time.Second)
+		done <- transport.ServeStdioLane(context.Background(), inR, outW, h.srv.Backend(), time.Second, true, taken)
 		outW.Close()
 	}()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio", Version: "1"}, opts).Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio", Version: "1"}, opts).Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,10 +164,19 @@ func stdioClient(t *testing.T, h *harness, opts *mcp.ClientOptions) *mcp.ClientS
 			t.Errorf("ServeStdio: %v", err)
 		}
 	})
-	return cs
+	return cs, taken
 }
 
+// Progress and cancellation over stdio, in both protocol eras: a
+// 2025-era session's calls take the fast lane, a 2026-07-28 one's (each
+// call carrying its protocol version in _meta) the SDK's path.
 func TestStdioProgressAndCancellation(t *testing.T) {
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) { testStdioProgressAndCancellation(t, version) })
+	}
+}
+
+func testStdioProgressAndCancellation(t *testing.T, version string) {
 	g, c := tcpGateway(t)
 	gate := gatewaytest.NewGate()
 	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("too late")))
@@ -173,10 +185,12 @@ func TestStdioProgressAndCancellation(t *testing.T) {
 	h := newHarness(t, fixture{prompts: prompts, opts: withGateway(c),
 		limits: server.Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 30 * time.Second, ReplyDeadline: time.Minute, RetainCompleted: time.Hour}})
 	frames := make(chan float64, 16)
-	cs := stdioClient(t, h, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+	cs, taken := stdioClient(t, h, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 		frames <- r.Params.Progress
-	}})
-	t.Logf("negotiated protocol %s", cs.InitializeResult().ProtocolVersion)
+	}}, version)
+	if got := cs.InitializeResult().ProtocolVersion; got != version {
+		t.Fatalf("negotiated protocol %s, want %s", got, version)
+	}
 
 	params := &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "trio"}}
 	params.SetProgressToken("p")
@@ -189,6 +203,13 @@ func TestStdioProgressAndCancellation(t *testing.T) {
 	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.ToolRunPrompt, Arguments: map[string]any{"prompt": "echo", "args": "next"}}); err != nil || textOf(t, res) != "next" {
 		t.Fatalf("after the cancelled call: %v %+v", err, res)
 	}
+	wantLane := int64(3)
+	if version >= "2026-07-28" {
+		wantLane = 0
+	}
+	if got := taken.Load(); got != wantLane {
+		t.Errorf("the fast lane took %d of the 3 calls, want %d", got, wantLane)
+	}
 }
 
 // Requests piped in and followed at once by the end of input are all
@@ -196,11 +217,7 @@ func TestStdioProgressAndCancellation(t *testing.T) {
 // while one call is held at the gateway, and its reply must still be
 // written.
 func TestStdioAnswersEverythingReadBeforeEOF(t *testing.T) {
-	g, c := tcpGateway(t)
-	gate := gatewaytest.NewGate()
-	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("summary")))
-	defer gate.Release()
-	h := newHarness(t, fixture{opts: withGateway(c)})
+	h, gate := gatedHarness(t, "summary")
 	var out lockedBuffer
 	in := strings.Join([]string{
 		initializeBody,

@@ -1,0 +1,488 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Method names the fast lane reads.
+const (
+	methodCallTool   = "tools/call"
+	methodInitialize = "initialize"
+	methodCancelled  = "notifications/cancelled"
+	// newEra is the first protocol version whose requests may carry their
+	// own version in _meta (SEP-2575); the lane serves older sessions only.
+	newEra = "2026-07-28"
+)
+
+// fastLane answers the stdio tools/call requests of the plain common shape
+// itself, each on a goroutine of its own, instead of handing them to the
+// SDK's connection. It calls the server's own receiving method-handler chain
+// (every middleware, then the SDK's tools/call handler with its tool lookup
+// and input validation), so what runs is the SDK's, not a copy; what it
+// stands in for is only the SDK's per-request machinery around that chain,
+// which cost more than the call itself over stdio (docs/benchmarks.md,
+// "Where the time goes now"): in go-sdk v1.8.0,
+//
+//   - jsonrpc2's Connection.acceptRequest, canceller.Preempt,
+//     handleAsync and processResult (internal/jsonrpc2/conn.go,
+//     mcp/transport.go): the request's context, its cancellation by
+//     notifications/cancelled, a handler goroutine plus a queue hand-off,
+//     and the error and result encoding of the reply;
+//   - ServerSession.handle (mcp/server.go): validateRequestMeta and
+//     extractRequestMeta, each decoding the params again with a new
+//     decoder, and the initialization gate;
+//   - handleReceive (mcp/shared.go): checkRequest, and
+//     methodInfo.unmarshalParams decoding the params into
+//     *mcp.CallToolParamsRaw with a new decoder.
+//
+// A request takes the lane only when that machinery would do nothing
+// particular with it (plainCallParams, take): a 2025-era session whose
+// initialize has been answered, no per-request protocol version in _meta,
+// params an object of exactly a plain string name, an object or no
+// arguments and a _meta of at most a progressToken, and an id no request
+// in flight holds. Everything else goes to the SDK unchanged, and
+// TestStdioFastLaneMatchesTheSDK holds the two paths to the same replies
+// and notifications. Two things of the SDK's request context are not
+// reproduced, as nothing on this path reads them: jsonrpc2's Async
+// releaser (a no-op when absent) and mcp's idContextKey (read only by
+// subscribe, subscriptions/listen and the streamable transport).
+//
+// Goroutines: each call taken runs on a worker goroutine of its own
+// (worker), a new one or one left idle by an earlier call; at most
+// maxIdleWorkers wait idle, and they return when the lane ends (end,
+// which closes jobs). A call ends early through its context: a
+// notifications/cancelled naming its id, the end of input (after the
+// drain, as the SDK cancels its own requests in readIncoming), a failed
+// write to stdout, or the connection closing. ServeStdio waits for all of
+// them (wait) before it returns.
+type fastLane struct {
+	chain mcp.MethodHandler // the server's receiving chain, captured by captureChain
+	base  context.Context   // the session's context, without its cancellation (jsonrpc2's notDone)
+	conn  *stdioConn
+	calls *Calls
+	log   *slog.Logger
+	// session is set once Connect returns; nil keeps the lane closed.
+	session atomic.Pointer[mcp.ServerSession]
+	// ready is set once the reply to initialize is written: before it,
+	// the SDK orders calls after the initialize handler, which the lane
+	// would not.
+	ready atomic.Bool
+	// taken counts the calls the lane took (for tests; nil: not counted).
+	taken *atomic.Int64
+
+	mu       sync.Mutex
+	initID   string                             // idKey of the first initialize read
+	inflight map[string]context.CancelCauseFunc // by idKey
+	jobs     chan laneCall                      // to idle workers; closed by end
+	idle     atomic.Int32                       // workers waiting on jobs
+	ended    error                              // non-nil: no more replies (the SDK's shuttingDown)
+	wg       sync.WaitGroup
+}
+
+// captureChain returns the receiving method-handler chain s has now, all
+// middlewares included, without changing it: a middleware that returns
+// the next handler it is given adds no layer.
+func captureChain(s *mcp.Server) mcp.MethodHandler {
+	var chain mcp.MethodHandler
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		chain = next
+		return next
+	})
+	return chain
+}
+
+func newFastLane(ctx context.Context, b Backend, conn *stdioConn) *fastLane {
+	return &fastLane{
+		chain:    captureChain(b.MCP),
+		base:     context.WithoutCancel(ctx),
+		conn:     conn,
+		calls:    b.Calls,
+		log:      b.logger(),
+		inflight: map[string]context.CancelCauseFunc{},
+		jobs:     make(chan laneCall),
+	}
+}
+
+// take is called by stdioConn.Read with each request read; it reports
+// whether the lane consumed it (a tools/call it runs, a request under the
+// id of one of its calls, which it drops as the SDK would, or a
+// notifications/cancelled for one of its calls). The SDK
+// gets everything else.
+func (l *fastLane) take(req *jsonrpc.Request) bool {
+	if !req.IsCall() {
+		return req.Method == methodCancelled && l.cancel(req.Params)
+	}
+	key := idKey(req.ID)
+	l.mu.Lock()
+	_, dup := l.inflight[key]
+	if req.Method == methodInitialize && l.initID == "" {
+		l.initID = key
+	}
+	l.mu.Unlock()
+	if dup {
+		// The SDK would refuse this id as in use had it seen the first
+		// (Connection.acceptRequest): it clears the id so as not to
+		// misattribute its error, which makes processResult treat the
+		// request as a notification and write nothing. So nothing here
+		// either.
+		l.log.Debug("dropped a request whose id is in use by a call in flight", "method", req.Method, "id", req.ID.Raw())
+		return true
+	}
+	if req.Method != methodCallTool || !l.ready.Load() || l.conn.calls.has(key) {
+		return false
+	}
+	ss := l.session.Load()
+	if ss == nil {
+		return false
+	}
+	if ip := ss.InitializeParams(); ip == nil || ip.ProtocolVersion >= newEra {
+		return false
+	}
+	params, ok := plainCallParams(req.Params)
+	if !ok {
+		return false
+	}
+	ctx, cancel := context.WithCancelCause(l.base)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended != nil {
+		cancel(nil)
+		return false
+	}
+	l.inflight[key] = cancel
+	l.conn.calls.asked(key)
+	call := laneCall{ctx: ctx, cancel: cancel, id: req.ID, key: key, req: &mcp.CallToolRequest{Session: ss, Params: params},
+		// Counted until the reply is written, not only while the
+		// handler runs, so a shutdown's drain does not close the session
+		// between the two.
+		release: l.calls.holdReply()}
+	if l.taken != nil {
+		l.taken.Add(1)
+	}
+	// An idle worker takes the call if one is waiting (the send cannot
+	// block), else a new one starts; l.mu keeps end from closing jobs
+	// in between.
+	select {
+	case l.jobs <- call:
+	default:
+		l.wg.Add(1)
+		go l.worker(call)
+	}
+	return true
+}
+
+// laneCall is one call the lane took, with what ends it.
+type laneCall struct {
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	id      jsonrpc.ID
+	key     string
+	req     *mcp.CallToolRequest
+	release func()
+}
+
+// maxIdleWorkers bounds the workers kept waiting for the next call.
+const maxIdleWorkers = 16
+
+// worker runs call, then the calls handed to it while it waits, until the
+// lane ends or enough others wait. A worker is kept rather than a
+// goroutine started per call because the chain (middlewares, the SDK's
+// handler, the reply's JSON encoding) grows a new goroutine's stack
+// several times a call: runtime.copystack was 12 to 17 % of the server's
+// CPU over stdio in the profiles of docs/benchmarks.md. Each worker runs
+// one call at a time, so every call still has a goroutine of its own.
+func (l *fastLane) worker(call laneCall) {
+	defer l.wg.Done()
+	for {
+		l.run(call)
+		if l.idle.Add(1) > maxIdleWorkers {
+			l.idle.Add(-1)
+			return
+		}
+		var ok bool
+		call, ok = <-l.jobs
+		l.idle.Add(-1)
+		if !ok {
+			return
+		}
+	}
+}
+
+// run calls the chain and writes its reply, as jsonrpc2's handleAsync and
+// processResult would.
+func (l *fastLane) run(call laneCall) {
+	defer call.release()
+	defer call.cancel(nil)
+	ctx, id, key := call.ctx, call.id, call.key
+	res, err := l.chain(ctx, methodCallTool, call.req)
+	var result any
+	if err == nil && res != nil {
+		// handleReceive drops the result of a call that failed; a typed
+		// nil result is kept, and goes out as null, as through the SDK.
+		result = res
+	}
+	if err != nil && (isNotHandled(err) || errors.Is(err, errMethodNotFound)) {
+		err = fmt.Errorf("%w: %q", errMethodNotFound, methodCallTool)
+	}
+	if result == nil && err == nil {
+		err = fmt.Errorf("%w: the tools/call handler returned a nil result and nil error", errInternal)
+	}
+	l.mu.Lock()
+	delete(l.inflight, key)
+	l.mu.Unlock()
+	l.reply(id, result, err)
+}
+
+// reply writes one response unless the connection is shutting down (the
+// SDK's Connection.write refuses then). It is encoded by
+// jsonrpc.EncodeMessage, with stdioConn.Write's code for an uncoded error;
+// one that cannot be encoded gets no reply, as in processResult.
+func (l *fastLane) reply(id jsonrpc.ID, result any, err error) {
+	key := idKey(id)
+	raw, merr := marshalResult(result)
+	var data []byte
+	resp := &jsonrpc.Response{ID: id, Result: raw, Error: err}
+	if merr == nil {
+		if err != nil {
+			resp = withValidCode(resp)
+		}
+		data, merr = jsonrpc.EncodeMessage(resp)
+	}
+	if merr != nil {
+		l.log.Error("a tools/call result cannot be encoded; no reply sent", "error", merr)
+		l.conn.calls.answered(key)
+		return
+	}
+	l.mu.Lock()
+	ended := l.ended
+	l.mu.Unlock()
+	if ended != nil {
+		l.conn.calls.answered(key)
+		return
+	}
+	l.conn.writeEncoded(resp, data)
+}
+
+// answered is told of every response written: the one to initialize opens
+// the lane.
+func (l *fastLane) answered(key string) {
+	if l.ready.Load() {
+		return
+	}
+	l.mu.Lock()
+	open := l.initID != "" && key == l.initID
+	l.mu.Unlock()
+	if open {
+		l.ready.Store(true)
+	}
+}
+
+// cancel cancels the lane's call that the notifications/cancelled params
+// name, reading requestId as the SDK's canceller.Preempt does (exact
+// member name, the last one winning; a number through float64 to int64).
+// It reports whether the call was the lane's.
+func (l *fastLane) cancel(params json.RawMessage) bool {
+	it, ok := membersOf(params)
+	if !ok {
+		return false
+	}
+	var raw []byte
+	for {
+		k, v, _, _, more := it.next()
+		if !more {
+			break
+		}
+		if string(k) == "requestId" {
+			raw = v
+		}
+	}
+	var v any
+	if raw == nil || json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	id, err := jsonrpc.MakeID(v)
+	if err != nil || !id.IsValid() {
+		return false
+	}
+	l.mu.Lock()
+	cancel, ok := l.inflight[idKey(id)]
+	l.mu.Unlock()
+	if ok {
+		cancel(nil)
+	}
+	return ok
+}
+
+// end stops the lane: its calls are cancelled with cause and no reply is
+// written after (the SDK's readIncoming and Connection.write, once the
+// read or a write has failed or the connection is closing).
+func (l *fastLane) end(cause error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended != nil {
+		return
+	}
+	l.ended = cause
+	for _, cancel := range l.inflight {
+		cancel(cause)
+	}
+	close(l.jobs) // the idle workers return
+}
+
+// wait returns once every call the lane started has returned and its
+// workers have ended (end has been called).
+func (l *fastLane) wait() { l.wg.Wait() }
+
+// plainCallParams decodes tools/call params of the plain shape into what
+// the SDK's methodInfo.unmarshalParams makes of them, or reports false for
+// any other shape (which then takes the SDK's path): an object whose
+// member names are exact and unescaped and each given once, of a "name"
+// that is a plain string (required), an "arguments" that is an object
+// (kept as its raw bytes, as the SDK's json.RawMessage), and a "_meta"
+// holding at most a "progressToken" that is a plain string or an integer
+// (a float64 in Meta, as the SDK's decoder makes any JSON number).
+func plainCallParams(raw []byte) (*mcp.CallToolParamsRaw, bool) {
+	it, ok := membersOf(raw)
+	if !ok {
+		return nil, false
+	}
+	p := &mcp.CallToolParamsRaw{}
+	var name, args, meta bool
+	for {
+		key, val, escaped, _, more := it.next()
+		if !more {
+			break
+		}
+		if escaped {
+			return nil, false
+		}
+		switch string(key) {
+		case "name":
+			if name || !plainString(val) {
+				return nil, false
+			}
+			p.Name, name = string(val[1:len(val)-1]), true
+		case "arguments":
+			if args || val[0] != '{' {
+				return nil, false
+			}
+			p.Arguments, args = val, true
+		case "_meta":
+			if meta {
+				return nil, false
+			}
+			if p.Meta, ok = plainMeta(val); !ok {
+				return nil, false
+			}
+			meta = true
+		default:
+			return nil, false
+		}
+	}
+	return p, name
+}
+
+// plainMeta decodes a _meta of at most a progressToken (see
+// plainCallParams).
+func plainMeta(raw []byte) (mcp.Meta, bool) {
+	it, ok := membersOf(raw)
+	if !ok {
+		return nil, false
+	}
+	m := mcp.Meta{}
+	for {
+		key, val, escaped, _, more := it.next()
+		if !more {
+			return m, true
+		}
+		if escaped || string(key) != "progressToken" || len(m) > 0 {
+			return nil, false
+		}
+		switch {
+		case plainString(val):
+			m["progressToken"] = string(val[1 : len(val)-1])
+		default:
+			n, err := strconv.ParseInt(string(val), 10, 64)
+			if err != nil || int64(float64(n)) != n {
+				return nil, false
+			}
+			m["progressToken"] = float64(n)
+		}
+	}
+}
+
+// The errors jsonrpc2 wraps (internal/jsonrpc2/wire.go): a *jsonrpc.Error
+// matches another by code alone (WireError.Is), so these match the SDK's
+// own sentinels in errors.Is and give the same code on the wire.
+var (
+	errMethodNotFound = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"}
+	errInternal       = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+	errServerClosing  = &jsonrpc.Error{Code: -32004, Message: "server is closing"}
+)
+
+// isNotHandled reports whether err wraps jsonrpc2.ErrNotHandled, which
+// processResult turns into -32601: an unexported errors.New sentinel, so
+// it is recognised by its type and text.
+func isNotHandled(err error) bool {
+	plain := reflect.TypeOf(errors.New(""))
+	for _, e := range unwrapAll(err) {
+		if reflect.TypeOf(e) == plain && e.Error() == "JSON RPC not handled" {
+			return true
+		}
+	}
+	return false
+}
+
+// unwrapAll lists err and everything it wraps, depth first.
+func unwrapAll(err error) []error {
+	if err == nil {
+		return nil
+	}
+	out := []error{err}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		out = append(out, unwrapAll(u.Unwrap())...)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			out = append(out, unwrapAll(e)...)
+		}
+	}
+	return out
+}
+
+// marshalResult encodes a result as jsonrpc2's NewResponse does (its
+// jsonMarshal: encoding/json without HTML escaping, no trailing newline),
+// except that a json.Marshaler's output (every MCP result's) is taken as
+// it is: encoding/json would compact it, and jsonrpc.EncodeMessage, which
+// every reply goes through, compacts and checks it again, so compacting it
+// here too changed nothing but cost a pass over the reply.
+func marshalResult(v any) (json.RawMessage, error) {
+	if v == nil {
+		return nil, nil
+	}
+	if m, ok := v.(json.Marshaler); ok {
+		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+			return json.RawMessage("null"), nil
+		}
+		return m.MarshalJSON()
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}

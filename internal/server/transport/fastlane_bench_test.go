@@ -1,0 +1,69 @@
+package transport_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/promptforge-go/promptforge/internal/server/transport"
+)
+
+// BenchmarkStdioToolsCall is one tools/call of a constant tool through
+// ServeStdio, with the fast lane and through the SDK's path: raw lines
+// over in-process pipes, so what it counts (time and allocations per call)
+// is the server's side alone, without a client's.
+//
+//	go test ./internal/server/transport -run '^$' -bench StdioToolsCall -benchmem
+func BenchmarkStdioToolsCall(b *testing.B) {
+	for _, lane := range []bool{true, false} {
+		name := "lane"
+		if !lane {
+			name = "sdk"
+		}
+		b.Run(name, func(b *testing.B) { benchStdioToolsCall(b, lane) })
+	}
+}
+
+func benchStdioToolsCall(b *testing.B, lane bool) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "floor", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
+	calls := &transport.Calls{}
+	s.AddTool(&mcp.Tool{Name: "const", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		calls.Track(func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello"}}}, nil
+		}))
+	s.AddReceivingMiddleware(transport.ErrorCodes)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		transport.ServeStdioLane(context.Background(), inR, outW, transport.Backend{MCP: s, Calls: calls}, time.Second, lane, nil)
+		outW.Close()
+	}()
+	r := bufio.NewReader(outR)
+	roundTrip := func(line string) {
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.ReadString('\n'); err != nil {
+			b.Fatal(err)
+		}
+	}
+	roundTrip(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		roundTrip(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/call","params":{"name":"const","arguments":{}}}`)
+	}
+	b.StopTimer()
+	inW.Close()
+	<-done
+}

@@ -1,0 +1,53 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
+)
+
+// FuzzPlainCallParams holds the fast lane's decoding of tools/call params
+// to the SDK's: whatever plainCallParams accepts, the decoder go-sdk
+// v1.8.0 uses for params (internal/json: segmentio's, member names
+// matched exactly) must decode to the same name, arguments and _meta.
+func FuzzPlainCallParams(f *testing.F) {
+	for _, seed := range []string{
+		`{"name":"run_prompt","arguments":{"prompt":"echo","args":"hi"}}`,
+		`{ "name" : "x" , "arguments" : { "a" : [1, 2.5, null, true, "\u00e9"] } }`,
+		`{"name":"list_prompts"}`,
+		`{"name":"t","_meta":{"progressToken":"p"}}`,
+		`{"name":"t","_meta":{"progressToken":-9007199254740992},"arguments":{}}`,
+		`{"name":"t","_meta":{}}`,
+		`{"Name":"t"}`,
+		`{"name":"t","name":"u"}`,
+		`{"n\u0061me":"t"}`,
+		`{"name":"t","arguments":null}`,
+		`{"name":"t","_meta":{"progressToken":1.5}}`,
+		`{"name":"t","extra":1}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) {
+			return
+		}
+		got, ok := plainCallParams(raw)
+		if !ok {
+			return
+		}
+		var want *mcp.CallToolParamsRaw
+		dec := segjson.NewDecoder(bytes.NewReader(raw))
+		dec.DontMatchCaseInsensitiveStructFields()
+		if err := dec.Decode(&want); err != nil {
+			t.Fatalf("the lane accepted %s, which the SDK's decoder refuses: %v", raw, err)
+		}
+		if got.Name != want.Name || !bytes.Equal(got.Arguments, want.Arguments) || !reflect.DeepEqual(got.Meta, want.Meta) ||
+			want.InputResponses != nil || want.RequestState != "" {
+			t.Fatalf("params %s: the lane made %+v, the SDK %+v", raw, got, want)
+		}
+	})
+}

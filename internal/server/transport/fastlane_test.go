@@ -1,0 +1,420 @@
+package transport_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/server/transport"
+)
+
+// laneStep is one step of a stdio script: lines to send, then how many
+// responses to read (notifications on the way are kept too); wait names a
+// gate to wait at before the lines, release one to open after them.
+type laneStep struct {
+	lines     []string
+	responses int
+	lane      int // how many of the lines the fast lane should take
+	wait      int // 1-based gate to wait for before sending; 0: none
+	release   int // 1-based gate to open after sending; 0: none
+}
+
+func call(id, params string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`
+}
+
+// laneScript is the corpus both paths are run through.
+func laneScript() []laneStep {
+	echo := func(args string) string {
+		return `{"name":"run_prompt","arguments":{"prompt":"echo","args":"` + args + `"}}`
+	}
+	one := func(line string, lane int) laneStep { return laneStep{lines: []string{line}, responses: 1, lane: lane} }
+	return []laneStep{
+		// Before initialize: the SDK refuses it.
+		one(call("100", echo("early")), 0),
+		one(initializeBody, 0),
+		{lines: []string{`{"jsonrpc":"2.0","method":"notifications/initialized"}`}},
+		// Successes, with every id form.
+		one(call("2", echo("hi")), 1),
+		one(call(`"s-1"`, echo("string id")), 1),
+		one(call(`"a\"b"`, echo("escaped string id")), 1),
+		one(call("-5", echo("negative id")), 1),
+		one(call("0", echo("zero id")), 1),
+		one(call("9007199254740992", echo("2^53")), 1),
+		one(call("9007199254740993", echo("2^53+1, refused by the filter")), 0),
+		one(call("1180591620717411303424", echo("2^70, refused by the filter")), 0),
+		one(call("3", `{ "name" : "run_prompt" , "arguments" : { "prompt" : "echo" , "args" : { "deep" : [1, 2.5, null, true] } } }`), 1),
+		one(call("7", echo(`html <b>&amp;</b>, a line separator \u2028 and \u00e9`)), 1),
+		one(call("4", `{"name":"list_prompts"}`), 1),
+		one(call("5", `{"name":"list_prompts","arguments":{}}`), 1),
+		one(`{"jsonrpc":"2.0","id":6,"method":"tools/list"}`, 0),
+		// A tool error result, an unknown tool, invalid arguments and
+		// schema violations: the SDK's handler judges them on both paths.
+		one(call("10", `{"name":"run_prompt","arguments":{"prompt":"no-such-prompt"}}`), 1),
+		one(call("11", `{"name":"no_such_tool","arguments":{}}`), 1),
+		one(call("12", `{"name":"run_prompt","arguments":{"prompt":["echo"]}}`), 1),
+		one(call("13", `{"name":"run_prompt","arguments":{}}`), 1),
+		one(call("14", `{"name":"run_prompt","arguments":{"prompt":"echo","bogus":1}}`), 1),
+		one(call("15", `{"name":"run_prompt"}`), 1),
+		one(call("16", `{"name":""}`), 1),
+		// Not the plain shape: the SDK's path on both sides.
+		one(`{"jsonrpc":"2.0","id":20,"method":"tools/call"}`, 0),
+		one(call("21", `null`), 0),
+		one(call("22", `[]`), 0),
+		one(call("23", `"run_prompt"`), 0),
+		one(call("24", `{"name":"run_prompt","arguments":null}`), 0),
+		one(call("25", `{"name":"run_prompt","arguments":["echo"]}`), 0),
+		one(call("26", `{"name":"run_prompt","arguments":{"prompt":"echo"},"extra":1}`), 0),
+		one(call("27", `{"Name":"run_prompt","arguments":{"prompt":"echo"}}`), 0),
+		one(call("28", `{"name":"run_prompt","Arguments":{"prompt":"echo"}}`), 0),
+		one(call("29", `{"n\u0061me":"run_prompt","arguments":{"prompt":"echo"}}`), 0),
+		one(call("30", `{"name":"run\u005fprompt","arguments":{"prompt":"echo"}}`), 0),
+		one(call("31", `{"name":"run_prompt","name":"list_prompts"}`), 0),
+		one(call("32", `{"name":7}`), 0),
+		one(call("33", `{"name":"run_prompt","arguments":{"prompt":"echo"},"requestState":"x"}`), 0),
+		one(call("34", `{"name":"run_prompt","arguments":{"prompt":"echo"},"_meta":{"progressToken":"q","other":1}}`), 0),
+		one(call("35", `{"name":"run_prompt","arguments":{"prompt":"echo"},"_meta":{"progressToken":1.5}}`), 0),
+		one(call("36", `{"name":"run_prompt","arguments":{"prompt":"echo"},"_meta":{"progressToken":null}}`), 0),
+		// SEP-2575: a per-request protocol version.
+		one(call("37", `{"name":"run_prompt","arguments":{"prompt":"echo","args":"new era"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`), 0),
+		one(call("38", `{"name":"run_prompt","arguments":{"prompt":"echo"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`), 0),
+		one(`{"jsonrpc":"2.0","id":39,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"echo"}},"extra":true}`, 1),
+		// Progress: four notifications, then the result.
+		one(call("40", `{"name":"run_prompt","arguments":{"prompt":"trio"},"_meta":{"progressToken":"p"}}`), 1),
+		one(call("41", `{"name":"run_prompt","arguments":{"prompt":"trio"},"_meta":{"progressToken":7}}`), 1),
+		one(call("42", `{"name":"run_prompt","arguments":{"prompt":"trio"},"_meta":{}}`), 1),
+		// Cancellation mid-run: the call is held at the gateway, then
+		// cancelled (by a number spelled as a float, as the SDK reads it).
+		{lines: []string{call("50", `{"name":"run_prompt","arguments":{"prompt":"summarize"}}`)}, lane: 1},
+		{wait: 1, lines: []string{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":50.0,"reason":"user"}}`}, responses: 1},
+		// A cancellation for nobody, and one the SDK cannot read.
+		{lines: []string{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":999}}`}},
+		{lines: []string{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":{}}}`}},
+		// An id in use while the first is held: the SDK drops the second
+		// request unanswered (its error goes out without an id, which
+		// makes it a notification), whichever method it names; the first
+		// then answers.
+		{lines: []string{call("60", `{"name":"run_prompt","arguments":{"prompt":"summarize"}}`)}, lane: 1},
+		{wait: 2, lines: []string{call("60", echo("duplicate")), `{"jsonrpc":"2.0","id":60,"method":"ping"}`}, release: 2, responses: 1},
+		one(call("61", echo("after")), 1),
+	}
+}
+
+// runLane serves the script on a fresh server with the lane on or off and
+// returns every message written, in order, and how many calls the lane
+// took.
+func runLane(t *testing.T, on bool) (msgs []any, raw []string, taken int64) {
+	t.Helper()
+	g, c := tcpGateway(t)
+	gates := []*gatewaytest.Gate{gatewaytest.NewGate(), gatewaytest.NewGate()}
+	g.Enqueue(gatewaytest.Gated(gates[0], gatewaytest.Text("cancelled")), gatewaytest.Gated(gates[1], gatewaytest.Text("summary")))
+	defer gates[0].Release()
+	defer gates[1].Release()
+	prompts := map[string]string{"trio.md": trioPrompt, "echo.md": echoPrompt, "summarize.md": summarizePrompt}
+	h := newHarness(t, fixture{prompts: prompts, opts: withGateway(c)})
+
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var lane atomic.Int64
+	served := make(chan error, 1)
+	go func() {
+		served <- transport.ServeStdioLane(context.Background(), inR, outW, h.srv.Backend(), 10*time.Second, on, &lane)
+		outW.Close()
+	}()
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		r := bufio.NewReader(outR)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- line
+		}
+	}()
+	for i, st := range laneScript() {
+		if st.wait > 0 {
+			arrived(t, gates[st.wait-1])
+		}
+		for _, l := range st.lines {
+			if _, err := io.WriteString(inW, l+"\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st.release > 0 {
+			gates[st.release-1].Release()
+		}
+		for n := 0; n < st.responses; {
+			var line string
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("step %d: stdout ended", i)
+				}
+				line = l
+			case <-time.After(30 * time.Second):
+				t.Fatalf("step %d (%q): no reply", i, st.lines)
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("step %d: reply %q: %v", i, line, err)
+			}
+			if _, isNote := m["method"]; !isNote {
+				n++
+			}
+			volatile(m)
+			msgs = append(msgs, m)
+			raw = append(raw, volatileBytes.ReplaceAllString(line, "$1"))
+		}
+	}
+	inW.Close()
+	if err := <-served; err != nil {
+		t.Fatalf("ServeStdio: %v", err)
+	}
+	for l := range lines {
+		t.Errorf("an unexpected message after the script: %s", l)
+	}
+	return msgs, raw, lane.Load()
+}
+
+// volatileBytes matches a run's id and duration in a raw reply, in the
+// record and in its text (escaped), keeping the member's name.
+var volatileBytes = regexp.MustCompile(`(\\?"(?:run_id|elapsed_ms)\\?":)(?:\\?"[0-9a-f]+\\?"|[0-9]+)`)
+
+// TestStdioFastLaneMatchesTheSDK runs one corpus of lines through the fast
+// lane and through the SDK's own path and requires the same replies and
+// notifications, message by message, as JSON values; and that the lane
+// took exactly the calls of the plain shape.
+func TestStdioFastLaneMatchesTheSDK(t *testing.T) {
+	want := 0
+	for _, st := range laneScript() {
+		want += st.lane
+	}
+	sdk, sdkRaw, sdkTaken := runLane(t, false)
+	lane, laneRaw, laneTaken := runLane(t, true)
+	if sdkTaken != 0 || laneTaken != int64(want) {
+		t.Errorf("the lane took %d calls with the lane off and %d with it on, want 0 and %d", sdkTaken, laneTaken, want)
+	}
+	for i := range max(len(sdk), len(lane)) {
+		var s, l any
+		if i < len(sdk) {
+			s = sdk[i]
+		}
+		if i < len(lane) {
+			l = lane[i]
+		}
+		if !reflect.DeepEqual(s, l) {
+			t.Errorf("message %d differs:\n sdk:  %s\n lane: %s", i, jsonOf(s), jsonOf(l))
+		} else if sdkRaw[i] != laneRaw[i] {
+			// The same value, spelled otherwise (escapes, member order).
+			t.Errorf("message %d is spelled differently:\n sdk:  %s lane: %s", i, sdkRaw[i], laneRaw[i])
+		}
+	}
+	if t.Failed() {
+		var all strings.Builder
+		for i, m := range sdk {
+			fmt.Fprintf(&all, "%d %s\n", i, jsonOf(m))
+		}
+		t.Logf("the SDK's messages:\n%s", all.String())
+	}
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// volatile blanks what differs between any two runs: a run's id and how
+// long it took.
+func volatile(m map[string]any) {
+	res, _ := m["result"].(map[string]any)
+	sc, _ := res["structuredContent"].(map[string]any)
+	for _, k := range []string{"run_id", "elapsed_ms"} {
+		if _, ok := sc[k]; ok {
+			sc[k] = k
+		}
+	}
+	if sc == nil {
+		return
+	}
+	// The text block of a run's result repeats its record.
+	content, _ := res["content"].([]any)
+	for _, c := range content {
+		if block, ok := c.(map[string]any); ok {
+			if text, ok := block["text"].(string); ok && strings.Contains(text, `"run_id"`) {
+				block["text"] = "record"
+			}
+		}
+	}
+}
+
+// laneSession serves one stdio session with the lane on, answers its
+// initialize (so the lane opens), and returns the peer's ends.
+type laneSession struct {
+	in     *io.PipeWriter
+	lines  chan map[string]any
+	served chan error
+	taken  *atomic.Int64
+}
+
+func newLaneSession(t *testing.T, ctx context.Context, b transport.Backend) *laneSession {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &laneSession{in: inW, lines: make(chan map[string]any, 16), served: make(chan error, 1), taken: new(atomic.Int64)}
+	go func() {
+		s.served <- transport.ServeStdioLane(ctx, inR, outW, b, 30*time.Second, true, s.taken)
+		outW.Close()
+	}()
+	go func() {
+		defer close(s.lines)
+		r := bufio.NewReader(outR)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) != nil {
+				t.Errorf("not JSON: %q", line)
+			}
+			s.lines <- m
+		}
+	}()
+	t.Cleanup(func() { inW.Close() })
+	s.send(t, initializeBody)
+	if m := s.recv(t); m["id"] != float64(1) {
+		t.Fatalf("initialize: %v", m)
+	}
+	s.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return s
+}
+
+func (s *laneSession) send(t *testing.T, line string) {
+	t.Helper()
+	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *laneSession) recv(t *testing.T) map[string]any {
+	t.Helper()
+	select {
+	case m, ok := <-s.lines:
+		if !ok {
+			t.Fatal("stdout ended")
+		}
+		return m
+	case <-time.After(30 * time.Second):
+		t.Fatal("no reply")
+	}
+	return nil
+}
+
+// The end of input waits for the lane's calls in flight, as for the SDK's
+// (B8): both replies are written before ServeStdio returns.
+func TestStdioFastLaneDrainsAtEOF(t *testing.T) {
+	h, gate := gatedHarness(t, "summary")
+	s := newLaneSession(t, context.Background(), h.srv.Backend())
+	s.send(t, call("3", `{"name":"run_prompt","arguments":{"prompt":"summarize"}}`))
+	s.send(t, call("2", `{"name":"run_prompt","arguments":{"prompt":"echo","args":"hi"}}`))
+	s.in.Close()
+	arrived(t, gate)
+	if m := s.recv(t); m["id"] != float64(2) {
+		t.Fatalf("first reply: %v", m)
+	}
+	gate.Release()
+	if m := s.recv(t); m["id"] != float64(3) || valueOf(m) != "summary" {
+		t.Fatalf("the held call's reply: %v", m)
+	}
+	if err := <-s.served; err != nil {
+		t.Fatalf("ServeStdio: %v", err)
+	}
+	if got := s.taken.Load(); got != 2 {
+		t.Errorf("the lane took %d calls, want 2", got)
+	}
+}
+
+// A shutdown signal drains the lane's calls in flight: the held call's
+// reply is written before ServeStdio returns.
+func TestStdioFastLaneDrainsAtShutdown(t *testing.T) {
+	h, gate := gatedHarness(t, "summary")
+	b := h.srv.Backend()
+	draining := make(chan struct{})
+	b.Logger = slog.New(onMessage{"shutdown signal received; draining", draining})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := newLaneSession(t, ctx, b)
+	s.send(t, call("3", `{"name":"run_prompt","arguments":{"prompt":"summarize"}}`))
+	arrived(t, gate)
+	cancel()
+	<-draining
+	gate.Release()
+	if m := s.recv(t); m["id"] != float64(3) || valueOf(m) != "summary" {
+		t.Fatalf("the held call's reply: %v", m)
+	}
+	s.in.Close()
+	if err := <-s.served; err != nil {
+		t.Fatalf("ServeStdio: %v", err)
+	}
+	if got := s.taken.Load(); got != 1 {
+		t.Errorf("the lane took %d calls, want 1", got)
+	}
+}
+
+// onMessage is a slog handler closing ch at the first record whose
+// message is msg.
+type onMessage struct {
+	msg string
+	ch  chan struct{}
+}
+
+func (onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (o onMessage) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == o.msg {
+		close(o.ch)
+	}
+	return nil
+}
+func (o onMessage) WithAttrs([]slog.Attr) slog.Handler { return o }
+func (o onMessage) WithGroup(string) slog.Handler      { return o }
+
+// valueOf is the value of a run_prompt reply.
+func valueOf(m map[string]any) any {
+	res, _ := m["result"].(map[string]any)
+	sc, _ := res["structuredContent"].(map[string]any)
+	return sc["value"]
+}
+
+// arrived waits for the first request at gate.
+func arrived(t *testing.T, gate *gatewaytest.Gate) {
+	t.Helper()
+	select {
+	case <-gate.Arrived():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the held call never reached the gateway")
+	}
+}
+
+// gatedHarness is the default fixture against a gateway whose one reply,
+// text, is held at the returned gate until the test releases it (or ends).
+func gatedHarness(t *testing.T, text string) (*harness, *gatewaytest.Gate) {
+	t.Helper()
+	g, c := tcpGateway(t)
+	gate := gatewaytest.NewGate()
+	g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text(text)))
+	h := newHarness(t, fixture{opts: withGateway(c)})
+	t.Cleanup(gate.Release) // before the harness's close, which waits for the run
+	return h, gate
+}
