@@ -61,9 +61,14 @@ type scaleRound struct {
 	closed, open       sample
 	closedCPU, openCPU [3]float64 // µs per run: server, gateway, this client
 	closedRSS          int64      // median RSS under the closed loop
-	late               int        // open-loop calls that waited for one of the 1,000 places
-	inFlight, retained footprint  // per run, less idle
-	expired            footprint  // after the retention window, less idle (whole process)
+	// allocs, allocBytes and gcs are the server's allocations, bytes
+	// allocated and collections per run under the closed loop, from
+	// /metrics: figures machine load does not move.
+	allocs, allocBytes, gcs float64
+	late                    int       // open-loop calls that waited for one of the 1,000 places
+	inFlight                footprint // per run in flight, less idle
+	retained                footprint // per finished run, less the same after eviction
+	expired                 footprint // after the retention window, less idle (whole process)
 }
 
 // proseAtScale measures prose runs at scale over streamable HTTP against
@@ -136,12 +141,13 @@ func proseAtScale(ctx context.Context, o options) error {
 		for r, x := range rounds[i] {
 			fmt.Printf("  round %d  closed loop, %d in flight: %5.0f runs/s, added over the gateway's p50 %s p99 %s; CPU per run: server %.0fµs, gateway %.0fµs, client %.0fµs; RSS under it %.1f MB\n",
 				r+1, inFlight, x.closed.rate(), us(x.closed.pct(0.5)-gatewayWait), us(x.closed.pct(0.99)-gatewayWait), x.closedCPU[0], x.closedCPU[1], x.closedCPU[2], mb(x.closedRSS))
+			fmt.Printf("           server allocations per run under it: %.0f (%.1f KB), %.4f collections\n", x.allocs, x.allocBytes/1024, x.gcs)
 			fmt.Printf("           open loop, %d runs/s offered: %5.0f runs/s, added p50 %s p99 %s (%d of %d waited for a place); CPU per run: server %.0fµs\n",
 				offered, x.open.rate(), us(x.open.pct(0.5)-gatewayWait), us(x.open.pct(0.99)-gatewayWait), x.late, x.open.calls, x.openCPU[0])
 			fmt.Printf("           memory per in-flight run (%d held, after a full GC, less idle): RSS %.1f KB, live heap %.1f KB, stacks %.1f KB, %.2f goroutines\n",
 				inFlight, x.inFlight.rss/1024, x.inFlight.heap/1024, x.inFlight.stack/1024, x.inFlight.goroutines)
-			fmt.Printf("           retained per finished run (record and trace, until retain_completed): RSS %.1f KB, live heap %.1f KB; after the window: live heap %+.1f MB over idle\n",
-				x.retained.rss/1024, x.retained.heap/1024, x.expired.heap/(1<<20))
+			fmt.Printf("           retained per finished run (its record and trace, until retain_completed evicts them): live heap %.1f KB; after the window: live heap %+.1f MB, RSS %+.1f MB, %+.0f goroutines over idle (the idle connections kept for the next runs)\n",
+				x.retained.heap/1024, x.expired.heap/(1<<20), x.expired.rss/(1<<20), x.expired.goroutines)
 		}
 	}
 	if len(servers) == 2 {
@@ -153,10 +159,13 @@ func proseAtScale(ctx context.Context, o options) error {
 			}
 			return fmt.Sprintf("%.2fx", sn/sb)
 		}
-		fmt.Printf("ours / baseline, over the rounds: closed-loop runs/s %s, added p99 %s, server CPU per run %s; open-loop added p50 %s, p99 %s; memory per in-flight run: RSS %s, live heap %s, stacks %s\n",
+		fmt.Printf("ours / baseline, over the rounds: closed-loop runs/s %s, added p99 %s, server CPU per run %s, gateway CPU per run %s, allocations per run %s (bytes %s); open-loop added p50 %s, p99 %s; memory per in-flight run: RSS %s, live heap %s, stacks %s\n",
 			ratio(func(x scaleRound) float64 { return x.closed.rate() }),
 			ratio(func(x scaleRound) float64 { return float64(x.closed.pct(0.99) - gatewayWait) }),
 			ratio(func(x scaleRound) float64 { return x.closedCPU[0] }),
+			ratio(func(x scaleRound) float64 { return x.closedCPU[1] }),
+			ratio(func(x scaleRound) float64 { return x.allocs }),
+			ratio(func(x scaleRound) float64 { return x.allocBytes }),
 			ratio(func(x scaleRound) float64 { return float64(x.open.pct(0.5) - gatewayWait) }),
 			ratio(func(x scaleRound) float64 { return float64(x.open.pct(0.99) - gatewayWait) }),
 			ratio(func(x scaleRound) float64 { return x.inFlight.rss }),
@@ -216,11 +225,16 @@ func holdCall() *mcp.CallToolParams {
 
 // footprint frees what the server can and reads its memory.
 func (s *scaleServer) footprint() (footprint, error) {
-	resp, err := http.Get("http://127.0.0.1:" + s.debug + "/debug/free")
-	if err != nil {
-		return footprint{}, fmt.Errorf("the server's debug port (a benchprofile build): %w", err)
+	// Three collections: each one also halves the goroutine stacks that
+	// use less than a quarter of theirs, so stacks grown deep earlier in a
+	// run (its Lua, say) are counted at what they hold now.
+	for range 3 {
+		resp, err := http.Get("http://127.0.0.1:" + s.debug + "/debug/free")
+		if err != nil {
+			return footprint{}, fmt.Errorf("the server's debug port (a benchprofile build): %w", err)
+		}
+		resp.Body.Close()
 	}
-	resp.Body.Close()
 	m := scrape(s.port)
 	if m == nil {
 		return footprint{}, errors.New("cannot read the server's /metrics")
@@ -267,10 +281,15 @@ func scaleOnce(ctx context.Context, o options, s *scaleServer, gwPid int) (scale
 		}
 	})
 	stopProfile := s.profile(o, "closed", o.duration)
+	m0 := scrape(s.port)
 	cpu0 := cpuNow()
 	var err error
 	x.closed, err = drive(ctx, s.css, inFlight, speakCall, o.duration)
 	x.closedCPU = cpuPerRun(cpu0, x.closed.calls)
+	if m1 := scrape(s.port); m0 != nil && m1 != nil {
+		per := func(k string) float64 { return (m1[k] - m0[k]) / float64(max(x.closed.calls, 1)) }
+		x.allocs, x.allocBytes, x.gcs = per("go_memstats_mallocs_total"), per("go_memstats_alloc_bytes_total"), per("go_gc_duration_seconds_count")
+	}
 	close(done)
 	wg.Wait()
 	stopProfile()
@@ -369,6 +388,7 @@ func (s *scaleServer) hold(ctx context.Context, o options, x *scaleRound) error 
 	if err != nil {
 		return err
 	}
+	s.snapshot(o, "retained-heap.pprof", "/debug/pprof/heap")
 	// The bench's retain_completed is 1 s; the memory store evicts on its
 	// next write, which the next run's launch makes.
 	time.Sleep(time.Until(ended.Add(1100 * time.Millisecond)))
@@ -379,8 +399,12 @@ func (s *scaleServer) hold(ctx context.Context, o options, x *scaleRound) error 
 	if err != nil {
 		return err
 	}
+	s.snapshot(o, "expired-heap.pprof", "/debug/pprof/heap")
 	x.inFlight = held.perRun(s.idle, inFlight)
-	x.retained = retained.perRun(s.idle, inFlight)
+	// What the retained records and traces hold is what their eviction
+	// gave back; the rest of the difference from idle is the connections
+	// the clients and the gateway transport keep open for the next runs.
+	x.retained = retained.perRun(expired, inFlight)
 	x.expired = expired.perRun(s.idle, 1)
 	return nil
 }
