@@ -37,3 +37,28 @@ func TestClosedVMIsNotKeptByItsTables(t *testing.T) {
 	}
 	runtime.KeepAlive(kept)
 }
+
+// Nor through the call-frame segment its state gives back: the next state
+// takes the segment from the pool, and its stale frames kept the closed
+// VM's chunk function, and through it the closed VM's globals, reachable
+// for as long as the next VM lived (the H1's through each section's model
+// turn).
+func TestClosedVMIsNotKeptByItsCallFrames(t *testing.T) {
+	ctx := context.Background()
+	a := New(ctx, Options{Kind: KindSection, Host: &fakeHost{}})
+	if _, err := a.RunChunk(chunk(t, "a", 1, "local x = 1")); err != nil {
+		t.Fatal(err)
+	}
+	collected := make(chan struct{})
+	runtime.AddCleanup(a.L.G.Global, func(c chan struct{}) { close(c) }, collected)
+	a.Close()
+	b := New(ctx, Options{Kind: KindSection, Host: &fakeHost{}})
+	defer b.Close()
+	runtime.GC()
+	runtime.GC()
+	select {
+	case <-collected:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the closed VM's globals are still reachable through a call frame another state reused")
+	}
+}

@@ -222,10 +222,12 @@ func (vm *VM) Close() {
 		vm.L.Close()
 	}
 	// Every table the VM made points at its meter, and a table can outlive
-	// the VM (the H1's did, through the section's model turn, with the
-	// whole H1 state behind it: about 17 KB per run in flight). The meter
-	// is its own allocation, and once closed it counts nothing and refers
-	// to nothing, so those tables no longer keep the closed VM reachable.
+	// the VM (the H1's globals did, through a stale call frame of a pooled
+	// segment, lua's freeCallFrameStackSegment, for each section's model
+	// turn; with the meter a field of the VM that kept the whole H1 state:
+	// about 17 KB per run in flight). The meter is its own allocation, and
+	// once closed it counts nothing and refers to nothing, so a table that
+	// outlives the VM keeps only itself.
 	vm.meter.Mark, vm.meter.Over, vm.meter.OutOfSteps = math.MaxInt64, nil, nil
 }
 
