@@ -65,10 +65,14 @@ type scaleRound struct {
 	// allocated and collections per run under the closed loop, from
 	// /metrics: figures machine load does not move.
 	allocs, allocBytes, gcs float64
-	late                    int       // open-loop calls that waited for one of the 1,000 places
-	inFlight                footprint // per run in flight, less idle
-	retained                footprint // per finished run, less the same after eviction
-	expired                 footprint // after the retention window, less idle (whole process)
+	// opens is TCP connections opened per run under the closed loop, on
+	// the whole machine (/proc/net/snmp ActiveOpens): the server's dials
+	// to the gateway, the client's to the server, and whatever else runs.
+	opens    float64
+	late     int       // open-loop calls that waited for one of the 1,000 places
+	inFlight footprint // per run in flight, less idle
+	retained footprint // per finished run, less the same after eviction
+	expired  footprint // after the retention window, less idle (whole process)
 }
 
 // proseAtScale measures prose runs at scale over streamable HTTP against
@@ -141,7 +145,7 @@ func proseAtScale(ctx context.Context, o options) error {
 		for r, x := range rounds[i] {
 			fmt.Printf("  round %d  closed loop, %d in flight: %5.0f runs/s, added over the gateway's p50 %s p99 %s; CPU per run: server %.0fµs, gateway %.0fµs, client %.0fµs; RSS under it %.1f MB\n",
 				r+1, inFlight, x.closed.rate(), us(x.closed.pct(0.5)-gatewayWait), us(x.closed.pct(0.99)-gatewayWait), x.closedCPU[0], x.closedCPU[1], x.closedCPU[2], mb(x.closedRSS))
-			fmt.Printf("           server allocations per run under it: %.0f (%.1f KB), %.4f collections\n", x.allocs, x.allocBytes/1024, x.gcs)
+			fmt.Printf("           server allocations per run under it: %.0f (%.1f KB), %.4f collections; TCP connections opened per run (whole machine) %.2f\n", x.allocs, x.allocBytes/1024, x.gcs, x.opens)
 			fmt.Printf("           open loop, %d runs/s offered: %5.0f runs/s, added p50 %s p99 %s (%d of %d waited for a place); CPU per run: server %.0fµs\n",
 				offered, x.open.rate(), us(x.open.pct(0.5)-gatewayWait), us(x.open.pct(0.99)-gatewayWait), x.late, x.open.calls, x.openCPU[0])
 			fmt.Printf("           memory per in-flight run (%d held, after a full GC, less idle): RSS %.1f KB, live heap %.1f KB, stacks %.1f KB, %.2f goroutines\n",
@@ -159,13 +163,14 @@ func proseAtScale(ctx context.Context, o options) error {
 			}
 			return fmt.Sprintf("%.2fx", sn/sb)
 		}
-		fmt.Printf("ours / baseline, over the rounds: closed-loop runs/s %s, added p99 %s, server CPU per run %s, gateway CPU per run %s, allocations per run %s (bytes %s); open-loop added p50 %s, p99 %s; memory per in-flight run: RSS %s, live heap %s, stacks %s\n",
+		fmt.Printf("ours / baseline, over the rounds: closed-loop runs/s %s, added p99 %s, server CPU per run %s, gateway CPU per run %s, allocations per run %s (bytes %s), TCP connections opened per run %s; open-loop added p50 %s, p99 %s; memory per in-flight run: RSS %s, live heap %s, stacks %s\n",
 			ratio(func(x scaleRound) float64 { return x.closed.rate() }),
 			ratio(func(x scaleRound) float64 { return float64(x.closed.pct(0.99) - gatewayWait) }),
 			ratio(func(x scaleRound) float64 { return x.closedCPU[0] }),
 			ratio(func(x scaleRound) float64 { return x.closedCPU[1] }),
 			ratio(func(x scaleRound) float64 { return x.allocs }),
 			ratio(func(x scaleRound) float64 { return x.allocBytes }),
+			ratio(func(x scaleRound) float64 { return x.opens }),
 			ratio(func(x scaleRound) float64 { return float64(x.open.pct(0.5) - gatewayWait) }),
 			ratio(func(x scaleRound) float64 { return float64(x.open.pct(0.99) - gatewayWait) }),
 			ratio(func(x scaleRound) float64 { return x.inFlight.rss }),
@@ -282,10 +287,12 @@ func scaleOnce(ctx context.Context, o options, s *scaleServer, gwPid int) (scale
 	})
 	stopProfile := s.profile(o, "closed", o.duration)
 	m0 := scrape(s.port)
+	opens0 := tcpActiveOpens()
 	cpu0 := cpuNow()
 	var err error
 	x.closed, err = drive(ctx, s.css, inFlight, speakCall, o.duration)
 	x.closedCPU = cpuPerRun(cpu0, x.closed.calls)
+	x.opens = float64(tcpActiveOpens()-opens0) / float64(max(x.closed.calls, 1))
 	if m1 := scrape(s.port); m0 != nil && m1 != nil {
 		per := func(k string) float64 { return (m1[k] - m0[k]) / float64(max(x.closed.calls, 1)) }
 		x.allocs, x.allocBytes, x.gcs = per("go_memstats_mallocs_total"), per("go_memstats_alloc_bytes_total"), per("go_gc_duration_seconds_count")
@@ -310,6 +317,33 @@ func scaleOnce(ctx context.Context, o options, s *scaleServer, gwPid int) (scale
 
 	err = s.hold(ctx, o, &x)
 	return x, err
+}
+
+// tcpActiveOpens is the machine's count of TCP connections opened so far
+// (Linux /proc/net/snmp, Tcp ActiveOpens), 0 elsewhere.
+func tcpActiveOpens() int64 {
+	b, err := os.ReadFile("/proc/net/snmp")
+	if err != nil {
+		return 0
+	}
+	var names []string
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Tcp:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, n := range names {
+			if n == "ActiveOpens" && i < len(f) {
+				v, _ := strconv.ParseInt(f[i], 10, 64)
+				return v
+			}
+		}
+	}
+	return 0
 }
 
 // openLoop offers offered runs/s for d, at most inFlight at once, and
