@@ -124,9 +124,9 @@ func NewTransport() *http.Transport { return NewTransportFor(0) }
 // The idle pool is what keeps a busy server from dialling: with fewer idle
 // places than runs, every turn that ends while the pool is full closes its
 // connection and a later turn dials a new one, which at 1,000 runs in
-// flight was most turns (a TCP connect and close on both sides, two new
-// goroutines, about 6 % of the server's CPU in the profile and more in the
-// gateway's). The default transport's MaxIdleConns (100 over all hosts)
+// flight was half of them (a TCP connect and close on both sides, two new
+// goroutines: about 10 % of the server's CPU in its profile, and the
+// gateway's own). The default transport's MaxIdleConns (100 over all hosts)
 // is raised with it, or it would cap the pool first. Idle connections
 // still close after IdleConnTimeout (90 s).
 //

@@ -13,7 +13,7 @@ import (
 // closes the H1's VM before the sections run, yet a table of it outlived
 // it and, through the meter every table points at, kept the whole H1
 // state in memory through each run's model turns (about 17 KB per run in
-// flight, docs/benchmarks.md "At scale").
+// flight, docs/benchmarks.md, "Prose runs at scale").
 func TestClosedVMIsNotKeptByItsTables(t *testing.T) {
 	vm := New(context.Background(), Options{Kind: KindH1, Host: &fakeHost{}})
 	kept, ok := vm.L.G.Global.RawGetString("string").(*lua.LTable)

@@ -244,7 +244,7 @@ func newCallFrameStackSegment() *callFrameStackSegment {
 // their functions, and through each function's environment the whole of
 // a closed state's globals; a state that took the segment from the pool
 // kept them reachable in the frames above its own (the H1's, through
-// every section's model turn: docs/benchmarks.md, "At scale").
+// every section's model turn: docs/benchmarks.md, "Prose runs at scale").
 func freeCallFrameStackSegment(seg *callFrameStackSegment) {
 	*seg = callFrameStackSegment{}
 	segmentPool.Put(seg)
