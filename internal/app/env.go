@@ -68,6 +68,10 @@ type envPlan struct {
 	// gets and the process memory setting; the zero value (the run
 	// command without prompts.toml) takes the defaults.
 	limits config.Limits
+	// runs is [server].max_concurrent_runs, the model turns the gateway
+	// transport keeps an idle connection for (gateway.NewTransportFor);
+	// zero without prompts.toml.
+	runs int
 }
 
 // planConfig plans the environment prompts.toml describes: its gateway
@@ -95,6 +99,7 @@ func planConfig(cfg *config.Config) (envPlan, error) {
 		retrieval: retrievalPlan{model: cfg.Retrieval.EmbeddingsModel, cache: cfg.RetrievalCache(), timeout: cfg.Retrieval.Timeout,
 			tools: cfg.Retrieval.Tools, models: cfg.Retrieval.Models, prompts: cfg.Retrieval.Prompts},
 		limits: cfg.Limits,
+		runs:   cfg.Server.MaxConcurrentRuns,
 	}, nil
 }
 
@@ -135,7 +140,7 @@ func (p envPlan) build(ctx context.Context, m *server.Metrics, logger *slog.Logg
 		env.Close()
 		return nil, err
 	}
-	base := gateway.NewTransport()
+	base := gateway.NewTransportFor(p.runs)
 	httpClient := &http.Client{Transport: m.GatewayTransport(base)}
 	env.closers = append(env.closers, base.CloseIdleConnections)
 	if p.gateway != nil {

@@ -61,9 +61,12 @@ func TestFetchModelsEmptyListAndUnmatchedOverride(t *testing.T) {
 }
 
 // [gateway].request_timeout and thinking_switch, and a model's own
-// thinking_switch, reach the gateway client.
+// thinking_switch, reach the gateway client; [server].max_concurrent_runs
+// sizes its transport's idle pool (gateway.NewTransportFor: a turn per
+// run slot can be in flight at once).
 func TestPlanConfigPassesTheGatewaySettings(t *testing.T) {
 	cfg, err := config.Parse([]byte(`[server]
+max_concurrent_runs = 1000
 [gateway]
 url = "http://127.0.0.1:1/v1"
 api_key = "k"
@@ -84,6 +87,9 @@ thinking_switch = "chat_template_kwargs"
 	}
 	if got := plan.overrides["qwen3"].ThinkingSwitch; got != gateway.ThinkingSwitchTemplateKwargs {
 		t.Errorf("model switch %q", got)
+	}
+	if plan.runs != 1000 {
+		t.Errorf("the gateway transport is planned for %d runs, want [server].max_concurrent_runs (1000)", plan.runs)
 	}
 }
 

@@ -49,6 +49,9 @@ type unit struct {
 	proseSeen   bool
 	useAlias    string
 	model       *modelBinding // the prose model, fixed at the first prose block
+	// finalReply is the section's reply once its VM was released for the
+	// last block's model turn (releaseForTurn).
+	finalReply *string
 }
 
 type localTool struct {
@@ -163,7 +166,7 @@ func (u *unit) runH1(ctx context.Context) (walkEnd, *luavm.Var, error) {
 			}
 			continue
 		}
-		if err := u.prose(ctx, b); err != nil {
+		if err := u.prose(ctx, b, false); err != nil {
 			return walkEnd{}, nil, err
 		}
 		if reply, err = u.vm.Reply(); err != nil {
@@ -208,7 +211,7 @@ func (u *unit) blocks(ctx context.Context, reply *string) (flow, error) {
 	u.vm.InstallAliases(r.bind.aliasHandles())
 
 	rolling := reply
-	for _, b := range u.sec.Blocks {
+	for i, b := range u.sec.Blocks {
 		if b.Kind == prompt.BlockLua {
 			u.observe(LuaChunkStarted)
 			out, err := u.vm.RunChunk(b.Lua)
@@ -235,8 +238,14 @@ func (u *unit) blocks(ctx context.Context, reply *string) (flow, error) {
 			}
 			continue
 		}
-		if err := u.prose(ctx, b); err != nil {
+		if err := u.prose(ctx, b, i == len(u.sec.Blocks)-1); err != nil {
 			return flow{}, err
+		}
+		if u.vm == nil {
+			// The section's last block released the VM for its model
+			// turn (prose): nothing runs in it after, and var was checked
+			// before the turn, as Var would check it here.
+			return flow{reply: u.finalReply}, nil
 		}
 		var err error
 		if rolling, err = u.vm.Reply(); err != nil {
@@ -250,8 +259,8 @@ func (u *unit) blocks(ctx context.Context, reply *string) (flow, error) {
 }
 
 // prose runs one prose block: scope, substitution, model rounds, reply
-// binding.
-func (u *unit) prose(ctx context.Context, b prompt.Block) error {
+// binding. last is set for a section's last block: see releaseForTurn.
+func (u *unit) prose(ctx context.Context, b prompt.Block, last bool) error {
 	r := u.r
 	// A script that replaced var fails here, before the model is called,
 	// whether or not the prose names var (prompt-language §2.4: the host's
@@ -301,9 +310,18 @@ func (u *unit) prose(ctx context.Context, b prompt.Block) error {
 	if mb == nil {
 		return bindingErr("model binding required for section %s", u.name)
 	}
+	released := last && u.releaseForTurn(sc)
 	res, err := u.loop(ctx, mb, sc, text, !b.LoopCapable)
 	if err != nil {
 		return err
+	}
+	if released {
+		if res.text != nil {
+			u.observe(LuaReplyBindingStarted)
+			u.finalReply = res.text
+			u.observe(LuaReplyBindingSucceeded)
+		}
+		return nil
 	}
 	if u.sec != nil {
 		u.vm.SetFinishReason(res.finish)
@@ -314,6 +332,30 @@ func (u *unit) prose(ctx context.Context, b prompt.Block) error {
 		u.observe(LuaReplyBindingSucceeded)
 	}
 	return nil
+}
+
+// releaseForTurn closes the section's VM before the model turn of its last
+// block when nothing needs it again: no Lua block follows, and no local
+// tool (a Lua function) is in scope for the turn to call. What the section
+// hands on is then known without it: the reply is the turn's text, or the
+// reply global as it stands, read here; var is Go data, already checked
+// at the start of this block. A model turn is the long wait of a run, and
+// the VM was most of a waiting run's heap (docs/benchmarks.md, "Prose runs
+// at scale"). The teardown events stay where they were (runSection). It
+// reports whether it released the VM; a reply global it cannot read keeps
+// the VM, so that the error, if any, comes where it came before.
+func (u *unit) releaseForTurn(sc *scope) bool {
+	if u.sec == nil || len(sc.local) > 0 {
+		return false
+	}
+	reply, err := u.vm.Reply()
+	if err != nil {
+		return false
+	}
+	u.finalReply = reply
+	u.vm.Close()
+	u.vm = nil
+	return true
 }
 
 // sectionModel is the section's model: models.use, else the default.

@@ -47,4 +47,12 @@
 // of a non-2xx body is available, escaped and capped at 2,000 characters,
 // through [Error.Body] for debug logs. The key never appears in %v, %#v or
 // slog output of a [Client] or [Options].
+//
+// Connections. The package starts no goroutine of its own; net/http's
+// transport runs two per open connection (its read and write loops), one
+// connection per request in flight. [NewTransportFor] keeps as many idle
+// connections as the host runs model turns at once (serve: one per run
+// slot), so a busy server reuses them instead of dialling per turn; idle
+// ones close after 90 s, or on [Client.CloseIdleConnections], which the
+// host calls when it replaces or closes its client.
 package gateway

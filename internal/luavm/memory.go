@@ -55,9 +55,9 @@ var errMemory = errors.New("lua memory limit exceeded")
 // startMeter makes the interpreter count what this VM grows and the
 // instructions it executes.
 func (vm *VM) startMeter() {
-	vm.meter = lua.Meter{Mark: memSyncStep, Over: vm.memOver, MaxStringBytes: vm.limits.MaxStringBytes,
+	vm.meter = &lua.Meter{Mark: memSyncStep, Over: vm.memOver, MaxStringBytes: vm.limits.MaxStringBytes,
 		Steps: vm.limits.MaxInstructions, OutOfSteps: vm.outOfSteps}
-	vm.L.SetMeter(&vm.meter)
+	vm.L.SetMeter(vm.meter)
 }
 
 // errInstructions is the cancellation cause of a VM past its instruction
@@ -88,7 +88,7 @@ func (vm *VM) stopMeter() {
 // run's total and, when the total is over the ceiling, replaces the VM's
 // share by what it actually reaches; if that is still over, the run fails.
 func (vm *VM) memOver() {
-	m := &vm.meter
+	m := vm.meter
 	vm.memHeld += m.Charged
 	total := vm.mem.held.Add(m.Charged)
 	m.Charged = 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
@@ -87,7 +88,7 @@ type VM struct {
 	// charges, this VM's share of the run's total, and the error once the
 	// run is over it.
 	mem     *Memory
-	meter   lua.Meter
+	meter   *lua.Meter // not a field by value: see Close
 	memHeld int64
 	memFail string
 
@@ -220,6 +221,14 @@ func (vm *VM) Close() {
 	if !vm.L.IsClosed() {
 		vm.L.Close()
 	}
+	// Every table the VM made points at its meter, and a table can outlive
+	// the VM (the H1's globals did, through a stale call frame of a pooled
+	// segment, lua's freeCallFrameStackSegment, for each section's model
+	// turn; with the meter a field of the VM that kept the whole H1 state:
+	// about 17 KB per run in flight). The meter is its own allocation, and
+	// once closed it counts nothing and refers to nothing, so a table that
+	// outlives the VM keeps only itself.
+	vm.meter.Mark, vm.meter.Over, vm.meter.OutOfSteps = math.MaxInt64, nil, nil
 }
 
 // Outcome is how a chunk ended.

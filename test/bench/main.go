@@ -51,10 +51,14 @@ type options struct {
 	duration time.Duration // per configuration and server, over all rounds
 	rounds   int
 	scale    bool
-	only     string // comma-separated transports
-	profile  string // directory for CPU profiles of the servers, "" for none
-	baseline string // a git revision whose server is measured beside ours, "" for none
-	node     string // "" when the TypeScript floor is not available
+	// scaleRounds is how many times the scale load runs against each
+	// server (alternating with the baseline's).
+	scaleRounds int
+	catalog     bool   // the 10,000-prompt catalog measurements (with scale)
+	only        string // comma-separated transports
+	profile     string // directory for CPU profiles of the servers, "" for none
+	baseline    string // a git revision whose server is measured beside ours, "" for none
+	node        string // "" when the TypeScript floor is not available
 	// stdioVersion is the protocol version the stdio sessions ask for.
 	stdioVersion string
 	repo         string
@@ -68,6 +72,8 @@ func main() {
 	flag.StringVar(&o.only, "transports", "stdio,http,http-stateless", `the transports to compare, comma-separated ("" for none)`)
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of each Go server process into this directory (builds ours with -tags benchprofile)")
 	flag.StringVar(&o.baseline, "baseline", "", "also measure run_prompt of the server built at this git revision (before/after in one run)")
+	flag.IntVar(&o.scaleRounds, "scale-rounds", 1, "rounds of the prose-at-scale measurements per server (alternating with the baseline's)")
+	flag.BoolVar(&o.catalog, "catalog", true, "with -scale, also measure the 10,000-prompt catalog")
 	flag.BoolVar(&o.scale, "scale", true, "also run the scale measurements (prose runs in flight, the 10,000-prompt catalog)")
 	// Hosts that start stdio servers (Claude Code, Cursor, VS Code: the
 	// TypeScript SDK's client) speak 2025-11-25 at the newest, and the
@@ -96,7 +102,9 @@ func run(ctx context.Context, o options) error {
 	}
 	defer os.RemoveAll(o.dir)
 	fmt.Printf("building the binaries into %s ...\n", o.dir)
-	tags := ""
+	// benchprofile adds the hooks the scale measurements read (a debug
+	// port) and -profile writes; without their variables they do nothing.
+	tags := "benchprofile"
 	if o.profile != "" {
 		if o.profile, err = filepath.Abs(o.profile); err != nil {
 			return err
@@ -104,7 +112,6 @@ func run(ctx context.Context, o options) error {
 		if err := os.MkdirAll(o.profile, 0o755); err != nil {
 			return err
 		}
-		tags = "benchprofile"
 	}
 	for _, b := range [][2]string{
 		{"promptforge-mcp-server", "./cmd/promptforge-mcp-server"},
@@ -151,6 +158,9 @@ func run(ctx context.Context, o options) error {
 	fmt.Println()
 	if err := proseAtScale(ctx, o); err != nil {
 		return fmt.Errorf("prose runs at scale: %w", err)
+	}
+	if !o.catalog {
+		return nil
 	}
 	if err := bigCatalog(ctx, o); err != nil {
 		return fmt.Errorf("the 10,000-prompt catalog: %w", err)
@@ -463,6 +473,12 @@ func httpStarter(argv []string, port, version string, env []string) starter {
 // startHTTP starts argv, serving on port, and returns how to connect
 // sessions of protocol version to it, how to stop it, and its pid.
 func startHTTP(argv []string, port, version string, env []string) (func(context.Context) (*mcp.ClientSession, error), func(), int, error) {
+	return startHTTPClients(argv, port, version, env, 256)
+}
+
+// startHTTPClients is startHTTP whose sessions keep up to idle
+// connections open between calls, as that many separate clients would.
+func startHTTPClients(argv []string, port, version string, env []string, idle int) (func(context.Context) (*mcp.ClientSession, error), func(), int, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	// The server's log goes nowhere, as an MCP host keeps it away from
@@ -485,7 +501,7 @@ func startHTTP(argv []string, port, version string, env []string) (func(context.
 		stop()
 		return nil, nil, 0, err
 	}
-	tr := &http.Transport{MaxIdleConnsPerHost: 256}
+	tr := &http.Transport{MaxIdleConns: idle, MaxIdleConnsPerHost: idle}
 	connect := func(ctx context.Context) (*mcp.ClientSession, error) {
 		cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{
 			Endpoint:             "http://127.0.0.1:" + port + "/mcp",
@@ -540,7 +556,19 @@ func buildBaseline(ctx context.Context, o options) error {
 	if out, err := archive.CombinedOutput(); err != nil {
 		return fmt.Errorf("git archive: %v\n%s", err, out)
 	}
-	build := exec.CommandContext(ctx, goTool(), "build", "-o", filepath.Join(o.dir, "promptforge-baseline"), "./cmd/promptforge-mcp-server")
+	// The scale measurements read the debug port of debug_bench.go; a
+	// revision older than it gets today's copy (a benchprofile-only file).
+	hook := filepath.Join("cmd", "promptforge-mcp-server", "debug_bench.go")
+	if _, err := os.Stat(filepath.Join(src, hook)); err != nil {
+		b, err := os.ReadFile(filepath.Join(o.repo, hook))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(src, hook), b, 0o644); err != nil {
+			return err
+		}
+	}
+	build := exec.CommandContext(ctx, goTool(), "build", "-tags", "benchprofile", "-o", filepath.Join(o.dir, "promptforge-baseline"), "./cmd/promptforge-mcp-server")
 	build.Dir = src
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %v\n%s", err, out)
@@ -573,6 +601,9 @@ const echoPrompt = "---\nname: echo\ndescription: Return the arguments unchanged
 // speakPrompt makes one model turn; the scripted gateway holds it for the
 // seconds its text names.
 const speakPrompt = "---\nname: speak\ndescription: Say one thing through the model.\npromptforge: 1\n---\n\n# Speak\n\n```lua\nmodels.default(\"writer\", \"A general assistant model\")\n```\n\n## Say\n\nTake 0.2 seconds.\n"
+
+// holdPrompt is speakPrompt held for 5 s (holdWait), for the memory phase.
+const holdPrompt = "---\nname: hold\ndescription: Say one thing through a slow model.\npromptforge: 1\n---\n\n# Hold\n\n```lua\nmodels.default(\"writer\", \"A general assistant model\")\n```\n\n## Say\n\nTake 5 seconds.\n"
 
 func writePrompts(dir string, files map[string]string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,14 +23,81 @@ import (
 const (
 	inFlight    = 1000
 	gatewayWait = 200 * time.Millisecond
+	// offered is the open-loop driver's arrival rate, the target.
+	offered = 1500
+	// holdWait is how long the gateway holds each run of the memory
+	// phase: long enough that all 1,000 are in flight at once before the
+	// first one ends.
+	holdWait    = 5 * time.Second
+	sessions    = 50
 	catalogSize = 10000
 )
 
-// proseAtScale keeps 1,000 run_prompt calls of a one-turn prose prompt in
-// flight over streamable HTTP against the scripted gateway, which answers
-// each after 200 ms, and reports runs/s, the latency the server adds over
-// the gateway's 200 ms, and the server process's resident memory per
-// in-flight run (its RSS under load less its RSS idle, divided by 1,000).
+// A scaleServer is one server process under the scale load, with its
+// sessions and its idle footprint.
+type scaleServer struct {
+	name        string
+	pid         int
+	port, debug string // the MCP and /metrics port; the benchprofile debug port
+	css         []*mcp.ClientSession
+	stop        func()
+	idle        footprint
+}
+
+// footprint is a server's memory after a full collection with every free
+// page returned to the OS (the debug port's /debug/free): what the load
+// needs, without the collector's headroom or pages not yet returned.
+type footprint struct {
+	rss, heap, stack, goroutines float64 // bytes; heap is the live heap
+}
+
+func (a footprint) perRun(idle footprint, n int) footprint {
+	d := float64(n)
+	return footprint{(a.rss - idle.rss) / d, (a.heap - idle.heap) / d, (a.stack - idle.stack) / d, (a.goroutines - idle.goroutines) / d}
+}
+
+// scaleRound is what one server did in one round.
+type scaleRound struct {
+	closed, open       sample
+	closedCPU, openCPU [3]float64 // µs per run: server, gateway, this client
+	closedRSS          int64      // median RSS under the closed loop
+	// allocs, allocBytes and gcs are the server's allocations, bytes
+	// allocated and collections per run under the closed loop, from
+	// /metrics: figures machine load does not move.
+	allocs, allocBytes, gcs float64
+	// opens is TCP connections opened per run under the closed loop, on
+	// the whole machine (/proc/net/snmp ActiveOpens): the server's dials
+	// to the gateway, the client's to the server, and whatever else runs.
+	opens    float64
+	late     int       // open-loop calls that waited for one of the 1,000 places
+	inFlight footprint // per run in flight, less idle
+	retained footprint // per finished run, less the same after eviction
+	expired  footprint // after the retention window, less idle (whole process)
+}
+
+// proseAtScale measures prose runs at scale over streamable HTTP against
+// the scripted gateway, which answers each run's one model turn after
+// 200 ms, three ways (docs/benchmarks.md, "At scale"):
+//
+//   - closed loop: 1,000 callers each start a run as soon as the last
+//     one ended, so 1,000 are always in flight; runs/s and the latency
+//     added over the gateway's 200 ms. This saturates the CPU by
+//     construction (Little's law: 1,000 in flight at 200 ms would be
+//     5,000 runs/s), so its added latency is CPU queueing, not the
+//     server's own.
+//   - open loop: runs arrive at 1,500/s on a fixed schedule, at most
+//     1,000 in flight (an arrival waits for a place, and its latency
+//     counts from its scheduled time); runs/s achieved and the added
+//     latency, which is the target.
+//   - memory: 1,000 runs held by the gateway at once; the process's
+//     resident set, live heap, stacks and goroutines after a full
+//     collection, less the idle process's, per run; then the same once
+//     they have ended while their records and traces are retained, and
+//     once the retention window has passed.
+//
+// With -baseline the server built at that revision is measured too, in
+// alternating rounds (baseline, ours, baseline, ours), so machine load
+// falls on both alike.
 func proseAtScale(ctx context.Context, o options) error {
 	gw, stopGateway, gwPid, err := startGateway(ctx, o)
 	if err != nil {
@@ -38,51 +105,172 @@ func proseAtScale(ctx context.Context, o options) error {
 	}
 	defer stopGateway()
 	prompts := filepath.Join(o.dir, "prompts-speak")
-	if err := writePrompts(prompts, map[string]string{"speak.md": speakPrompt}); err != nil {
+	if err := writePrompts(prompts, map[string]string{"speak.md": speakPrompt, "hold.md": holdPrompt}); err != nil {
 		return err
 	}
-	port, err := freePort()
-	if err != nil {
-		return err
+	bins := [][2]string{{"promptforge", filepath.Join(o.dir, "promptforge-mcp-server")}}
+	if o.baseline != "" {
+		bins = append([][2]string{{"baseline " + o.baseline, filepath.Join(o.dir, "promptforge-baseline")}}, bins...)
 	}
-	cfg, err := writeConfig(o.dir, "scale", prompts, port, inFlight+100, gw)
-	if err != nil {
-		return err
-	}
-	connect, stop, pid, err := startHTTP([]string{filepath.Join(o.dir, "promptforge-mcp-server"), "serve", cfg}, port, "2025-11-25", profileEnv(o, "scale-prose", 10*time.Second))
-	if err != nil {
-		return err
-	}
-	defer stop()
-	const sessions = 50
-	var css []*mcp.ClientSession
+	var servers []*scaleServer
 	defer func() {
-		for _, cs := range css {
-			cs.Close()
+		for _, s := range servers {
+			for _, cs := range s.css {
+				cs.Close()
+			}
+			s.stop()
 		}
 	}()
+	for _, b := range bins {
+		s, err := startScaleServer(ctx, o, b[0], b[1], gw)
+		if err != nil {
+			return fmt.Errorf("%s: %w", b[0], err)
+		}
+		servers = append(servers, s)
+	}
+	rounds := make([][]scaleRound, len(servers))
+	for r := range o.scaleRounds {
+		for i, s := range servers {
+			res, err := scaleOnce(ctx, o, s, gwPid)
+			if err != nil {
+				return fmt.Errorf("%s, round %d: %w", s.name, r+1, err)
+			}
+			rounds[i] = append(rounds[i], res)
+		}
+	}
+	fmt.Printf("prose runs at scale over HTTP (%d sessions), the scripted gateway answering each run's model turn after %s; %d round(s), servers alternating; machine load average now %s\n",
+		sessions, gatewayWait, o.scaleRounds, loadAverage())
+	for i, s := range servers {
+		fmt.Printf("%s (idle: RSS %.1f MB, live heap %.1f MB, %.0f goroutines)\n", s.name, s.idle.rss/(1<<20), s.idle.heap/(1<<20), s.idle.goroutines)
+		for r, x := range rounds[i] {
+			fmt.Printf("  round %d  closed loop, %d in flight: %5.0f runs/s, added over the gateway's p50 %s p99 %s; CPU per run: server %.0fµs, gateway %.0fµs, client %.0fµs; RSS under it %.1f MB\n",
+				r+1, inFlight, x.closed.rate(), us(x.closed.pct(0.5)-gatewayWait), us(x.closed.pct(0.99)-gatewayWait), x.closedCPU[0], x.closedCPU[1], x.closedCPU[2], mb(x.closedRSS))
+			fmt.Printf("           server allocations per run under it: %.0f (%.1f KB), %.4f collections; TCP connections opened per run (whole machine) %.2f\n", x.allocs, x.allocBytes/1024, x.gcs, x.opens)
+			fmt.Printf("           open loop, %d runs/s offered: %5.0f runs/s, added p50 %s p99 %s (%d of %d waited for a place); CPU per run: server %.0fµs\n",
+				offered, x.open.rate(), us(x.open.pct(0.5)-gatewayWait), us(x.open.pct(0.99)-gatewayWait), x.late, x.open.calls, x.openCPU[0])
+			fmt.Printf("           memory per in-flight run (%d held, after a full GC, less idle): RSS %.1f KB, live heap %.1f KB, stacks %.1f KB, %.2f goroutines\n",
+				inFlight, x.inFlight.rss/1024, x.inFlight.heap/1024, x.inFlight.stack/1024, x.inFlight.goroutines)
+			fmt.Printf("           retained per finished run (its record and trace, until retain_completed evicts them): live heap %.1f KB; after the window: live heap %+.1f MB, RSS %+.1f MB, %+.0f goroutines over idle (the idle connections kept for the next runs)\n",
+				x.retained.heap/1024, x.expired.heap/(1<<20), x.expired.rss/(1<<20), x.expired.goroutines)
+		}
+	}
+	if len(servers) == 2 {
+		b, n := rounds[0], rounds[1]
+		ratio := func(f func(scaleRound) float64) string {
+			var sb, sn float64
+			for r := range b {
+				sb, sn = sb+f(b[r]), sn+f(n[r])
+			}
+			return fmt.Sprintf("%.2fx", sn/sb)
+		}
+		fmt.Printf("ours / baseline, over the rounds: closed-loop runs/s %s, added p99 %s, server CPU per run %s, gateway CPU per run %s, allocations per run %s (bytes %s), TCP connections opened per run %s; open-loop added p50 %s, p99 %s; memory per in-flight run: RSS %s, live heap %s, stacks %s\n",
+			ratio(func(x scaleRound) float64 { return x.closed.rate() }),
+			ratio(func(x scaleRound) float64 { return float64(x.closed.pct(0.99) - gatewayWait) }),
+			ratio(func(x scaleRound) float64 { return x.closedCPU[0] }),
+			ratio(func(x scaleRound) float64 { return x.closedCPU[1] }),
+			ratio(func(x scaleRound) float64 { return x.allocs }),
+			ratio(func(x scaleRound) float64 { return x.allocBytes }),
+			ratio(func(x scaleRound) float64 { return x.opens }),
+			ratio(func(x scaleRound) float64 { return float64(x.open.pct(0.5) - gatewayWait) }),
+			ratio(func(x scaleRound) float64 { return float64(x.open.pct(0.99) - gatewayWait) }),
+			ratio(func(x scaleRound) float64 { return x.inFlight.rss }),
+			ratio(func(x scaleRound) float64 { return x.inFlight.heap }),
+			ratio(func(x scaleRound) float64 { return x.inFlight.stack }))
+	}
+	fmt.Println()
+	return nil
+}
+
+// startScaleServer starts bin with room for the 1,000 runs, its debug
+// port open, connects the sessions, warms it up and reads its idle
+// footprint.
+func startScaleServer(ctx context.Context, o options, name, bin, gw string) (*scaleServer, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	debugPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := writeConfig(o.dir, "scale-"+port, filepath.Join(o.dir, "prompts-speak"), port, inFlight+100, gw)
+	if err != nil {
+		return nil, err
+	}
+	env := append(os.Environ(), "PROMPTFORGE_DEBUG_ADDR=127.0.0.1:"+debugPort)
+	connect, stop, pid, err := startHTTPClients([]string{bin, "serve", cfg}, port, "2025-11-25", env, inFlight)
+	if err != nil {
+		return nil, err
+	}
+	s := &scaleServer{name: name, pid: pid, port: port, debug: debugPort, stop: stop}
 	for range sessions {
 		cs, err := connect(ctx)
 		if err != nil {
-			return err
+			stop()
+			return nil, err
 		}
-		css = append(css, cs)
+		s.css = append(s.css, cs)
 	}
-	call := func() *mcp.CallToolParams {
-		return &mcp.CallToolParams{Name: "run_prompt", Arguments: map[string]any{"prompt": "speak"}}
+	if _, err := drive(ctx, s.css[:1], 4, speakCall, time.Second); err != nil {
+		return s, err
 	}
-	// Warm up with a few runs, then read the idle footprint.
-	if _, err := drive(ctx, css[:1], 4, call, time.Second); err != nil {
-		return err
+	if s.idle, err = s.footprint(); err != nil {
+		return s, err
 	}
-	time.Sleep(500 * time.Millisecond)
-	idle := rssBytes(pid)
-	idleStats := scrape(port)
-	var loadStats map[string]float64
+	return s, nil
+}
 
-	var peak atomic.Int64
+func speakCall() *mcp.CallToolParams {
+	return &mcp.CallToolParams{Name: "run_prompt", Arguments: map[string]any{"prompt": "speak"}}
+}
+
+func holdCall() *mcp.CallToolParams {
+	return &mcp.CallToolParams{Name: "run_prompt", Arguments: map[string]any{"prompt": "hold"}}
+}
+
+// footprint frees what the server can and reads its memory.
+func (s *scaleServer) footprint() (footprint, error) {
+	// Three collections: each one also halves the goroutine stacks that
+	// use less than a quarter of theirs, so stacks grown deep earlier in a
+	// run (its Lua, say) are counted at what they hold now.
+	for range 3 {
+		resp, err := http.Get("http://127.0.0.1:" + s.debug + "/debug/free")
+		if err != nil {
+			return footprint{}, fmt.Errorf("the server's debug port (a benchprofile build): %w", err)
+		}
+		resp.Body.Close()
+	}
+	m := scrape(s.port)
+	if m == nil {
+		return footprint{}, errors.New("cannot read the server's /metrics")
+	}
+	return footprint{float64(rssBytes(s.pid)), m["go_memstats_heap_alloc_bytes"], m["go_memstats_stack_inuse_bytes"], m["go_goroutines"]}, nil
+}
+
+// scaleOnce runs the three measurements once against s.
+func scaleOnce(ctx context.Context, o options, s *scaleServer, gwPid int) (scaleRound, error) {
+	var x scaleRound
+	pids := []int{s.pid, gwPid, os.Getpid()}
+	cpuPerRun := func(cpu0 []time.Duration, runs int) (out [3]float64) {
+		for i, p := range pids {
+			out[i] = float64((cpuTime([]int{p}) - cpu0[i]).Microseconds()) / float64(max(runs, 1))
+		}
+		return out
+	}
+	cpuNow := func() []time.Duration {
+		out := make([]time.Duration, len(pids))
+		for i, p := range pids {
+			out[i] = cpuTime([]int{p})
+		}
+		return out
+	}
+
+	// Closed loop: a first second fills the server up to 1,000 in flight;
+	// only the steady state after it is counted.
+	if _, err := drive(ctx, s.css, inFlight, speakCall, time.Second); err != nil {
+		return x, err
+	}
 	var samples []int64
-	var mu sync.Mutex
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -93,65 +281,202 @@ func proseAtScale(ctx context.Context, o options) error {
 			case <-done:
 				return
 			case <-t.C:
-				r := rssBytes(pid)
-				mu.Lock()
-				samples = append(samples, r)
-				mu.Unlock()
-				if r > peak.Load() {
-					peak.Store(r)
-				}
+				samples = append(samples, rssBytes(s.pid))
 			}
 		}
 	})
-	// A first second fills the server up to 1,000 in flight; only the
-	// steady state after it is counted.
-	if _, err := drive(ctx, css, inFlight, call, time.Second); err != nil {
-		close(done)
-		wg.Wait()
-		return err
-	}
-	wg.Go(func() {
-		// Halfway through the steady state: the runtime's own account of
-		// where the memory is (the server's /metrics).
-		select {
-		case <-done:
-		case <-time.After(3 * o.duration / 2):
-			m := scrape(port)
-			mu.Lock()
-			loadStats = m
-			mu.Unlock()
-		}
-	})
-	pids := []int{pid, gwPid, os.Getpid()}
-	cpu0 := make([]time.Duration, len(pids))
-	for i, p := range pids {
-		cpu0[i] = cpuTime([]int{p})
-	}
-	s, err := drive(ctx, css, inFlight, call, 3*o.duration)
-	cpu := make([]float64, len(pids)) // CPU per run, µs
-	for i, p := range pids {
-		cpu[i] = float64((cpuTime([]int{p}) - cpu0[i]).Microseconds()) / float64(max(s.calls, 1))
+	stopProfile := s.profile(o, "closed", o.duration)
+	m0 := scrape(s.port)
+	opens0 := tcpActiveOpens()
+	cpu0 := cpuNow()
+	var err error
+	x.closed, err = drive(ctx, s.css, inFlight, speakCall, o.duration)
+	x.closedCPU = cpuPerRun(cpu0, x.closed.calls)
+	x.opens = float64(tcpActiveOpens()-opens0) / float64(max(x.closed.calls, 1))
+	if m1 := scrape(s.port); m0 != nil && m1 != nil {
+		per := func(k string) float64 { return (m1[k] - m0[k]) / float64(max(x.closed.calls, 1)) }
+		x.allocs, x.allocBytes, x.gcs = per("go_memstats_mallocs_total"), per("go_memstats_alloc_bytes_total"), per("go_gc_duration_seconds_count")
 	}
 	close(done)
+	wg.Wait()
+	stopProfile()
+	if err != nil {
+		return x, err
+	}
+	slices.Sort(samples)
+	if len(samples) > 0 {
+		x.closedRSS = samples[len(samples)/2]
+	}
+
+	cpu0 = cpuNow()
+	x.open, x.late, err = openLoop(ctx, s.css, o.duration)
+	x.openCPU = cpuPerRun(cpu0, x.open.calls)
+	if err != nil {
+		return x, err
+	}
+
+	err = s.hold(ctx, o, &x)
+	return x, err
+}
+
+// tcpActiveOpens is the machine's count of TCP connections opened so far
+// (Linux /proc/net/snmp, Tcp ActiveOpens), 0 elsewhere.
+func tcpActiveOpens() int64 {
+	b, err := os.ReadFile("/proc/net/snmp")
+	if err != nil {
+		return 0
+	}
+	var names []string
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Tcp:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, n := range names {
+			if n == "ActiveOpens" && i < len(f) {
+				v, _ := strconv.ParseInt(f[i], 10, 64)
+				return v
+			}
+		}
+	}
+	return 0
+}
+
+// openLoop offers offered runs/s for d, at most inFlight at once, and
+// returns what they did: the latency of each from its scheduled start,
+// the rate over the time from the first scheduled start to the last
+// reply, and how many waited for a place.
+func openLoop(ctx context.Context, css []*mcp.ClientSession, d time.Duration) (sample, int, error) {
+	n := int(d.Seconds() * offered)
+	places := make(chan struct{}, inFlight)
+	lat := make([]time.Duration, n)
+	errs := make([]error, n)
+	late := 0
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		at := start.Add(time.Duration(i) * time.Second / offered)
+		time.Sleep(time.Until(at))
+		select {
+		case places <- struct{}{}:
+		default:
+			late++
+			places <- struct{}{}
+		}
+		wg.Go(func() {
+			defer func() { <-places }()
+			res, err := css[i%len(css)].CallTool(ctx, speakCall())
+			if err == nil && res.IsError {
+				err = fmt.Errorf("tool error: %v", res.Content)
+			}
+			lat[i], errs[i] = time.Since(at), err
+		})
+	}
+	wg.Wait()
+	return sample{calls: n, took: time.Since(start), lat: lat}, late, errors.Join(errs...)
+}
+
+// hold puts 1,000 long runs in flight at once and reads the footprint
+// per run, then per finished run while their records are retained, then
+// after the retention window.
+func (s *scaleServer) hold(ctx context.Context, o options, x *scaleRound) error {
+	errs := make([]error, inFlight)
+	var wg sync.WaitGroup
+	for i := range inFlight {
+		wg.Go(func() {
+			res, err := s.css[i%len(s.css)].CallTool(ctx, holdCall())
+			if err == nil && res.IsError {
+				err = fmt.Errorf("tool error: %v", res.Content)
+			}
+			errs[i] = err
+		})
+	}
+	deadline := time.Now().Add(holdWait - time.Second)
+	for scrape(s.port)["promptforge_runs_in_flight"] < inFlight {
+		if time.Now().After(deadline) {
+			wg.Wait()
+			return fmt.Errorf("fewer than %d runs in flight %s after starting them", inFlight, holdWait-time.Second)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	held, err := s.footprint()
+	if err == nil {
+		s.snapshot(o, "hold-goroutines.txt", "/debug/pprof/goroutine?debug=1")
+		s.snapshot(o, "hold-heap.pprof", "/debug/pprof/heap")
+	}
 	wg.Wait()
 	if err != nil {
 		return err
 	}
-	slices.Sort(samples)
-	loaded := samples[len(samples)/2]
-	fmt.Printf("prose runs at scale: %d in flight over HTTP, the gateway answering each after %s (one server process, %d sessions)\n", inFlight, gatewayWait, sessions)
-	fmt.Printf("  runs/s %.0f   latency p50 %s p90 %s p99 %s   added over the gateway's: p50 %s p99 %s\n",
-		s.rate(), us(s.pct(0.5)), us(s.pct(0.9)), us(s.pct(0.99)), us(s.pct(0.5)-gatewayWait), us(s.pct(0.99)-gatewayWait))
-	fmt.Printf("  CPU per run: server %.0fµs, gateway %.0fµs, this client %.0fµs: %.0f runs/s would fill 2 idle cores (machine load average now %s)\n",
-		cpu[0], cpu[1], cpu[2], 2e6/(cpu[0]+cpu[1]+cpu[2]), loadAverage())
-	fmt.Printf("  server RSS idle %.1f MB, under load %.1f MB (median of %d samples; peak %.1f MB): %.1f KB per in-flight run\n",
-		mb(idle), mb(loaded), len(samples), mb(peak.Load()), float64(loaded-idle)/inFlight/1024)
-	if idleStats != nil && loadStats != nil {
-		per := func(k string) float64 { return (loadStats[k] - idleStats[k]) / inFlight }
-		fmt.Printf("  per in-flight run, from the server's /metrics: %.1f goroutines, %.1f KB of goroutine stacks, %.1f KB of heap in use (%.1f KB of heap allocated and not yet collected)\n\n",
-			per("go_goroutines"), per("go_memstats_stack_inuse_bytes")/1024, per("go_memstats_heap_inuse_bytes")/1024, per("go_memstats_heap_alloc_bytes")/1024)
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
+	ended := time.Now()
+	// Nothing has been written to the run store since: the 1,000 records
+	// (and traces) are all retained.
+	retained, err := s.footprint()
+	if err != nil {
+		return err
+	}
+	s.snapshot(o, "retained-heap.pprof", "/debug/pprof/heap")
+	// The bench's retain_completed is 1 s; the memory store evicts on its
+	// next write, which the next run's launch makes.
+	time.Sleep(time.Until(ended.Add(1100 * time.Millisecond)))
+	if _, err := drive(ctx, s.css[:1], 1, speakCall, time.Millisecond); err != nil {
+		return err
+	}
+	expired, err := s.footprint()
+	if err != nil {
+		return err
+	}
+	s.snapshot(o, "expired-heap.pprof", "/debug/pprof/heap")
+	x.inFlight = held.perRun(s.idle, inFlight)
+	// What the retained records and traces hold is what their eviction
+	// gave back; the rest of the difference from idle is the connections
+	// the clients and the gateway transport keep open for the next runs.
+	x.retained = retained.perRun(expired, inFlight)
+	x.expired = expired.perRun(s.idle, 1)
 	return nil
+}
+
+// profile takes a CPU profile of the server for d into the -profile
+// directory, if one is given; the returned func waits for it.
+func (s *scaleServer) profile(o options, what string, d time.Duration) func() {
+	if o.profile == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.snapshot(o, what+".pprof", fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(1, int(d.Seconds()))))
+	}()
+	return func() { <-done }
+}
+
+// snapshot saves one debug endpoint's answer into the -profile directory
+// as scale-<server>-<name>, if one is given.
+func (s *scaleServer) snapshot(o options, name, path string) {
+	if o.profile == "" {
+		return
+	}
+	resp, err := http.Get("http://127.0.0.1:" + s.debug + path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return
+	}
+	defer resp.Body.Close()
+	file := filepath.Join(o.profile, "scale-"+strings.Fields(s.name)[0]+"-"+name)
+	f, err := os.Create(file)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return
+	}
+	defer f.Close()
+	io.Copy(f, resp.Body)
 }
 
 // bigCatalog measures a 10,000-prompt catalog through the process

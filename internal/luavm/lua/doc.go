@@ -42,4 +42,8 @@
 //     string, table and math; luavm/vm.go and shared.go), so they were
 //     dead code here, and file, process and debug access is then absent
 //     from the interpreter itself, not only from the globals.
+//   - state.go freeCallFrameStackSegment clears a call-frame segment before
+//     it goes back to the pool (MinimizeStackMemory states share one): its
+//     stale frames kept a closed state's functions, and through them its
+//     globals, reachable from whichever state reused the segment.
 package lua

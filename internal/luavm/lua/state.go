@@ -240,7 +240,13 @@ func newCallFrameStackSegment() *callFrameStackSegment {
 	return seg.(*callFrameStackSegment)
 }
 
+// promptforge: a segment goes back to the pool cleared. Its frames keep
+// their functions, and through each function's environment the whole of
+// a closed state's globals; a state that took the segment from the pool
+// kept them reachable in the frames above its own (the H1's, through
+// every section's model turn: docs/benchmarks.md, "Prose runs at scale").
 func freeCallFrameStackSegment(seg *callFrameStackSegment) {
+	*seg = callFrameStackSegment{}
 	segmentPool.Put(seg)
 }
 

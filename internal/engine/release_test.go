@@ -1,0 +1,58 @@
+package engine
+
+import (
+	"context"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"testing"
+
+	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+)
+
+// A section whose last block is prose gives its Lua VM back before that
+// block's model turn: nothing runs in it after. With runs held in their
+// turn, each holds about a VM less than the same section ending with a
+// Lua block, which must keep its VM through the turn. Both answer alike.
+func TestSectionVMReleasedForItsLastTurn(t *testing.T) {
+	const runs = 100
+	perRun := func(body string) uint64 {
+		t.Helper()
+		g := newGW(t)
+		gate := gatewaytest.NewGate()
+		g.Respond(func(gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Gated(gate, gatewaytest.Text("hello")) })
+		p := parse(t, body)
+		cfg := g.cfg()
+		before := liveHeap()
+		results := make([]result, runs)
+		var wg sync.WaitGroup
+		for i := range runs {
+			wg.Go(func() {
+				res, err := Run(context.Background(), p, "", nil, cfg)
+				results[i] = result{Result: res, err: err}
+			})
+		}
+		<-gate.ArrivedN(runs)
+		during := liveHeap()
+		gate.Release()
+		wg.Wait()
+		for _, r := range results {
+			r.ok(t, "hello")
+		}
+		return (during - min(before, during)) / runs
+	}
+	section := header + "# T\n\n" + defaultModel + "\n## Run\n\n" + lua(`local greeting = "hello"`) + "\nSay {{ args }}.\n"
+	released := perRun(section)
+	kept := perRun(section + "\n" + lua(`local after = 1`))
+	if released+8<<10 > kept {
+		t.Errorf("a run waiting in its section's last turn holds %d bytes, one whose section has Lua after the turn %d: the VM was not released", released, kept)
+	}
+}
+
+// liveHeap is the live heap after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
