@@ -242,10 +242,10 @@ func (s *Server) runFunc(id, name string, p *prompt.Prompt, r runRequest, obs *p
 				if !ended {
 					// The body panicked or exited: the record says so
 					// (runs.AbnormalText), and so does the trace.
-					p := recover()
-					s.traces.End(trace, string(runs.StatusFailed), runs.AbnormalText(p), 0, runtrace.Tokens{})
-					if p != nil {
-						panic(p)
+					v := recover()
+					s.traces.End(trace, string(runs.StatusFailed), runs.AbnormalText(v), 0, runtrace.Tokens{})
+					if v != nil {
+						panic(v) // on to the registry, which records it
 					}
 				}
 			}()
@@ -260,14 +260,19 @@ func (s *Server) runFunc(id, name string, p *prompt.Prompt, r runRequest, obs *p
 		// The engine counts the turns and sums the tokens, failed runs
 		// included; nothing here counts them again.
 		turns, tokens := uint32(res.Turns), runTokens(res.Tokens)
-		ended = true
 		traceTokens := runtrace.Tokens{Prompt: int(tokens.Prompt), Completion: int(tokens.Completion)}
 		if err != nil {
+			ended = true
 			s.traces.End(trace, string(runs.StatusFailed), runs.FailureText(ctx, err), int(turns), traceTokens)
 			return runs.Outcome{Err: err, Turns: turns, Tokens: tokens}
 		}
+		// The trace ends after the declared output is written, which
+		// the record's time counts too, so that a panic there is the
+		// deferred end's, as it is the record's.
+		value := extractOutput(st, p, res.Value, r)
+		ended = true
 		s.traces.End(trace, string(runs.StatusCompleted), "", int(turns), traceTokens)
-		return runs.Outcome{Value: extractOutput(st, p, res.Value, r), Turns: turns, Tokens: tokens}
+		return runs.Outcome{Value: value, Turns: turns, Tokens: tokens}
 	}
 }
 
