@@ -49,7 +49,8 @@ type Options struct {
 	// [TraceEvent]s: sections and fanout arms starting and ending (arms'
 	// own included, which Observer does not see), model turns, tool calls
 	// and log lines, each placed in the run's structure, with what turns
-	// and tool calls measured; not Lua phases or store operations. nil builds none of it. Like
+	// and tool calls measured, and the run's failure; not Lua phases,
+	// store operations or the run's start and success. nil builds none of it. Like
 	// Observer it must not block and is called concurrently by arms.
 	Tracer Tracer
 	// TraceTurnsOnly narrows what Tracer gets to the ends of model turns:

@@ -45,8 +45,10 @@
 // goroutines; Debug calls are serialised by the run, Observer must be safe
 // for concurrent use.
 //
-// Tracing: an [Options.Tracer] gets every event, arms' own lifecycle
-// included, as a [TraceEvent] that places it in the run's structure (its
+// Tracing: an [Options.Tracer] gets the events a trace records (the run's
+// failure, the H1's, sections' and arms' starts and ends, arms' own
+// lifecycle included, turns, tool calls and log lines; see traced), each as
+// a [TraceEvent] that places it in the run's structure (its
 // unit, the unit that started its chain, and how it was entered: walk,
 // jump, execute, fanout) with what model turns and tool calls measured
 // ([Info]); a failing section adds [SectionFailed], for the tracer only.

@@ -160,13 +160,13 @@ func validateTools(ts []tools.Tool) error {
 }
 
 // observe reports a run-level event (the run starting and ending); info
-// goes to the tracer only.
+// goes to the tracer only, which gets only the failure (see traced).
 func (r *run) observe(section string, d Detail, info *Info) {
 	ev := Event{Execution: r.execution, Section: section, Detail: d}
 	if r.cfg.Observer != nil {
 		r.cfg.Observer.Observe(ev)
 	}
-	if r.tracing() {
+	if traced[d] && r.tracing() {
 		r.cfg.Tracer.Observe(TraceEvent{Event: ev, Info: info})
 	}
 }

@@ -19,7 +19,7 @@ type Via uint8
 
 const (
 	// ViaRun marks run-level events (RunStarted, RunSucceeded,
-	// RunFailed), which belong to no unit.
+	// RunFailed), which belong to no unit; a tracer gets only RunFailed.
 	ViaRun Via = iota
 	ViaH1
 	ViaWalk
@@ -45,8 +45,9 @@ const SectionFailed Detail = DetailLua + 1
 
 // TraceEvent is an Event as Options.Tracer receives it: the event, where it
 // sits, and for model turns, tool calls and arms what they measured. A
-// tracer gets the run's and the H1's events, and from sections and arms
-// their start and end, turns, tool calls and log lines (see traced).
+// tracer gets the run's failure, the H1's events (but its teardown's
+// start, see h1Traced), and from sections and arms their start and end,
+// turns, tool calls and log lines (see traced).
 type TraceEvent struct {
 	Event
 	// Unit identifies the execution unit the event belongs to (1 for the
@@ -121,19 +122,35 @@ func (u *unit) emit(d Detail, subject, message string, info *Info) {
 		}
 		return
 	}
-	if traced[d] || u.via == ViaH1 {
+	if traced[d] || u.via == ViaH1 && u.h1Traced(d) {
 		u.trace(ev, info)
 	}
 }
 
+// h1Traced says whether the tracer gets the H1's event d. It gets all of
+// them, since the H1 has no start event of its own (its first event starts
+// it), but its teardown's start, and its teardown's end when the prompt has
+// no H1 blocks: such an H1 runs nothing and reports only its teardown, so
+// it has no step, and a Lua-only run's usual H1 is one (two calls fewer).
+func (u *unit) h1Traced(d Detail) bool {
+	switch d {
+	case LuaTeardownStarted:
+		return false
+	case LuaTeardownSucceeded:
+		return len(u.r.p.H1) > 0
+	}
+	return true
+}
+
 // traced are the events a tracer gets from a section or an arm: their
-// structure, turns, tool calls and log lines. Lua phases, store operations
-// and scope checks, most of a run's events, are not handed over (a trace
-// has no use for them, and each would cost a call); the H1's all are, since
-// it has no start event of its own.
+// structure, turns, tool calls and log lines, and from the run its failure.
+// Lua phases, store operations and scope checks, most of a run's events,
+// are not handed over (a trace has no use for them, and each would cost a
+// call), nor the run's start and success, which a tracer's making and the
+// run's result stand for; the H1's events are handed over as h1Traced says.
 var traced = func() (set [SectionFailed + 1]bool) {
 	for _, d := range []Detail{
-		RunStarted, RunSucceeded, RunFailed, SectionStarted, SectionFinished, SectionFailed,
+		RunFailed, SectionStarted, SectionFinished, SectionFailed,
 		ModelTurnStarted, ModelTurnCompleted, ModelTurnFailed, ToolCallStarted, ToolCallSucceeded, ToolCallFailed,
 		FanoutArmStarted, FanoutArmSucceeded, FanoutArmExhausted, FanoutArmFailed, FanoutArmCancelled, DetailLua,
 	} {

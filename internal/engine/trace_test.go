@@ -170,3 +170,34 @@ func TestTracer_TurnsOnlyGetsTheEndsOfTurns(t *testing.T) {
 		t.Fatalf("a failed turn, turns only: %+v", tr.events)
 	}
 }
+
+// A Lua-only run's tracer gets its one section's start and end and nothing
+// else: not the run's start and success (the tracer's making and the run's
+// result stand for them), nor the teardown of an H1 with no blocks (it runs
+// nothing, so it has no step). Each would be a call a traced run pays for.
+func TestTracer_ALuaOnlyRunIsItsSectionsStartAndEnd(t *testing.T) {
+	tr := &traceRecorder{}
+	runP(t, parse(t, "# T\n\n## Run\n\n"+lua(`return "hi " .. args`)), "x", Options{Tracer: tr}).ok(t, "hi x")
+	var got []string
+	for _, ev := range tr.events {
+		got = append(got, ev.Via.String()+" "+ev.Detail.String())
+	}
+	if want := "walk " + SectionStarted.String() + "; walk " + SectionFinished.String(); strings.Join(got, "; ") != want {
+		t.Fatalf("events:\n got %q\nwant %q", strings.Join(got, "; "), want)
+	}
+
+	// A failure is handed over; an H1 with blocks ends with its teardown.
+	tr = &traceRecorder{}
+	runP(t, parse(t, "# T\n\n"+lua(`local a = 1`)+"\n## Run\n\n"+lua(`error("no")`)), "", Options{Tracer: tr}).fails(t, KindLua, "no")
+	var h1End, failed bool
+	for _, ev := range tr.events {
+		h1End = h1End || ev.Via == ViaH1 && ev.Detail == LuaTeardownSucceeded
+		failed = failed || ev.Detail == RunFailed && ev.Info != nil && strings.Contains(ev.Info.Err, "no")
+		if ev.Detail == RunStarted || ev.Detail == RunSucceeded || ev.Detail == LuaTeardownStarted {
+			t.Fatalf("the tracer got %v", ev.Detail)
+		}
+	}
+	if !h1End || !failed {
+		t.Fatalf("the H1's end %v, the run's failure %v", h1End, failed)
+	}
+}

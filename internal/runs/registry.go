@@ -396,28 +396,41 @@ func (r *Registry) outcomeResult(ctx context.Context, rec *record, out Outcome) 
 	if out.Err == nil {
 		res = Completed(rec.id, rec.prompt, out.Value, out.Turns, elapsed)
 	} else {
-		msg := out.Err.Error()
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(out.Err, cause) {
-			msg = cause.Error() + ": " + msg
-		}
-		res = Failed(rec.id, rec.prompt, msg, out.Turns, elapsed)
+		res = Failed(rec.id, rec.prompt, FailureText(ctx, out.Err), out.Turns, elapsed)
 	}
 	res.Tokens = out.Tokens
 	return res
+}
+
+// FailureText is the error of the record of a run whose body returned err,
+// with ctx the context the registry gave it: err's text, after the cause of
+// ctx's cancellation when err does not carry it. Exported so that a run's
+// body can word its trace's end as the record will (the server's).
+func FailureText(ctx context.Context, err error) string {
+	msg := err.Error()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		msg = cause.Error() + ": " + msg
+	}
+	return msg
+}
+
+// AbnormalText is the error of the record of a run whose body panicked
+// with p, or called runtime.Goexit (p nil); exported as FailureText is.
+func AbnormalText(p any) string {
+	if p != nil {
+		return fmt.Sprintf("the run did not finish: %v", p)
+	}
+	return "the run did not finish: its goroutine exited without returning a result"
 }
 
 // abnormalEnd is the record of a run that never returned: it panicked with p,
 // or called runtime.Goexit (p is nil).
 func (r *Registry) abnormalEnd(rec *record, p any) Result {
 	elapsed := time.Since(rec.started)
-	var msg string
 	if p != nil {
-		msg = fmt.Sprintf("the run did not finish: %v", p)
 		r.log.Debug(msgPanicStack, "run_id", rec.id, "stack", string(debug.Stack()))
-	} else {
-		msg = "the run did not finish: its goroutine exited without returning a result"
 	}
-	res := Failed(rec.id, rec.prompt, msg, 0, elapsed)
+	res := Failed(rec.id, rec.prompt, AbnormalText(p), 0, elapsed)
 	r.log.Info(msgAbnormal,
 		"run_id", res.RunID, "prompt", res.Prompt, "status", string(res.Status),
 		"turns", res.Turns, "elapsed_ms", res.ElapsedMS)

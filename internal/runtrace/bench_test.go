@@ -10,15 +10,19 @@ import (
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 	"github.com/promptforge-go/promptforge/internal/prompt"
+	"github.com/promptforge-go/promptforge/internal/runs"
 	"github.com/promptforge-go/promptforge/internal/secret"
 )
 
 const benchHeader = "---\nname: t\ndescription: A test prompt.\npromptforge: 1\n---\n"
 
-// BenchmarkTracing compares a run without a tracer (traces off) with the
-// same run traced as the server traces it: a recorder from a book, content
-// capture off, finished into the book. Off and on of each prompt run side
-// by side in one go test run (the target is at most 5 % more with traces).
+// BenchmarkTracing compares a run with traces off with the same run
+// traced, each wired as the server wires it (server.runFunc): the run's
+// body calls Book.Begin, engine.Run and Book.End, on a nil book (traces
+// off) or on a book sized as the server's (content capture off), with a
+// tracer standing in for the metrics' as next. Off and on of each prompt
+// run side by side in one go test run (the target is at most 5 % more
+// with traces).
 func BenchmarkTracing(b *testing.B) {
 	lua, err := prompt.Parse([]byte(benchHeader + "# Title\n\n## Run\n\n```lua\nreturn \"hello \" .. args\n```\n"))
 	if err != nil {
@@ -38,30 +42,44 @@ func BenchmarkTracing(b *testing.B) {
 	b.Cleanup(c.CloseIdleConnections)
 	cfg := engine.Options{Client: c, Models: []gateway.Model{{ID: "test-model", Description: "A general assistant model for tests", Dialect: gateway.DialectOpenAI}}}
 
-	book := NewBook(Options{}, time.Hour, 1000)
-	// traced and finish bracket a traced run as the server's run body
-	// does; finish is made once, not per run, so that the traced half
-	// does not pay for a closure the server does not make.
-	traced := func() engine.Options {
-		on := cfg
-		on.Tracer = book.Start("run", "t")
-		return on
+	// The server's book: retain_completed's default (an hour) and the
+	// registry's count bound, filled by runs with the registry's ids, so
+	// that a traced run pays what it pays in a busy server's steady state
+	// (the map of retained runs at its bound, one evicted per run filed).
+	book := NewBook(Options{}, time.Hour, runs.DefaultMaxRetainedRuns)
+	ids := make([]string, 2*runs.DefaultMaxRetainedRuns)
+	for i := range ids {
+		ids[i] = runs.NewRunID()
 	}
-	finish := func(res engine.Result) {
-		book.Finish("run", "completed", "", res.Turns, Tokens{res.Tokens.PromptTokens, res.Tokens.CompletionTokens})
+	// Filled to its bound before any run is measured.
+	for _, id := range ids[:runs.DefaultMaxRetainedRuns] {
+		book.End(book.Begin(id, "t", nil, &engine.Options{}), "completed", "", 0, Tokens{})
+	}
+	next := new(turnEnds)
+	n := runs.DefaultMaxRetainedRuns
+	// body is a run's body as the server's: with traces (on) or without.
+	body := func(b *testing.B, p *prompt.Prompt, want string, on bool) {
+		var bk *Book // traces off
+		if on {
+			bk = book
+		}
+		id := ids[n%len(ids)]
+		n++
+		opts := cfg
+		opts.Execution = id
+		rec := bk.Begin(id, "t", next, &opts)
+		res, err := engine.Run(context.Background(), p, "world", nil, opts)
+		if err != nil || res.Value != want {
+			b.Fatal(res, err)
+		}
+		bk.End(rec, "completed", "", res.Turns, Tokens{res.Tokens.PromptTokens, res.Tokens.CompletionTokens})
 	}
 	for _, p := range []struct {
 		name string
 		p    *prompt.Prompt
 		want string
 	}{{"lua", lua, "hello world"}, {"turn", turn, "hello"}} {
-		run := func(b *testing.B, opts engine.Options) engine.Result {
-			res, err := engine.Run(context.Background(), p.p, "world", nil, opts)
-			if err != nil || res.Value != p.want {
-				b.Fatal(res, err)
-			}
-			return res
-		}
+		run := func(b *testing.B, on bool) { body(b, p.p, p.want, on) }
 		// Each iteration runs the prompt untraced and traced, in
 		// alternating order, so both see the same machine load; the
 		// metrics are each one's mean and the overhead of the traced
@@ -80,12 +98,12 @@ func BenchmarkTracing(b *testing.B) {
 				for k := range 2 {
 					start, startCPU := time.Now(), threadCPU()
 					if (i+k)%2 == 0 {
-						run(b, cfg)
+						run(b, false)
 						off += time.Since(start)
 						offCPU += threadCPU() - startCPU
 						continue
 					}
-					finish(run(b, traced()))
+					run(b, true)
 					on += time.Since(start)
 					onCPU += threadCPU() - startCPU
 				}
@@ -100,14 +118,26 @@ func BenchmarkTracing(b *testing.B) {
 		b.Run(p.name+"/allocs-off", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				run(b, cfg)
+				run(b, false)
 			}
 		})
 		b.Run(p.name+"/allocs-on", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				finish(run(b, traced()))
+				run(b, true)
 			}
 		})
+	}
+}
+
+// turnEnds stands in for the server's metrics tracer, the next of a traced
+// run and the tracer of an untraced one: it gets what that one gets, the
+// ends of model turns (none in a Lua-only run), in both halves alike.
+type turnEnds struct{ events, tokens int }
+
+func (t *turnEnds) Observe(ev engine.TraceEvent) {
+	t.events++
+	if ev.Info != nil {
+		t.tokens += ev.Info.Usage.PromptTokens + ev.Info.Usage.CompletionTokens
 	}
 }

@@ -3,7 +3,10 @@ package runtrace
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/promptforge-go/promptforge/internal/engine"
 )
 
 // Book holds the traces of runs in flight and of finished runs for as long
@@ -33,7 +36,19 @@ type Book struct {
 	// every few hundred runs.
 	order []finishedAt
 	head  int
+	// wall is a time.Now reading, at most wallAge old when a run starts:
+	// a run's start is wall advanced by the monotonic clock since it
+	// (startTime).
+	wall atomic.Pointer[time.Time]
 }
+
+// wallAge is how long a reading of the wall clock stands for the runs that
+// start after it. A run's start is that reading advanced by the monotonic
+// clock: one clock read instead of time.Now's two (a wall and a monotonic
+// one), and a run's start, shown to the second, can be off the wall clock
+// only by how much the wall clock was set or slewed in the last wallAge
+// (NTP slews at most 0.5 ms a second).
+const wallAge = time.Second
 
 type finishedAt struct {
 	id string
@@ -54,49 +69,110 @@ func NewBook(opts Options, retain time.Duration, maxKept int) *Book {
 // CaptureContent reports whether the book's recorders keep text.
 func (b *Book) CaptureContent() bool { return b.opts.CaptureContent }
 
-// Start opens the trace of run id of prompt name.
-func (b *Book) Start(id, name string) *Recorder {
-	rec := NewRecorder(id, name, b.opts)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.runs[id] = rec
+// Begin is how a run is traced, by the server and by the benchmark that
+// measures what tracing costs it: it sets opts.Tracer for run id of prompt
+// name, with next the tracer the run has whatever the book (the server's
+// metrics), which gets only the ends of model turns. On a nil Book (traces
+// off) the tracer is next, with opts.TraceTurnsOnly, and Begin returns nil;
+// otherwise it opens the run's trace and the tracer is its recorder, which
+// hands next the same events and sets opts.CaptureContent. The run's body
+// closes the trace with [Book.End], once: it is the trace's one owner.
+func (b *Book) Begin(id, name string, next engine.Tracer, opts *engine.Options) *Recorder {
+	if b == nil {
+		opts.TraceTurnsOnly = next != nil
+		if next != nil {
+			opts.Tracer = next
+		}
+		return nil
+	}
+	rec := b.start(id, name, next)
+	opts.Tracer, opts.CaptureContent = rec, rec.CaptureContent()
 	return rec
 }
 
-// Finish closes run id's trace with its outcome and files it with the
-// finished ones. It may be called again with the run's terminal record,
-// which then restates the header (the registry may word the error
-// differently, as when a cancellation names its cause). An id Start never
-// saw, or one evicted since, is ignored.
+// Start opens the trace of run id of prompt name.
+func (b *Book) Start(id, name string) *Recorder { return b.start(id, name, nil) }
+
+func (b *Book) start(id, name string, next engine.Tracer) *Recorder {
+	rec := newRecorder(id, name, b.opts, b.startTime(), next)
+	b.mu.Lock()
+	b.runs[id] = rec
+	b.mu.Unlock()
+	return rec
+}
+
+// startTime is a run's start: on the real clock, the book's last reading
+// of the wall clock advanced by the monotonic clock since (see wallAge).
+func (b *Book) startTime() time.Time {
+	if !b.realClock {
+		return b.now()
+	}
+	if w := b.wall.Load(); w != nil {
+		if d := time.Since(*w); d >= 0 && d < wallAge {
+			return w.Add(d)
+		}
+	}
+	// Two runs may both read it anew: either reading will do.
+	now := time.Now()
+	b.wall.Store(&now)
+	return now
+}
+
+// End closes rec's trace with the run's outcome and files it with the
+// finished ones: what the body of a run begun with [Book.Begin] calls once
+// it has its outcome. A nil rec (traces off) is ignored; so is a second
+// End, beyond restating the header (see [Recorder.Finish]).
+func (b *Book) End(rec *Recorder, status, errText string, turns int, tokens Tokens) {
+	if rec == nil {
+		return
+	}
+	// Read before the lock, which other runs wait for. t.Started does not
+	// change once the recorder is made.
+	d := b.elapsed(rec)
+	b.mu.Lock()
+	if rec.filed {
+		d = -1 // a restatement, which does not read it
+	} else {
+		b.fileLocked(rec, rec.t.Started.Add(d))
+	}
+	b.mu.Unlock()
+	rec.finish(d, status, errText, turns, tokens)
+}
+
+// Finish is End for run id; an id Start never saw, or one evicted since,
+// is ignored.
 func (b *Book) Finish(id, status, errText string, turns int, tokens Tokens) {
 	b.mu.Lock()
 	rec := b.runs[id]
-	var now time.Time // zero: a restatement, which does not read it
-	if rec != nil && !rec.filed {
-		rec.filed = true
-		if b.realClock {
-			// The recorder's start has a monotonic reading: the time
-			// since it reads only the monotonic clock, where time.Now
-			// reads the wall clock too. The result keeps both, as
-			// time.Now's would.
-			now = rec.start.Add(time.Since(rec.start))
-		} else {
-			now = b.now()
-		}
-		b.order = append(b.order, finishedAt{id: id, at: now})
-		b.sweepAtLocked(now)
-	}
 	b.mu.Unlock()
-	if rec != nil {
-		rec.finish(now, status, errText, turns, tokens)
+	b.End(rec, status, errText, turns, tokens)
+}
+
+// elapsed is the time from rec's start to now on the book's clock.
+func (b *Book) elapsed(rec *Recorder) time.Duration {
+	if !b.realClock {
+		return b.now().Sub(rec.t.Started)
 	}
+	// The start has a monotonic reading: the time since it reads only the
+	// monotonic clock, where time.Now reads the wall clock too; and the
+	// end, the start plus that, keeps both, as time.Now's would.
+	return time.Since(rec.t.Started)
+}
+
+// fileLocked files rec, ended at now, with the finished runs and sweeps.
+func (b *Book) fileLocked(rec *Recorder, now time.Time) {
+	rec.filed = true
+	b.order = append(b.order, finishedAt{id: rec.t.RunID, at: now})
+	b.sweepAtLocked(now)
 }
 
 func (b *Book) sweepLocked() { b.sweepAtLocked(b.now()) }
 
 func (b *Book) sweepAtLocked(now time.Time) {
 	n := b.head
-	for n < len(b.order) && (now.Sub(b.order[n].at) >= b.retain || (b.maxKept > 0 && len(b.order)-n > b.maxKept)) {
+	// The count bound first: in a full book, the steady state, it is
+	// what evicts, and it is cheaper to test than the time.
+	for n < len(b.order) && ((b.maxKept > 0 && len(b.order)-n > b.maxKept) || now.Sub(b.order[n].at) >= b.retain) {
 		delete(b.runs, b.order[n].id)
 		b.order[n] = finishedAt{}
 		n++

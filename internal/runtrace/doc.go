@@ -18,6 +18,7 @@
 //
 // None. A Recorder is driven by the engine's Tracer calls, on the run's
 // goroutine and its fanout arms' (hence its mutex); a Book is read by
-// HTTP handlers and written by the server's run bodies and their terminal
-// callback. Retention is a sweep on each write, like the registry's.
+// HTTP handlers and written by the server's run bodies, each of which
+// opens its run's trace (Book.Begin) and closes it (Book.End), once.
+// Retention is a sweep on each write, like the registry's.
 package runtrace

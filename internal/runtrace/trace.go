@@ -72,7 +72,11 @@ type Trace struct {
 	Prompt  string    `json:"prompt"`
 	Started time.Time `json:"started"`
 	// Status is "running" until the run ends, then the run record's status
-	// ("completed" or "failed").
+	// ("completed" or "failed"), as the run's body hands it to the
+	// registry (the server's words the trace's end as the record does);
+	// with [runs].store, a record another replica wrote first, once this
+	// one's lease had expired, stands instead, and the trace keeps what
+	// the run did here.
 	Status     string `json:"status"`
 	DurationMS int64  `json:"duration_ms"`
 	Error      string `json:"error,omitempty"`
@@ -142,16 +146,20 @@ type node struct {
 // options kept as the few fields a run reads.
 type Recorder struct {
 	sink Sink // nil: no export
+	// next gets the ends of model turns before the recorder does (see
+	// Book.Begin): the tracer the run would have without a trace, so that
+	// tracing a run adds no tracer of its own to call.
+	next engine.Tracer
 	mu   sync.Mutex
 	// t is the trace's header (its Steps are made by Snapshot from kept);
-	// t.ContentCaptured is Options.CaptureContent.
+	// t.ContentCaptured is Options.CaptureContent. t.Started is the run's
+	// start on the recorder's clock, with a monotonic reading on the real
+	// one.
 	t Trace
-	// start is the run's start on the recorder's clock.
-	start time.Time
 	// now is Options.Now, nil for the real clock: a step's time is then
-	// time.Since(start), which reads only the monotonic clock (a time.Now
-	// reads the wall clock too, and a run reads the clock at every step's
-	// start and end).
+	// time.Since(t.Started), which reads only the monotonic clock (a
+	// time.Now reads the wall clock too, and a run reads the clock at
+	// every step's start and end).
 	now func() time.Time
 	// units are the units going, by engine unit id: a few at a time (a
 	// chain's depth, fanout arms in flight), so a slice beats a map.
@@ -206,6 +214,18 @@ func (r *Recorder) forget(id uint32) {
 
 // NewRecorder starts recording run id of prompt name.
 func NewRecorder(id, name string, opts Options) *Recorder {
+	var start time.Time
+	if opts.Now == nil {
+		start = time.Now()
+	} else {
+		start = opts.Now()
+	}
+	return newRecorder(id, name, opts, start, nil)
+}
+
+// newRecorder is NewRecorder with the run's start already read (start)
+// and the tracer to hand the ends of model turns to (next, may be nil).
+func newRecorder(id, name string, opts Options, start time.Time, next engine.Tracer) *Recorder {
 	if opts.MaxSteps <= 0 {
 		opts.MaxSteps = DefaultMaxSteps
 	}
@@ -216,9 +236,8 @@ func NewRecorder(id, name string, opts Options) *Recorder {
 	// aside and copied in (and, while the GC marks, through its write
 	// barriers).
 	r := new(Recorder)
-	r.maxSteps, r.budget, r.now = int32(min(opts.MaxSteps, math.MaxInt32)), opts.MaxContentBytes, opts.Now
-	r.start = r.clock()
-	r.t.RunID, r.t.Prompt, r.t.Started, r.t.Status, r.t.ContentCaptured = id, name, r.start, StatusRunning, opts.CaptureContent
+	r.maxSteps, r.budget, r.now, r.next = int32(min(opts.MaxSteps, math.MaxInt32)), opts.MaxContentBytes, opts.Now, next
+	r.t.RunID, r.t.Prompt, r.t.Started, r.t.Status, r.t.ContentCaptured = id, name, start, StatusRunning, opts.CaptureContent
 	r.units, r.kept = r.unitsBuf[:0], r.keptBuf[:0]
 	if opts.NewSink != nil {
 		r.sink = opts.NewSink()
@@ -230,14 +249,6 @@ func NewRecorder(id, name string, opts Options) *Recorder {
 // CaptureContent is what the run's engine.Options.CaptureContent must be.
 func (r *Recorder) CaptureContent() bool { return r.t.ContentCaptured }
 
-// clock reads the recorder's clock.
-func (r *Recorder) clock() time.Time {
-	if r.now == nil {
-		return time.Now()
-	}
-	return r.now()
-}
-
 func (r *Recorder) since() float64 {
 	// At least a microsecond, so that an ended step never reads as
 	// running (EndMS 0).
@@ -247,17 +258,19 @@ func (r *Recorder) since() float64 {
 // elapsed is the time since the run's start.
 func (r *Recorder) elapsed() time.Duration {
 	if r.now == nil {
-		return time.Since(r.start)
+		return time.Since(r.t.Started)
 	}
-	return r.now().Sub(r.start)
+	return r.now().Sub(r.t.Started)
 }
 
 // ignored are the events a trace does not record (Lua phases, store
 // operations, scope checks; the run's start and success, which the
-// recorder's making and Finish stand for): most of a run's events, so they
-// are dropped before the lock. The H1's are kept but its teardown's start, since its
+// recorder's making and Finish stand for): the engine does not hand them to
+// a tracer, but one that forwards every event may, so they are dropped
+// before the lock. The H1's are kept but its teardown's start, since its
 // first event, whichever it is, starts its step; an H1 with nothing in it
-// reports only its teardown, and has no step.
+// reports only its teardown (the engine then hands over none of it), and
+// has no step.
 var ignored = func() (set [engine.SectionFailed + 1]bool) {
 	for _, d := range []engine.Detail{
 		engine.LuaCompilationStarted, engine.LuaCompilationSucceeded, engine.LuaCompilationFailed,
@@ -303,6 +316,11 @@ var unitEnds = func() (e [engine.SectionFailed + 1]string) {
 
 // Observe implements engine.Tracer.
 func (r *Recorder) Observe(ev engine.TraceEvent) {
+	if r.next != nil && (ev.Detail == engine.ModelTurnCompleted || ev.Detail == engine.ModelTurnFailed) {
+		// What next would get with engine.Options.TraceTurnsOnly; before
+		// the recorder, which clears an Info's text without capture.
+		r.next.Observe(ev)
+	}
 	if int(ev.Detail) < len(ignored) && ignored[ev.Detail] && (ev.Via != engine.ViaH1 || ev.Detail == engine.LuaTeardownStarted) {
 		return
 	}
@@ -557,12 +575,12 @@ func (r *Recorder) capture(s string) string {
 // tokens the steps may not). Later events are ignored; a later Finish
 // restates the header only.
 func (r *Recorder) Finish(status, errText string, turns int, tokens Tokens) {
-	r.finish(time.Time{}, status, errText, turns, tokens)
+	r.finish(-1, status, errText, turns, tokens)
 }
 
-// finish is Finish at now, a reading of the recorder's clock (the book's,
-// which has just read it), or the zero Time to read it here.
-func (r *Recorder) finish(now time.Time, status, errText string, turns int, tokens Tokens) {
+// finish is Finish after the run took elapsed, as the book has just read
+// it, or (elapsed negative) reading the recorder's clock here.
+func (r *Recorder) finish(elapsed time.Duration, status, errText string, turns int, tokens Tokens) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
@@ -581,11 +599,10 @@ func (r *Recorder) finish(now time.Time, status, errText string, turns int, toke
 	if errText != "" {
 		r.t.Error = errText
 	}
-	if now.IsZero() {
-		r.t.DurationMS = r.elapsed().Milliseconds()
-	} else {
-		r.t.DurationMS = now.Sub(r.start).Milliseconds()
+	if elapsed < 0 {
+		elapsed = r.elapsed()
 	}
+	r.t.DurationMS = elapsed.Milliseconds()
 	if r.sink != nil {
 		r.sink.RunEnded(&r.t)
 	}

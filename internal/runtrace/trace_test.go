@@ -11,7 +11,9 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 	"github.com/promptforge-go/promptforge/internal/prompt"
+	"github.com/promptforge-go/promptforge/internal/secret"
 	"github.com/promptforge-go/promptforge/internal/server/servertest"
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
@@ -208,21 +210,25 @@ func TestBook_AFullBookSettlesOnOneArray(t *testing.T) {
 }
 
 // A run with one section (a Lua-only run) costs its trace one allocation,
-// the recorder: its first step is kept inside it. And filing a run in a
-// steady book (the same number retained) allocates nothing more.
+// the recorder: its first step is kept inside it, and it is the run's
+// tracer itself, not wrapped with the tracer it hands the ends of turns to.
+// And filing a run in a steady book (the same number retained) allocates
+// nothing more.
 func TestRecorder_OneSectionRunIsOneAllocation(t *testing.T) {
 	b := NewBook(Options{}, time.Hour, 10)
 	section := func(d engine.Detail) engine.TraceEvent {
 		return engine.TraceEvent{Event: engine.Event{Section: "Run", Detail: d}, Unit: 2, Via: engine.ViaWalk}
 	}
+	next := new(turnEnds)
 	i := 0
 	run := func() {
 		i++
 		id := fmt.Sprint("run-", i%20)
-		rec := b.Start(id, "t")
-		rec.Observe(section(engine.SectionStarted))
-		rec.Observe(section(engine.SectionFinished))
-		b.Finish(id, "completed", "", 0, Tokens{})
+		var opts engine.Options
+		rec := b.Begin(id, "t", next, &opts)
+		opts.Tracer.Observe(section(engine.SectionStarted))
+		opts.Tracer.Observe(section(engine.SectionFinished))
+		b.End(rec, "completed", "", 0, Tokens{})
 	}
 	for range 100 {
 		run()
@@ -242,5 +248,64 @@ func TestRecorder_OneSectionRunIsOneAllocation(t *testing.T) {
 func TestRecorder_FitsASmallSizeClass(t *testing.T) {
 	if size := unsafe.Sizeof(Recorder{}); size > 512 {
 		t.Fatalf("a Recorder is %d bytes; keep it within 512 (see its doc)", size)
+	}
+}
+
+// Begin wires a run as the server does: traces off, the run's tracer is
+// next with only the ends of turns; on, it is the run's recorder, which
+// hands next those same events, and End closes the trace once.
+func TestBook_BeginWiresARunAsTheServerDoes(t *testing.T) {
+	p, err := prompt.Parse([]byte(benchHeader + "# T\n\n```lua\nmodels.default(\"writer\", \"A general assistant model\")\n```\n\n## Run\n\nSay hello.\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gatewaytest.New(t)
+	g.Respond(func(gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Text("hello").WithUsage(10, 2) })
+	c, err := gateway.New(gateway.Options{BaseURL: g.URL(), APIKey: secret.MustNew(g.APIKey())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.CloseIdleConnections)
+	cfg := engine.Options{Client: c, Models: []gateway.Model{{ID: "test-model", Description: "A general assistant model for tests", Dialect: gateway.DialectOpenAI}}}
+	run := func(b *Book, id string) (*Recorder, *turnEnds, engine.Options) {
+		t.Helper()
+		next, opts := new(turnEnds), cfg
+		rec := b.Begin(id, "t", next, &opts)
+		res, err := engine.Run(context.Background(), p, "", nil, opts)
+		if err != nil || res.Value != "hello" {
+			t.Fatal(res, err)
+		}
+		b.End(rec, "completed", "", res.Turns, Tokens{res.Tokens.PromptTokens, res.Tokens.CompletionTokens})
+		return rec, next, opts
+	}
+
+	var off *Book
+	if rec, next, opts := run(off, "off"); rec != nil || opts.Tracer != engine.Tracer(next) || !opts.TraceTurnsOnly || next.tokens != 12 {
+		t.Fatalf("traces off: recorder %v, tracer %v (next %v), turns only %v, next counted %d tokens", rec, opts.Tracer, next, opts.TraceTurnsOnly, next.tokens)
+	}
+	var none engine.Options
+	if off.Begin("none", "t", nil, &none); none.Tracer != nil || none.TraceTurnsOnly {
+		t.Fatalf("traces off without next: %+v", none)
+	}
+
+	b := NewBook(Options{CaptureContent: true}, time.Hour, 10)
+	rec, next, opts := run(b, "on")
+	if opts.Tracer != engine.Tracer(rec) || opts.TraceTurnsOnly || !opts.CaptureContent {
+		t.Fatalf("traces on: tracer %v (recorder %p), turns only %v, capture %v", opts.Tracer, rec, opts.TraceTurnsOnly, opts.CaptureContent)
+	}
+	if next.tokens != 12 || next.events != 1 {
+		t.Fatalf("next got %d events and %d tokens; want the one turn's end, 12 tokens", next.events, next.tokens)
+	}
+	tr, ok := b.Get("on")
+	if !ok || tr.Status != "completed" || tr.Turns != 1 || tr.Tokens != (Tokens{10, 2}) || !strings.Contains(tree(tr.Steps), "model_turn test-model  ok") {
+		t.Fatalf("trace %+v\n%s", tr, tree(tr.Steps))
+	}
+	if _, done := b.Runs(10); len(done) != 1 {
+		t.Fatalf("the book lists %d finished runs, want the one", len(done))
+	}
+	// A second End restates the header and files nothing again.
+	b.End(rec, "failed", "restated", 1, Tokens{10, 2})
+	if tr, _ := b.Get("on"); tr.Status != "failed" || tr.Error != "restated" || len(b.order)-b.head != 1 {
+		t.Fatalf("after a second End: %+v, %d filed", tr, len(b.order)-b.head)
 	}
 }

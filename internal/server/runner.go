@@ -14,6 +14,7 @@ import (
 	"github.com/promptforge-go/promptforge/internal/humantime"
 	"github.com/promptforge-go/promptforge/internal/prompt"
 	"github.com/promptforge-go/promptforge/internal/runs"
+	"github.com/promptforge-go/promptforge/internal/runtrace"
 	"github.com/promptforge-go/promptforge/internal/store"
 )
 
@@ -215,15 +216,14 @@ func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, 
 }
 
 // runFunc is the body of one run: seed the store, execute the prompt the
-// catalog parsed, and apply the declared-output rules to the value.
+// catalog parsed, and apply the declared-output rules to the value. With
+// traces on it is the one owner of the run's trace: it opens it and closes
+// it with the outcome the record will have (mcp-server §4.7), before the
+// record is terminal, so a caller that collects the record finds the trace
+// ended.
 func (s *Server) runFunc(id, name string, p *prompt.Prompt, r runRequest, obs *progress) func(context.Context) runs.Outcome {
 	return func(ctx context.Context) runs.Outcome {
-		tracer, capture := s.runTracer(id, name)
-		st := store.New()
-		if err := seedStore(st, p, r); err != nil {
-			return runs.Outcome{Err: err}
-		}
-		res, err := engine.Run(ctx, p, r.bound.Args, st, engine.Options{
+		opts := engine.Options{
 			Execution: id,
 			Limits:    s.limits,
 			Params:    r.bound.Params,
@@ -232,24 +232,47 @@ func (s *Server) runFunc(id, name string, p *prompt.Prompt, r runRequest, obs *p
 			Tools:     s.tools,
 			Ranking:   s.ranking,
 			Observer:  engine.Observers(s.observer, obs),
-			Tracer:    tracer,
-			// Traces off, the tracer is the metrics' alone, which
-			// needs only the ends of model turns.
-			TraceTurnsOnly: s.traces == nil,
-			CaptureContent: capture,
-		})
+		}
+		// The metrics' tracer (tokens by model, gateway errors) gets the
+		// ends of model turns, through the run's recorder with traces on.
+		trace := s.traces.Begin(id, name, metricsTracer{s.metrics}, &opts)
+		ended := false
+		if trace != nil {
+			defer func() {
+				if !ended {
+					// The body panicked or exited: the record says so
+					// (runs.AbnormalText), and so does the trace.
+					v := recover()
+					s.traces.End(trace, string(runs.StatusFailed), runs.AbnormalText(v), 0, runtrace.Tokens{})
+					if v != nil {
+						panic(v) // on to the registry, which records it
+					}
+				}
+			}()
+		}
+		st := store.New()
+		if err := seedStore(st, p, r); err != nil {
+			ended = true
+			s.traces.End(trace, string(runs.StatusFailed), runs.FailureText(ctx, err), 0, runtrace.Tokens{})
+			return runs.Outcome{Err: err}
+		}
+		res, err := engine.Run(ctx, p, r.bound.Args, st, opts)
 		// The engine counts the turns and sums the tokens, failed runs
 		// included; nothing here counts them again.
 		turns, tokens := uint32(res.Turns), runTokens(res.Tokens)
+		traceTokens := runtrace.Tokens{Prompt: int(tokens.Prompt), Completion: int(tokens.Completion)}
 		if err != nil {
-			s.traceEnded(runs.Result{RunID: id, Status: runs.StatusFailed, Error: err.Error(), Turns: turns, Tokens: tokens})
+			ended = true
+			s.traces.End(trace, string(runs.StatusFailed), runs.FailureText(ctx, err), int(turns), traceTokens)
 			return runs.Outcome{Err: err, Turns: turns, Tokens: tokens}
 		}
-		// The trace ends here, before the record is collectable, so a
-		// caller that reads it after the reply finds it ended;
-		// OnTerminal restates it from the record.
-		s.traceEnded(runs.Result{RunID: id, Status: runs.StatusCompleted, Turns: turns, Tokens: tokens})
-		return runs.Outcome{Value: extractOutput(st, p, res.Value, r), Turns: turns, Tokens: tokens}
+		// The trace ends after the declared output is written, which
+		// the record's time counts too, so that a panic there is the
+		// deferred end's, as it is the record's.
+		value := extractOutput(st, p, res.Value, r)
+		ended = true
+		s.traces.End(trace, string(runs.StatusCompleted), "", int(turns), traceTokens)
+		return runs.Outcome{Value: value, Turns: turns, Tokens: tokens}
 	}
 }
 

@@ -164,7 +164,6 @@ func New(opts Options) (*Server, error) {
 		Replica:           opts.Replica,
 		OnTerminal: func(res runs.Result) {
 			metrics.runEnded(res)
-			s.traceEnded(res)
 			if onTerminal != nil {
 				onTerminal(res)
 			}

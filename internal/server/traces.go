@@ -7,48 +7,15 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/runs"
 	"github.com/promptforge-go/promptforge/internal/runtrace"
 )
 
 // Run traces on the server side: every run's engine tracer is the metrics'
 // (tokens by model, gateway errors by kind) and, with [observability]
-// traces on, the run's recorder in the book, whose traces check_run's
-// include_trace, the trace JSON and the status page read.
-
-// recordedTracer is a run's tracer with traces on: the metrics' and the
-// run's recorder. A struct, not a slice of tracers, so that making it is
-// one small allocation (a slice literal as an interface is two) and each
-// event is two direct calls.
-type recordedTracer struct {
-	metrics metricsTracer
-	rec     *runtrace.Recorder
-}
-
-func (t *recordedTracer) Observe(ev engine.TraceEvent) {
-	t.metrics.Observe(ev)
-	t.rec.Observe(ev)
-}
-
-// runTracer is the tracer of run id of prompt name, and whether the engine
-// is to capture content for it.
-func (s *Server) runTracer(id, name string) (engine.Tracer, bool) {
-	mt := metricsTracer{s.metrics}
-	if s.traces == nil {
-		return mt, false
-	}
-	rec := s.traces.Start(id, name)
-	return &recordedTracer{mt, rec}, rec.CaptureContent()
-}
-
-// traceEnded closes a run's trace with its terminal record.
-func (s *Server) traceEnded(res runs.Result) {
-	if s.traces != nil {
-		s.traces.Finish(res.RunID, string(res.Status), res.Error, int(res.Turns),
-			runtrace.Tokens{Prompt: int(res.Tokens.Prompt), Completion: int(res.Tokens.Completion)})
-	}
-}
+// traces on, the run's recorder in the book (which hands the metrics their
+// events), whose traces check_run's include_trace, the trace JSON and the
+// status page read. runFunc opens and closes each run's trace.
 
 // Trace is run id's trace, while its record is retained; false when there
 // is none (an unknown or evicted run, one another replica ran, since traces

@@ -1,16 +1,22 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/promptforge-go/promptforge/internal/engine"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/runs"
 	"github.com/promptforge-go/promptforge/internal/runtrace"
 )
 
@@ -149,4 +155,55 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// The run's body is its trace's one owner: it ends the trace with the
+// outcome the record gets, in the registry's words, before the record is
+// terminal; when the body does not return (a panic), its deferred end
+// still does, as the record says.
+func TestTrace_EndsAsTheRecordDoes(t *testing.T) {
+	traced := func(o *Options) { o.Tracing = &runtrace.Options{} }
+	same := func(t *testing.T, h *harness, id, wantErr string) {
+		t.Helper()
+		rec, ok := h.srv.Registry().Check(id)
+		if !ok || rec.Status != runs.StatusFailed || !strings.Contains(rec.Error, wantErr) {
+			t.Fatalf("record %+v, want failed saying %q", rec, wantErr)
+		}
+		tr, ok := h.srv.Trace(id)
+		if !ok || tr.Status != string(rec.Status) || tr.Error != rec.Error {
+			t.Fatalf("trace %q %q, want the record's %q %q", tr.Status, tr.Error, rec.Status, rec.Error)
+		}
+	}
+	t.Run("cancelled", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newMemGateway(t)
+			observing, started := runIDs()
+			h := speakingHarness(t, g, Limits{MaxConcurrentRuns: 1, AdmissionTimeout: 50 * time.Second, ReplyDeadline: 300 * time.Second, RetainCompleted: time.Hour}, observing, traced)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if _, err := h.callOn(ctx, h.session, ToolRunPrompt, map[string]any{"prompt": "speak"}); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("the call was abandoned, got %v", err)
+			}
+			synctest.Wait()
+			ids := started()
+			if len(ids) != 1 {
+				t.Fatalf("started %d runs", len(ids))
+			}
+			same(t, h, ids[0], runs.ErrCallerCancelled.Error())
+		})
+	})
+	t.Run("panicked", func(t *testing.T) {
+		// The observer is called on the run's goroutine: its panic
+		// unwinds through the run's body.
+		h := newHarness(t, fixture{opts: func(o *Options) {
+			traced(o)
+			o.Observer = engine.ObserverFunc(func(ev engine.Event) {
+				if ev.Detail == engine.SectionStarted {
+					panic("an observer's bug")
+				}
+			})
+		}})
+		id := structuredOf(t, h.ok(ToolRunPrompt, map[string]any{"prompt": "echo", "args": "x"}))["run_id"].(string)
+		same(t, h, id, "the run did not finish: an observer's bug")
+	})
 }
