@@ -155,6 +155,23 @@ func (rec *record) snapshotLocked() Result {
 // in this long is treated as unreachable.
 const storeTimeout = 10 * time.Second
 
+// isMemStore reports whether s is the in-memory store.
+func isMemStore(s Store) bool {
+	_, ok := s.(*memStore)
+	return ok
+}
+
+// storeContext is the context of one store call the registry makes on a
+// run's behalf: bounded by storeTimeout, except for the in-memory store,
+// which never waits, so that a run_prompt call does not arm and stop two
+// timers for nothing.
+func (r *Registry) storeContext() (context.Context, context.CancelFunc) {
+	if r.localStore {
+		return context.Background(), func() {}
+	}
+	return context.WithTimeout(context.Background(), storeTimeout)
+}
+
 // Registry is every run this process has started. One serves the whole
 // server, across all sessions. It is safe for concurrent use.
 type Registry struct {
@@ -164,6 +181,7 @@ type Registry struct {
 	log              *slog.Logger
 	onTerminal       func(Result)
 	store            Store
+	localStore       bool // store is the in-memory store (storeContext)
 	replica          string
 
 	slots *slotPool
@@ -257,6 +275,7 @@ func New(opts Options) (*Registry, error) {
 		log:              logger,
 		onTerminal:       opts.OnTerminal,
 		store:            store,
+		localStore:       isMemStore(store),
 		replica:          replica,
 		slots:            newSlotPool(opts.MaxConcurrentRuns),
 		base:             base,
@@ -344,7 +363,7 @@ func (r *Registry) Launch(slot *Slot, id, prompt string, run func(ctx context.Co
 
 	// The store round trip is made outside the lock, which every check_run
 	// takes; a shared store may take a network round trip here.
-	sctx, done := context.WithTimeout(context.Background(), storeTimeout)
+	sctx, done := r.storeContext()
 	err := r.store.Register(sctx, Stored{Result: Running(id, prompt, 0), Owner: r.replica, Started: rec.started})
 	done()
 	if err != nil {
@@ -493,7 +512,7 @@ func (r *Registry) finish(rec *record, res Result, end ending) Result {
 		Result: res, Owner: r.replica, Started: rec.started, Finished: time.Now(),
 		Cause: end.cause, Abnormal: end.abnormal,
 	}
-	sctx, done := context.WithTimeout(context.Background(), storeTimeout)
+	sctx, done := r.storeContext()
 	standing, err := r.store.Finish(sctx, stored)
 	done()
 	if err != nil {
@@ -629,7 +648,7 @@ func (r *Registry) Cancel(id string) {
 	if r.cancelOwned(id) {
 		return
 	}
-	ctx, done := context.WithTimeout(context.Background(), storeTimeout)
+	ctx, done := r.storeContext()
 	defer done()
 	if err := r.store.Cancel(ctx, id); err != nil {
 		r.log.Error("the run store did not pass the cancellation on to the run's replica", "run_id", id, "error", err.Error())

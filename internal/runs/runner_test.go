@@ -78,3 +78,34 @@ func TestRunnersAreReusedBoundedAndStopped(t *testing.T) {
 		}
 	})
 }
+
+// deadlineStore is the in-memory store behind another type, as a shared
+// store would be, noting whether each write carried a deadline.
+type deadlineStore struct {
+	Store
+	register, finish bool
+}
+
+func (d *deadlineStore) Register(ctx context.Context, rec Stored) error {
+	_, d.register = ctx.Deadline()
+	return d.Store.Register(ctx, rec)
+}
+
+func (d *deadlineStore) Finish(ctx context.Context, rec Stored) (Stored, error) {
+	_, d.finish = ctx.Deadline()
+	return d.Store.Finish(ctx, rec)
+}
+
+// TestStoreWritesAreBounded: a store that is not the in-memory one (which
+// never waits, and gets no timer) has each write bounded by storeTimeout.
+func TestStoreWritesAreBounded(t *testing.T) {
+	st := &deadlineStore{Store: NewMemoryStore(RetentionOptions{RetainCompleted: time.Hour})}
+	r, _ := newRegistry(t, Options{MaxConcurrentRuns: 1, AdmissionTimeout: time.Minute, ReplyDeadline: time.Hour, RetainCompleted: time.Hour, Store: st})
+	h := launch(t, r, "bounded", "p", func(context.Context) Outcome { return Outcome{Value: "ok"} })
+	if res := r.Settle(t.Context(), h); res.Status != StatusCompleted {
+		t.Fatalf("run: %+v", res)
+	}
+	if !st.register || !st.finish {
+		t.Errorf("store writes had deadlines: register %v, finish %v; want both bounded", st.register, st.finish)
+	}
+}
