@@ -129,3 +129,18 @@ func containsAfterNames(probe, want string) bool {
 	_, rest, ok := strings.Cut(probe, "|")
 	return ok && strings.HasPrefix("|"+rest, want)
 }
+
+// TestVarargArgTable: a vararg function that does not use ... still gets
+// Lua 5.0's arg table (CompatVarArg), its n and its elements, now that the
+// interpreter sizes it for its one key; each call gets a table of its own.
+// A chunk's own arg table is built but not reachable: arg there is the
+// global, which the sandbox does not define.
+func TestVarargArgTable(t *testing.T) {
+	e := newEnv(t, Options{})
+	mustReturn(t, e, `return type(arg)`, "nil")
+	mustReturn(t, e, `
+local function f(a, ...) arg.extra = true; return arg.n .. ":" .. tostring(arg[1]) .. tostring(arg[2]) .. tostring(arg[3]) end
+local function g(...) return tostring(arg.extra) end
+return f(1, "x", "y") .. "|" .. f(1) .. "|" .. g(7)`, "2:xynil|0:nilnilnil|nil")
+	mustReturn(t, e, `local function h(...) local n = 0; for k in pairs(arg) do n = n + 1 end; return n end; return h() .. h(5, 6)`, "13")
+}

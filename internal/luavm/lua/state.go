@@ -1145,7 +1145,7 @@ func (ls *LState) initCallFrame(cf *callFrame) { // +inline-start
 					for i := 0; i < nvarargs; i++ {
 						argtb.RawSetInt(i+1, ls.reg.Get(cf.LocalBase+np+i))
 					}
-					argtb.RawSetString("n", LNumber(nvarargs))
+					argtb.setArgN(LNumber(nvarargs)) // promptforge: sized for its one key (vararg.go)
 					//ls.reg.Set(cf.LocalBase+nargs+np, argtb)
 					ls.reg.array[cf.LocalBase+nargs+np] = argtb
 				} else {
@@ -1257,7 +1257,7 @@ func (ls *LState) pushCallFrame(cf callFrame, fn LValue, meta bool) { // +inline
 						for i := 0; i < nvarargs; i++ {
 							argtb.RawSetInt(i+1, ls.reg.Get(cf.LocalBase+np+i))
 						}
-						argtb.RawSetString("n", LNumber(nvarargs))
+						argtb.setArgN(LNumber(nvarargs)) // promptforge: sized for its one key (vararg.go)
 						//ls.reg.Set(cf.LocalBase+nargs+np, argtb)
 						ls.reg.array[cf.LocalBase+nargs+np] = argtb
 					} else {
