@@ -23,3 +23,41 @@ func TestMarshal(t *testing.T) {
 		t.Error("an unsupported type encoded")
 	}
 }
+
+// appendStringCases are strings whose encoding differs from their bytes:
+// every ASCII control character, quotes and backslashes, HTML characters
+// (left alone), U+2028 and U+2029, invalid and truncated UTF-8.
+func appendStringCases() []string {
+	cases := []string{"", "plain", `q"uote`, `back\slash`, "<a & b>", "line\u2028sep\u2029para",
+		"bad\xffutf8", "trunc\xe2\x82", "\xed\xa0\x80surrogate", "emoji 🙂 and é", "\x7f del"}
+	for b := range 0x80 {
+		cases = append(cases, "x"+string(rune(b))+"y")
+	}
+	for b := 0x80; b < 0x100; b++ {
+		cases = append(cases, "x"+string([]byte{byte(b)})+"y")
+	}
+	return cases
+}
+
+func TestAppendStringIsMarshal(t *testing.T) {
+	for _, s := range appendStringCases() {
+		checkAppendString(t, s)
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range appendStringCases() {
+		f.Add(s)
+	}
+	f.Fuzz(checkAppendString)
+}
+
+func checkAppendString(t *testing.T, s string) {
+	want, err := Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := AppendString([]byte("prefix:"), s); string(got) != "prefix:"+string(want) {
+		t.Errorf("AppendString(%q) = %s, want %s", s, got[len("prefix:"):], want)
+	}
+}

@@ -27,12 +27,6 @@ func (vm *VM) installSectionTables(sh *sharedLib) {
 	vm.L.G.Global.RawSetString("models", proxyTable(vm.L, sh.secModelsProxy, 0))
 }
 
-func (vm *VM) installControl(list []named) {
-	for _, n := range list {
-		vm.L.G.Global.RawSetString(n.name, n.v)
-	}
-}
-
 // InstallAliases sets one global per declared alias, after the shared
 // library replay so aliases win over same-named library globals.
 func (vm *VM) InstallAliases(tools []ToolHandle, models []ModelHandle) {

@@ -16,11 +16,10 @@ import (
 // output that would bypass log() (print, warn).
 func (vm *VM) openSandbox(s *sharedLib) {
 	L := vm.L
+	// The base functions are in the global table already: New copies
+	// them from the shared template (globalsFor).
 	g := L.G.Global
 	g.RawSetString("_G", g)
-	for _, n := range s.global {
-		g.RawSetString(n.name, n.v)
-	}
 	str := proxyTable(L, s.strProxy, 0)
 	g.RawSetString("string", str)
 	// Methods on strings look up this VM's string table, so functions a

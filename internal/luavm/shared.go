@@ -15,7 +15,8 @@ import (
 // through the state's context, see vmOf) and the metatables, which Lua
 // cannot reach (each sets __metatable) and nothing writes after
 // construction. Per VM remain the LState, its globals and the library
-// tables themselves (Lua may change those).
+// tables themselves (Lua may change those); the global table starts as a
+// copy of a shared template (globalsFor), which no VM writes.
 //
 // Sharing a Go function object across states is safe because the sandbox
 // removes getfenv/setfenv, the only operations that touch a function's
@@ -59,7 +60,29 @@ type sharedLib struct {
 	strProxy, tableProxy, mathProxy         *lua.LTable
 	storeProxy, h1ToolsProxy, h1ModelsProxy *lua.LTable
 	secToolsProxy, secModelsProxy           *lua.LTable
+
+	// The templates of a VM's global table, one per kind (globalsFor):
+	// every global a VM of that kind always has, in the order prompts see
+	// them, the per-VM ones as placeholders that New overwrites. A new
+	// state starts with a copy (lua.Options.Globals), a few allocations
+	// where setting each global was a map insertion and growth of three
+	// structures (the largest part of creating a VM).
+	h1Globals, secGlobals globals
 }
+
+// globals is a template of a VM's global table and what its keys cost the
+// VM's memory meter: the copy is made before the meter starts, and New
+// charges it what setting those globals one by one was charged.
+type globals struct {
+	table *lua.LTable
+	cost  int
+}
+
+// perVM are the globals every VM has whose values are its own; in the
+// templates they hold placeholders (false), in this order after the
+// shared base functions, and New sets each one. Globals a VM has only
+// sometimes (params, reply, item) are not in the templates: New adds them.
+var perVM = []string{"string", "table", "math", "args", "sys", "var", "store", "tools", "models"}
 
 // proxyMeta is the protected metatable of a library proxy. getmetatable on
 // the proxy returns false, as close as Lua allows to "no metatable".
@@ -129,7 +152,32 @@ func buildShared() *sharedLib {
 	b.sharedHostLibs(s)
 	b.sharedProxies(s)
 	b.sharedMetas(s)
+	s.h1Globals, s.secGlobals = b.globals(s, s.h1Control), b.globals(s, s.control)
 	return s
+}
+
+// globals builds the template of a global table: _G, the kept base
+// functions, the per-VM globals as placeholders, then the kind's control
+// globals.
+func (b builder) globals(s *sharedLib, control []named) globals {
+	list := append([]named{{"_G", lua.LFalse}}, s.global...)
+	for _, name := range perVM {
+		list = append(list, named{name, lua.LFalse})
+	}
+	list = append(list, control...)
+	g := globals{table: newTable(b.T, list, 0)}
+	for _, n := range list {
+		g.cost += lua.CostKey + len(n.name)
+	}
+	return g
+}
+
+// globalsFor is the template of a VM of kind k.
+func (s *sharedLib) globalsFor(k Kind) globals {
+	if k == KindH1 {
+		return s.h1Globals
+	}
+	return s.secGlobals
 }
 
 // sharedLibs builds the base functions and the string, table and math

@@ -160,6 +160,8 @@ func (v *Var) Lookup(keys ...string) (any, bool) {
 // replay and alias globals come after, from RunShared and InstallAliases).
 func New(ctx context.Context, cfg Options) *VM {
 	lim := cfg.Limits.WithDefaults()
+	sh := shared()
+	tmpl := sh.globalsFor(cfg.Kind)
 	L := lua.NewState(lua.Options{
 		SkipOpenLibs:        true,
 		CallStackSize:       lim.CallStackSize,
@@ -167,8 +169,9 @@ func New(ctx context.Context, cfg Options) *VM {
 		RegistryMaxSize:     lim.RegistryMaxSize,
 		RegistryGrowStep:    registryGrowStep,
 		MinimizeStackMemory: true,
+		Globals:             tmpl.table,
 	})
-	vm := &VM{L: L, cfg: cfg, limits: lim, host: cfg.Host, lib: shared(), ctx: ctx}
+	vm := &VM{L: L, cfg: cfg, limits: lim, host: cfg.Host, lib: sh, ctx: ctx}
 	vm.luaCtx, vm.cancel = context.WithCancelCause(ctx)
 	vm.budget = budget{left: lim.LuaTime, cancel: vm.cancel}
 	L.SetContext(&vmContext{Context: vm.luaCtx, vm: vm})
@@ -177,7 +180,8 @@ func New(ctx context.Context, cfg Options) *VM {
 		vm.mem = NewMemory(lim.MaxRunMemory)
 	}
 	vm.startMeter()
-	sh := vm.lib
+	// The globals the template copied, charged as if set one by one.
+	vm.meter.Charge(tmpl.cost)
 	vm.openSandbox(sh)
 
 	vm.sys = sysState{Sys: cfg.Sys}
@@ -185,30 +189,28 @@ func New(ctx context.Context, cfg Options) *VM {
 	if vm.varRoot == nil {
 		vm.varRoot = NewVar()
 	}
+	// Every global of perVM is set here: the template holds placeholders.
 	g := L.G.Global
 	g.RawSetString("args", lua.LString(cfg.Args))
+	g.RawSetString("sys", vm.newSys())
+	vm.varUD = vm.proxy(vm.varRoot.root, "var")
+	g.RawSetString("var", vm.varUD)
+	g.RawSetString("store", proxyTable(L, sh.storeProxy, 0))
+	if cfg.Kind == KindH1 {
+		vm.InstallH1Tables()
+	} else {
+		vm.installSectionTables(sh)
+	}
 	if cfg.Params != nil {
 		// A fresh table per VM: a section that changes params changes
 		// only its own copy, as with args.
 		g.RawSetString("params", vm.FromData(cfg.Params))
 	}
-	g.RawSetString("sys", vm.newSys())
-	vm.varUD = vm.proxy(vm.varRoot.root, "var")
-	g.RawSetString("var", vm.varUD)
 	if cfg.Reply != nil {
 		g.RawSetString("reply", lua.LString(*cfg.Reply))
 	}
-	g.RawSetString("store", proxyTable(L, sh.storeProxy, 0))
 	if cfg.HasItem {
 		g.RawSetString("item", vm.FromData(cfg.Item))
-	}
-	switch cfg.Kind {
-	case KindH1:
-		vm.InstallH1Tables()
-		vm.installControl(sh.h1Control)
-	default:
-		vm.installSectionTables(sh)
-		vm.installControl(sh.control)
 	}
 	return vm
 }

@@ -33,6 +33,13 @@
 // be observed from another, and it would double the stacks held per in-flight
 // run. Goroutines the closure starts itself are the closure's to supervise.
 //
+// A run's goroutine may have driven earlier runs: when a run ends, its
+// goroutine waits for the next one Launch starts (up to maxIdleRunners
+// wait; more exit), because a new goroutine starts with a 2 KB stack and a
+// run grows it to tens of KB, copying it at every doubling, on every call.
+// The registry owns these runners: Close cancels the context they wait on
+// and waits for them to return.
+//
 // # Admission
 //
 // There are [Options.MaxConcurrentRuns] slots behind a FIFO counting

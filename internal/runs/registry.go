@@ -155,6 +155,23 @@ func (rec *record) snapshotLocked() Result {
 // in this long is treated as unreachable.
 const storeTimeout = 10 * time.Second
 
+// isMemStore reports whether s is the in-memory store.
+func isMemStore(s Store) bool {
+	_, ok := s.(*memStore)
+	return ok
+}
+
+// storeContext is the context of one store call the registry makes on a
+// run's behalf: bounded by storeTimeout, except for the in-memory store,
+// which never waits, so that a run_prompt call does not arm and stop two
+// timers for nothing.
+func (r *Registry) storeContext() (context.Context, context.CancelFunc) {
+	if r.localStore {
+		return context.Background(), func() {}
+	}
+	return context.WithTimeout(context.Background(), storeTimeout)
+}
+
 // Registry is every run this process has started. One serves the whole
 // server, across all sessions. It is safe for concurrent use.
 type Registry struct {
@@ -164,6 +181,7 @@ type Registry struct {
 	log              *slog.Logger
 	onTerminal       func(Result)
 	store            Store
+	localStore       bool // store is the in-memory store (storeContext)
 	replica          string
 
 	slots *slotPool
@@ -182,7 +200,32 @@ type Registry struct {
 	closed  bool
 	idle    chan struct{} // closed once closed && live == 0
 	idleSet bool
+
+	// handoff passes a launched run to an idle run goroutine (runner);
+	// it is unbuffered, so a send succeeds only when one is waiting.
+	handoff chan runJob
+	// idleRunners counts the runners waiting on handoff, at most
+	// maxIdleRunners; runners counts every runner, for Close.
+	idleRunners atomic.Int32
+	runners     sync.WaitGroup
 }
+
+// runJob is one launched run, as Launch hands it to a runner.
+type runJob struct {
+	ctx  context.Context
+	rec  *record
+	slot *Slot
+	run  func(context.Context) Outcome
+}
+
+// maxIdleRunners bounds the run goroutines kept waiting for the next run
+// after theirs ended. Reusing one saves starting a goroutine per call and,
+// above all, growing its stack again: a run (the engine and the Lua
+// interpreter) needs tens of KB of stack, a new goroutine starts with 2 KB,
+// and every doubling copies the stack (about 2 % of the server's CPU per
+// run_prompt call in the stdio profile). More than this many idle runners
+// exit, so a burst of runs leaves at most this many stacks behind.
+const maxIdleRunners = 16
 
 // New builds a registry over the limits in opts.
 func New(opts Options) (*Registry, error) {
@@ -232,12 +275,14 @@ func New(opts Options) (*Registry, error) {
 		log:              logger,
 		onTerminal:       opts.OnTerminal,
 		store:            store,
+		localStore:       isMemStore(store),
 		replica:          replica,
 		slots:            newSlotPool(opts.MaxConcurrentRuns),
 		base:             base,
 		stop:             stop,
 		owned:            make(map[string]*record),
 		idle:             make(chan struct{}),
+		handoff:          make(chan runJob),
 	}
 	// A cancellation sent to another replica reaches the run here.
 	store.OnCancel(func(id string) { r.cancelOwned(id) })
@@ -318,7 +363,7 @@ func (r *Registry) Launch(slot *Slot, id, prompt string, run func(ctx context.Co
 
 	// The store round trip is made outside the lock, which every check_run
 	// takes; a shared store may take a network round trip here.
-	sctx, done := context.WithTimeout(context.Background(), storeTimeout)
+	sctx, done := r.storeContext()
 	err := r.store.Register(sctx, Stored{Result: Running(id, prompt, 0), Owner: r.replica, Started: rec.started})
 	done()
 	if err != nil {
@@ -335,8 +380,40 @@ func (r *Registry) Launch(slot *Slot, id, prompt string, run func(ctx context.Co
 		return nil, fmt.Errorf("launch run %s: record it in the run store: %w", id, err)
 	}
 	r.started.Add(1)
-	go r.supervise(ctx, rec, slot, run)
+	job := runJob{ctx: ctx, rec: rec, slot: slot, run: run}
+	select {
+	case r.handoff <- job:
+	default:
+		r.runners.Add(1)
+		go r.runner(job)
+	}
 	return &Handle{rec: rec}, nil
+}
+
+// runner drives runs on one goroutine, one at a time: the run it was
+// started for, then each run Launch hands it while it waits idle. It
+// exits when more than maxIdleRunners would be waiting, or once Close has
+// cancelled the registry's base context; Close waits for that. A run that
+// calls runtime.Goexit ends its runner with it (supervise still writes its
+// record).
+func (r *Registry) runner(job runJob) {
+	defer r.runners.Done()
+	done := r.base.Done()
+	for {
+		r.supervise(job.ctx, job.rec, job.slot, job.run)
+		job = runJob{} // the finished run's closure is garbage now
+		if r.idleRunners.Add(1) > maxIdleRunners {
+			r.idleRunners.Add(-1)
+			return
+		}
+		select {
+		case job = <-r.handoff:
+			r.idleRunners.Add(-1)
+		case <-done:
+			r.idleRunners.Add(-1)
+			return
+		}
+	}
 }
 
 // supervise runs run and, however it ends, writes the terminal record. The
@@ -448,7 +525,7 @@ func (r *Registry) finish(rec *record, res Result, end ending) Result {
 		Result: res, Owner: r.replica, Started: rec.started, Finished: time.Now(),
 		Cause: end.cause, Abnormal: end.abnormal,
 	}
-	sctx, done := context.WithTimeout(context.Background(), storeTimeout)
+	sctx, done := r.storeContext()
 	standing, err := r.store.Finish(sctx, stored)
 	done()
 	if err != nil {
@@ -584,7 +661,7 @@ func (r *Registry) Cancel(id string) {
 	if r.cancelOwned(id) {
 		return
 	}
-	ctx, done := context.WithTimeout(context.Background(), storeTimeout)
+	ctx, done := r.storeContext()
 	defer done()
 	if err := r.store.Cancel(ctx, id); err != nil {
 		r.log.Error("the run store did not pass the cancellation on to the run's replica", "run_id", id, "error", err.Error())
@@ -635,6 +712,10 @@ func (r *Registry) Close(ctx context.Context) error {
 	r.stop(ErrShuttingDown)
 	select {
 	case <-r.idle:
+		// No run is live and the base context is cancelled, so every
+		// runner is returning or about to see that; none can take a new
+		// run, since Launch refuses once closed.
+		r.runners.Wait()
 		return nil
 	case <-ctx.Done():
 		r.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -112,11 +113,36 @@ func stringValue(key string, raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", invalidParams("%s must be a string", key)
 	}
+	if s, ok := plainString(raw); ok {
+		return s, nil
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", invalidParams("%s must be a string", key)
 	}
 	return s, nil
+}
+
+// plainString reads a JSON string that has no escapes and is valid UTF-8,
+// whose value is then the bytes between its quotes: what json.Unmarshal
+// returns for it, without a second scan and reflection on every call's
+// prompt and args. Anything else (escapes, invalid UTF-8, which
+// json.Unmarshal replaces with U+FFFD, or not a whole string) is left to
+// json.Unmarshal.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	for _, b := range inner {
+		if b == '"' || b == '\\' || b < 0x20 {
+			return "", false
+		}
+	}
+	if !utf8.Valid(inner) {
+		return "", false
+	}
+	return string(inner), true
 }
 
 // parseCursor reads a list_prompts or tools/list cursor: "" is the first

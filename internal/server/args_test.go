@@ -96,3 +96,17 @@ func TestRefusalNamesTheWaitInPromptsTomlSpelling(t *testing.T) {
 		}
 	})
 }
+
+// TestStringValueIsUnmarshal: the fast path for plain strings gives what
+// json.Unmarshal gives, and leaves every other spelling to it.
+func TestStringValueIsUnmarshal(t *testing.T) {
+	for _, raw := range []string{`""`, `"echo"`, `"hello world"`, `"é 🙂"`, `"a\"b"`, `"a\\b"`, `"line\nbreak"`,
+		`"\u00e9"`, "\"bad\xffutf8\"", `"<&>"`, ` "padded" `, `"tab	inside"`, `"x"y"`, `"`, `x"`, `"unterminated`} {
+		var want string
+		wantErr := json.Unmarshal([]byte(raw), &want)
+		got, err := stringValue("k", json.RawMessage(raw))
+		if (err != nil) != (wantErr != nil) || got != want {
+			t.Errorf("stringValue(%s) = %q, %v; json.Unmarshal gives %q, %v", raw, got, err, want, wantErr)
+		}
+	}
+}

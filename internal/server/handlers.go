@@ -61,7 +61,9 @@ func marshal(v any) ([]byte, error) { return jsonwire.Marshal(v) }
 // object (record), the text is recordText, and only a failed run is an
 // error.
 func runResult(res runs.Result) (*mcp.CallToolResult, error) {
-	body, err := marshal(record(res))
+	// The record writes its own bytes; through marshal they would only be
+	// checked and copied again.
+	body, err := record(res).MarshalJSON()
 	if err != nil {
 		return nil, internalError("render the run result: %v", err)
 	}

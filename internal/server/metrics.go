@@ -30,7 +30,12 @@ type Metrics struct {
 	gatewayDuration *prometheus.HistogramVec
 	progressDropped *prometheus.CounterVec
 	modelFetches    *prometheus.CounterVec
-	runs            runSeries // metrics_runs.go
+	runs            *runSeries // metrics_runs.go
+
+	// The children runEnded updates on every run (labelCache).
+	runsFinishedOf labelCache[prometheus.Counter]
+	runDurationOf  labelCache[prometheus.Observer]
+	tokensOf       labelCache[prometheus.Counter]
 
 	bindOnce sync.Once
 	bindErr  error
@@ -85,6 +90,9 @@ func NewMetrics() *Metrics {
 	for _, k := range []string{tokensPrompt, tokensCompletion} {
 		m.tokens.WithLabelValues(k)
 	}
+	m.runsFinishedOf.child = func(status, _ string) prometheus.Counter { return m.runsFinished.WithLabelValues(status) }
+	m.runDurationOf.child = func(status, _ string) prometheus.Observer { return m.runDuration.WithLabelValues(status) }
+	m.tokensOf.child = func(kind, _ string) prometheus.Counter { return m.tokens.WithLabelValues(kind) }
 	return m
 }
 
@@ -155,10 +163,10 @@ func (m *Metrics) bindRegistry(r *runs.Registry) error {
 // runEnded records a terminal run record.
 func (m *Metrics) runEnded(res runs.Result) {
 	status := string(res.Status)
-	m.runsFinished.WithLabelValues(status).Inc()
-	m.runDuration.WithLabelValues(status).Observe(float64(res.ElapsedMS) / 1000)
-	m.tokens.WithLabelValues(tokensPrompt).Add(float64(res.Tokens.Prompt))
-	m.tokens.WithLabelValues(tokensCompletion).Add(float64(res.Tokens.Completion))
+	m.runsFinishedOf.get(status, "").Inc()
+	m.runDurationOf.get(status, "").Observe(float64(res.ElapsedMS) / 1000)
+	m.tokensOf.get(tokensPrompt, "").Add(float64(res.Tokens.Prompt))
+	m.tokensOf.get(tokensCompletion, "").Add(float64(res.Tokens.Completion))
 	m.runs.runEnded(res)
 }
 

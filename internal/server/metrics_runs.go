@@ -2,6 +2,7 @@ package server
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -17,10 +18,14 @@ type runSeries struct {
 	promptDuration *prometheus.HistogramVec
 	modelTokens    *prometheus.CounterVec
 	gatewayErrors  *prometheus.CounterVec
+
+	// The children runEnded updates, by prompt (and status).
+	promptRunsOf     labelCache[prometheus.Counter]
+	promptDurationOf labelCache[prometheus.Observer]
 }
 
-func newRunSeries(reg *prometheus.Registry) runSeries {
-	s := runSeries{
+func newRunSeries(reg *prometheus.Registry) *runSeries {
+	s := &runSeries{
 		promptRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "promptforge_prompt_runs_total",
 			Help: "Runs that reached a terminal record, by prompt (the catalog's name) and status.",
@@ -40,12 +45,44 @@ func newRunSeries(reg *prometheus.Registry) runSeries {
 		}, []string{"kind"}),
 	}
 	reg.MustRegister(s.promptRuns, s.promptDuration, s.modelTokens, s.gatewayErrors)
+	s.promptRunsOf.child = func(prompt, status string) prometheus.Counter { return s.promptRuns.WithLabelValues(prompt, status) }
+	s.promptDurationOf.child = func(prompt, _ string) prometheus.Observer { return s.promptDuration.WithLabelValues(prompt) }
 	return s
 }
 
-func (s runSeries) runEnded(res runs.Result) {
-	s.promptRuns.WithLabelValues(res.Prompt, string(res.Status)).Inc()
-	s.promptDuration.WithLabelValues(res.Prompt).Observe(float64(res.ElapsedMS) / 1000)
+func (s *runSeries) runEnded(res runs.Result) {
+	s.promptRunsOf.get(res.Prompt, string(res.Status)).Inc()
+	s.promptDurationOf.get(res.Prompt, "").Observe(float64(res.ElapsedMS) / 1000)
+}
+
+// labelCache keeps a vector's children by their (at most two) label
+// values. WithLabelValues checks and hashes the values and takes the
+// vector's lock on every call, and runEnded updates six children on every
+// run; a child is created (and appears in the exposition) on first use,
+// exactly as WithLabelValues creates it.
+type labelCache[T any] struct {
+	child func(a, b string) T // the vector's WithLabelValues
+	mu    sync.RWMutex
+	m     map[[2]string]T
+}
+
+// get returns the child for a and b, creating it on first use.
+func (c *labelCache[T]) get(a, b string) T {
+	key := [2]string{a, b}
+	c.mu.RLock()
+	v, ok := c.m[key]
+	c.mu.RUnlock()
+	if ok {
+		return v
+	}
+	v = c.child(a, b)
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = make(map[[2]string]T)
+	}
+	c.m[key] = v
+	c.mu.Unlock()
+	return v
 }
 
 // metricsTracer counts tokens by model and gateway errors by kind from the

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
+	"github.com/promptforge-go/promptforge/internal/jsonwire"
 	"github.com/promptforge-go/promptforge/internal/runs"
 )
 
@@ -68,27 +70,49 @@ type wireTokens struct {
 // field does not apply (value unless completed, error unless failed). A
 // running result is written with turns and tokens 0 whatever the struct
 // holds.
+//
+// It writes the bytes itself, in wire's key order and with jsonwire's
+// string encoding, instead of encoding wire by reflection: every
+// run_prompt reply renders one, and the reflective encoder (with the
+// validation encoding/json gives a Marshaler's output) was the largest
+// part of rendering it. TestResultWireObjects and TestRecordIsWire hold
+// the bytes to what encoding wire gives.
 func (r record) MarshalJSON() ([]byte, error) {
 	if !validStatus(r.Status) {
 		return nil, fmt.Errorf("render run %s: status %q is not running, completed or failed", r.RunID, r.Status)
 	}
-	w := wire{ElapsedMS: r.ElapsedMS, Prompt: r.Prompt, RunID: r.RunID, Status: r.Status, Turns: r.Turns,
-		Tokens: wireTokens{Completion: r.Tokens.Completion, Prompt: r.Tokens.Prompt}}
-	switch r.Status {
-	case runs.StatusCompleted:
-		w.Value = &r.Value
-	case runs.StatusFailed:
-		w.Error = &r.Error
-	case runs.StatusRunning:
-		w.Turns, w.Tokens = 0, wireTokens{}
+	turns, tokens := r.Turns, r.Tokens
+	if r.Status == runs.StatusRunning {
+		turns, tokens = 0, runs.Tokens{}
 	}
-	// Run values are prose and code; escaping <, > and & would make the wire
-	// differ from the reference for no client's benefit (see marshal).
-	body, err := marshal(w)
-	if err != nil {
-		return nil, fmt.Errorf("render run %s: %w", r.RunID, err)
+	b := make([]byte, 0, 160+len(r.Prompt)+len(r.Value)+len(r.Error))
+	b = append(b, `{"elapsed_ms":`...)
+	b = strconv.AppendUint(b, r.ElapsedMS, 10)
+	b = append(b, `,"error":`...)
+	b = appendNullable(b, r.Error, r.Status == runs.StatusFailed)
+	b = append(b, `,"prompt":`...)
+	b = jsonwire.AppendString(b, r.Prompt)
+	b = append(b, `,"run_id":`...)
+	b = jsonwire.AppendString(b, r.RunID)
+	b = append(b, `,"status":`...)
+	b = jsonwire.AppendString(b, string(r.Status))
+	b = append(b, `,"tokens":{"completion":`...)
+	b = strconv.AppendUint(b, tokens.Completion, 10)
+	b = append(b, `,"prompt":`...)
+	b = strconv.AppendUint(b, tokens.Prompt, 10)
+	b = append(b, `},"turns":`...)
+	b = strconv.AppendUint(b, uint64(turns), 10)
+	b = append(b, `,"value":`...)
+	b = appendNullable(b, r.Value, r.Status == runs.StatusCompleted)
+	return append(b, '}'), nil
+}
+
+// appendNullable appends s as a JSON string when present, else null.
+func appendNullable(b []byte, s string, present bool) []byte {
+	if !present {
+		return append(b, "null"...)
 	}
-	return body, nil
+	return jsonwire.AppendString(b, s)
 }
 
 // UnmarshalJSON reads a wire object back, refusing one whose nulls do not

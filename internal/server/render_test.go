@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promptforge-go/promptforge/internal/jsonwire"
 	"github.com/promptforge-go/promptforge/internal/runs"
 )
 
@@ -152,5 +153,40 @@ func TestResultTextAndIsError(t *testing.T) {
 	running := recordText(runs.Running(id32, "speak", 0))
 	if !strings.Contains(running, id32) || !strings.Contains(running, "check_run") {
 		t.Errorf("running text %q must name the run id and check_run", running)
+	}
+}
+
+// TestRecordIsWire holds the hand-written MarshalJSON to what encoding
+// the wire struct by reflection gives (how it was written before), for
+// every status and strings that need escaping.
+func TestRecordIsWire(t *testing.T) {
+	odd := []string{"", "plain", "hello <world> & more", "q\"uote\\back", "nl\nnul\x00tab\tdel\x7f",
+		"line\u2028para\u2029", "bad\xffutf8", "émoji 🙂"}
+	for _, s := range odd {
+		for _, r := range []runs.Result{
+			spent(runs.Completed(id32, s, s, 3, 1234*time.Millisecond), 7, 1<<40),
+			spent(runs.Failed(id32, s, s, 1, 0), 0, 9),
+			runs.Running(s, s, 5*time.Millisecond),
+			{RunID: id32, Prompt: s, Status: runs.StatusRunning, Value: s, Error: s, Turns: 4, ElapsedMS: 1, Tokens: runs.Tokens{Prompt: 1, Completion: 2}},
+		} {
+			w := wire{ElapsedMS: r.ElapsedMS, Prompt: r.Prompt, RunID: r.RunID, Status: r.Status, Turns: r.Turns,
+				Tokens: wireTokens{Completion: r.Tokens.Completion, Prompt: r.Tokens.Prompt}}
+			switch r.Status {
+			case runs.StatusCompleted:
+				w.Value = &r.Value
+			case runs.StatusFailed:
+				w.Error = &r.Error
+			case runs.StatusRunning:
+				w.Turns, w.Tokens = 0, wireTokens{}
+			}
+			want, err := jsonwire.Marshal(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := record(r).MarshalJSON()
+			if err != nil || string(got) != string(want) {
+				t.Errorf("MarshalJSON of %+v =\n%s (%v)\nwant\n%s", r, got, err, want)
+			}
+		}
 	}
 }

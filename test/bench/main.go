@@ -334,11 +334,15 @@ func targetsFor(ctx context.Context, o options, tr string, clients int, prompts 
 	pf := filepath.Join(o.dir, "promptforge-mcp-server")
 	floor := filepath.Join(o.dir, "consttool")
 	var out []target
-	// env profiles a Go server when asked to (the profile covers the
-	// warm-up and every round of the configuration); the go-sdk floor
-	// reads the same variables.
+	// env profiles a Go server when asked to; the go-sdk floor reads the
+	// same variables. The profile covers the warm-up and the first
+	// -duration of the configuration's rounds: a profile is written only
+	// if its time is up before the process exits, and the rounds of all
+	// the servers of a configuration take about -duration times their
+	// number, so a longer profile (it was 2 × -duration + 5 s) could
+	// outlast the process and leave an empty file.
 	env := func(name string) []string {
-		return profileEnv(o, fmt.Sprintf("%s-%d-%s", tr, clients, name), o.duration*2+5*time.Second)
+		return profileEnv(o, fmt.Sprintf("%s-%d-%s", tr, clients, name), o.duration+time.Second)
 	}
 	add := func(name string, isFloor bool, call func() *mcp.CallToolParams, start starter) error {
 		connect, stop, pids, err := start()

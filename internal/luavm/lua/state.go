@@ -109,6 +109,12 @@ type Options struct {
 	// If `MinimizeStackMemory` is set, the call stack will be automatically grown or shrank up to a limit of
 	// `CallStackSize` in order to minimize memory usage. This does incur a slight performance penalty.
 	MinimizeStackMemory bool
+	// promptforge: Globals, when set, is the template of the new state's
+	// global table: the state starts with a copy of its entries (see
+	// globals.go) instead of an empty table. Copying a prepared table
+	// costs a few allocations where setting each global costs a map
+	// insertion and the growth of three structures.
+	Globals *LTable
 }
 
 /* }}} */
@@ -642,13 +648,23 @@ func (rg *registry) IsFull() bool {
 
 /* Global {{{ */
 
-func newGlobal() *Global {
+func newGlobal(globals *LTable) *Global {
+	// promptforge: the globals start as a copy of Options.Globals when it
+	// is set; the registry table starts empty (its hash is made on first
+	// use, which the sandbox never makes: it opens no package library),
+	// and there are no temporary files without the io library, so none
+	// of the three is preallocated.
+	var g *LTable
+	if globals != nil {
+		g = globals.cloneEntries()
+	} else {
+		g = newLTable(0, 64)
+	}
 	return &Global{
 		MainThread: nil,
-		Registry:   newLTable(0, 32),
-		Global:     newLTable(0, 64),
+		Registry:   newLTable(0, 0),
+		Global:     g,
 		builtinMts: make(map[int]LValue),
-		tempFiles:  make([]*os.File, 0, 10),
 	}
 }
 
@@ -670,7 +686,7 @@ func panicWithoutTraceback(L *LState) {
 func newLState(options Options) *LState {
 	al := newAllocator(32)
 	ls := &LState{
-		G:       newGlobal(),
+		G:       newGlobal(options.Globals),
 		Parent:  nil,
 		Panic:   panicWithTraceback,
 		Dead:    false,
@@ -1135,7 +1151,7 @@ func (ls *LState) initCallFrame(cf *callFrame) { // +inline-start
 					for i := 0; i < nvarargs; i++ {
 						argtb.RawSetInt(i+1, ls.reg.Get(cf.LocalBase+np+i))
 					}
-					argtb.RawSetString("n", LNumber(nvarargs))
+					argtb.setArgN(LNumber(nvarargs)) // promptforge: sized for its one key (vararg.go)
 					//ls.reg.Set(cf.LocalBase+nargs+np, argtb)
 					ls.reg.array[cf.LocalBase+nargs+np] = argtb
 				} else {
@@ -1247,7 +1263,7 @@ func (ls *LState) pushCallFrame(cf callFrame, fn LValue, meta bool) { // +inline
 						for i := 0; i < nvarargs; i++ {
 							argtb.RawSetInt(i+1, ls.reg.Get(cf.LocalBase+np+i))
 						}
-						argtb.RawSetString("n", LNumber(nvarargs))
+						argtb.setArgN(LNumber(nvarargs)) // promptforge: sized for its one key (vararg.go)
 						//ls.reg.Set(cf.LocalBase+nargs+np, argtb)
 						ls.reg.array[cf.LocalBase+nargs+np] = argtb
 					} else {
@@ -1632,7 +1648,9 @@ func (ls *LState) CreateTable(acap, hcap int) *LTable {
 // NewThread returns a new LState that shares with the original state all global objects.
 // If the original state has context.Context, the new state has a new child context of the original state and this function returns its cancel function.
 func (ls *LState) NewThread() (*LState, context.CancelFunc) {
-	thread := newLState(ls.Options)
+	opts := ls.Options
+	opts.Globals = nil // promptforge: the thread shares ls's globals; copying the template would be wasted
+	thread := newLState(opts)
 	thread.G = ls.G
 	thread.Env = ls.Env
 	var f context.CancelFunc = nil

@@ -1,0 +1,146 @@
+package luavm
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
+)
+
+// vandal changes everything a prompt can reach in its globals and
+// libraries: library functions replaced, added and removed, globals
+// removed and added, the string metatable's lookup replaced, a metatable
+// on _G, and the libraries themselves dropped.
+const vandal = `
+string.upper = function() return "hacked" end
+string.added = "hacked"
+table.insert = nil
+table.concat = function() return "hacked" end
+math.floor = function() return -1 end
+math.pi = 0
+store.read = nil
+tools.add = "hacked"
+tools.need = "hacked"
+models.use = nil
+models.default = nil
+getmetatable("").__index = {upper = function() return "hacked" end}
+_G.added = "hacked"
+assert, next, tostring, jump, execute, fanout = nil, nil, nil, nil, "hacked", nil
+pairs = function() error("hacked") end
+setmetatable(_G, {__index = function() return "hacked" end, __newindex = function() end})
+string, table, math, sys, store = nil, nil, nil, nil, nil
+return "done"`
+
+// probe is what a fresh VM must see whatever another VM did.
+const probe = `
+local names = {}
+for k, v in pairs(_G) do names[#names + 1] = k .. ":" .. type(v) end
+table.sort(names)
+return table.concat(names, ",") .. "|" .. string.upper("a") .. ("b"):upper() ..
+  tostring(string.added) .. tostring(_G.added) .. tostring(math.floor(2.5)) ..
+  string.format("%.2f", math.pi) .. table.concat({"x", "y"}, "-") ..
+  type(table.insert) .. type(store.read) .. type(tools.add) .. type(tools.need) ..
+  type(models.use) .. type(models.default) .. type(assert) .. type(next) ..
+  type(jump) .. type(execute) .. type(fanout) .. tostring(getmetatable(_G))`
+
+// fingerprint is a VM's global table as Go sees it: each global's name
+// and type, the identity of every shared value (functions), and for each
+// table its metatable and how many entries it holds itself.
+func fingerprint(vm *VM) string {
+	var out []string
+	vm.L.G.Global.ForEach(func(k, v lua.LValue) {
+		s := fmt.Sprintf("%s:%s", k, v.Type())
+		switch x := v.(type) {
+		case *lua.LFunction:
+			s += fmt.Sprintf("@%p", x)
+		case *lua.LTable:
+			_, _, keys, _ := x.TableFields()
+			s += fmt.Sprintf(" meta %p keys %d", x.Metatable, keys)
+		}
+		out = append(out, s)
+	})
+	slices.Sort(out)
+	return fmt.Sprint(out, vm.L.G.Global.Metatable)
+}
+
+// TestRunsCannotChangeEachOthersGlobals is the safety of sharing the
+// libraries and the globals' template across VMs: VMs of both kinds that
+// change every global and library they can reach, all at once on their own
+// goroutines (the race detector sees any write to shared state), leave a
+// later VM's globals exactly as a VM made before them had them.
+func TestRunsCannotChangeEachOthersGlobals(t *testing.T) {
+	kinds := []Kind{KindH1, KindSection}
+	name := map[Kind]string{KindH1: "H1", KindSection: "section"}
+	before := map[Kind]string{}
+	seen := map[Kind]string{}
+	for _, kind := range kinds {
+		e := newEnv(t, Options{Kind: kind})
+		before[kind] = fingerprint(e.vm)
+		out, err := e.run(t, probe)
+		if err != nil || !out.Returned {
+			t.Fatalf("probe in a fresh %s VM: %+v %v", name[kind], out, err)
+		}
+		seen[kind] = out.Value
+	}
+	if before[KindH1] == before[KindSection] {
+		t.Fatal("the H1 and section globals should differ (their tools, models and control globals)")
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		kind := kinds[i%len(kinds)]
+		wg.Go(func() {
+			vm := New(t.Context(), Options{Kind: kind, Host: &fakeHost{}})
+			defer vm.Close()
+			out, err := vm.RunChunk(chunk(t, "vandal", 1, vandal))
+			if err != nil || out.Value != "done" {
+				errs <- fmt.Errorf("vandal in a %s VM: %+v %v", name[kind], out, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	for _, kind := range kinds {
+		e := newEnv(t, Options{Kind: kind})
+		if got := fingerprint(e.vm); got != before[kind] {
+			t.Errorf("%s VM globals after the vandals:\n%s\nwant, as before them:\n%s", name[kind], got, before[kind])
+		}
+		out, err := e.run(t, probe)
+		if err != nil || out.Value != seen[kind] {
+			t.Errorf("%s VM probe after the vandals = %+v %v\nwant, as before them: %q", name[kind], out, err, seen[kind])
+		}
+	}
+	if want := "|AB" + "nilnil2" + "3.14x-y" + "functionfunctionfunctionfunction"; !containsAfterNames(seen[KindSection], want) {
+		t.Errorf("section probe %q does not show pristine libraries (want the part after the names to start %q)", seen[KindSection], want)
+	}
+}
+
+// containsAfterNames reports whether the probe's result, after its list
+// of global names, starts with want.
+func containsAfterNames(probe, want string) bool {
+	_, rest, ok := strings.Cut(probe, "|")
+	return ok && strings.HasPrefix("|"+rest, want)
+}
+
+// TestVarargArgTable: a vararg function that does not use ... still gets
+// Lua 5.0's arg table (CompatVarArg), its n and its elements, now that the
+// interpreter sizes it for its one key; each call gets a table of its own.
+// A chunk's own arg table is built but not reachable: arg there is the
+// global, which the sandbox does not define.
+func TestVarargArgTable(t *testing.T) {
+	e := newEnv(t, Options{})
+	mustReturn(t, e, `return type(arg)`, "nil")
+	mustReturn(t, e, `
+local function f(a, ...) arg.extra = true; return arg.n .. ":" .. tostring(arg[1]) .. tostring(arg[2]) .. tostring(arg[3]) end
+local function g(...) return tostring(arg.extra) end
+return f(1, "x", "y") .. "|" .. f(1) .. "|" .. g(7)`, "2:xynil|0:nilnilnil|nil")
+	mustReturn(t, e, `local function h(...) local n = 0; for k in pairs(arg) do n = n + 1 end; return n end; return h() .. h(5, 6)`, "13")
+}
