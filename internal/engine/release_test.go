@@ -44,7 +44,9 @@ func TestSectionVMReleasedForItsLastTurn(t *testing.T) {
 	section := header + "# T\n\n" + defaultModel + "\n## Run\n\n" + lua(`local greeting = "hello"`) + "\nSay {{ args }}.\n"
 	released := perRun(section)
 	kept := perRun(section + "\n" + lua(`local after = 1`))
-	if released+8<<10 > kept {
+	// A section VM is about 7 KB live since VMs copy a template global
+	// table (luavm/lua doc.go); an extra Lua block alone adds far less.
+	if released+4<<10 > kept {
 		t.Errorf("a run waiting in its section's last turn holds %d bytes, one whose section has Lua after the turn %d: the VM was not released", released, kept)
 	}
 }
