@@ -358,6 +358,10 @@ func targetsFor(ctx context.Context, o options, tr string, clients int, prompts 
 		if err != nil {
 			return nil, err
 		}
+		cfgOff, err := tracesOff(o.dir, "stdio", prompts, "")
+		if err != nil {
+			return nil, err
+		}
 		for _, t := range []struct {
 			name  string
 			floor bool
@@ -366,6 +370,7 @@ func targetsFor(ctx context.Context, o options, tr string, clients int, prompts 
 		}{
 			{"go-sdk const (floor)", true, constCall, []string{floor}},
 			{"promptforge run_prompt", false, echoCall, []string{pf, "serve", "--stdio", cfg}},
+			{"promptforge run_prompt, traces off", false, echoCall, []string{pf, "serve", "--stdio", cfgOff}},
 			{"baseline run_prompt", false, echoCall, baseArgv(o, "serve", "--stdio", cfg)},
 			{"promptforge list_prompts", false, listCall, []string{pf, "serve", "--stdio", cfg}},
 			{"ts-sdk const", false, constCall, tsArgv(o, "")},
@@ -401,7 +406,7 @@ func targetsFor(ctx context.Context, o options, tr string, clients int, prompts 
 			name string
 			call func() *mcp.CallToolParams
 			bin  string
-		}{{"promptforge run_prompt", echoCall, pf}, {"promptforge list_prompts", listCall, pf}, {"baseline run_prompt", echoCall, baseArgv(o)[0]}} {
+		}{{"promptforge run_prompt", echoCall, pf}, {"promptforge run_prompt, traces off", echoCall, pf}, {"promptforge list_prompts", listCall, pf}, {"baseline run_prompt", echoCall, baseArgv(o)[0]}} {
 			if t.bin == "" {
 				continue
 			}
@@ -410,6 +415,9 @@ func targetsFor(ctx context.Context, o options, tr string, clients int, prompts 
 				return out, err
 			}
 			cfg, err := writeConfig(o.dir, "http-"+port, prompts, port, 0, "")
+			if strings.HasSuffix(t.name, "traces off") {
+				cfg, err = tracesOff(o.dir, "http-"+port, prompts, port)
+			}
 			if err != nil {
 				return out, err
 			}
@@ -624,6 +632,25 @@ func writePrompts(dir string, files map[string]string) error {
 // writeConfig writes a prompts.toml for one server (name keeps files
 // apart) and returns its path. port "" is stdio. gateway "" points at a
 // port where nothing listens (boot goes on without models).
+// tracesOff writes the configuration writeConfig writes with run traces
+// off ([observability] traces = false; on is the default): the two, side
+// by side, measure what traces cost a run as users run it (issue #15).
+func tracesOff(dir, name, prompts, port string) (string, error) {
+	path, err := writeConfig(dir, name+"-traces-off", prompts, port, 0, "")
+	if err != nil {
+		return "", err
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.WriteString("\n[observability]\ntraces = false\n"); err != nil {
+		f.Close()
+		return "", err
+	}
+	return path, f.Close()
+}
+
 func writeConfig(dir, name, prompts, port string, runs int, gateway string, extra ...string) (string, error) {
 	if port == "" {
 		port = "1"
