@@ -290,7 +290,7 @@ func (c *stdioConn) writeEncoded(msg jsonrpc.Message, data []byte) error {
 	if isResp && c.fast != nil {
 		// Before the write: the peer may send its next line as soon as
 		// it reads this one.
-		c.fast.answered(idKey(resp.ID))
+		c.fast.answered(resp)
 	}
 	c.mu.Lock()
 	_, err := c.out.Write(append(data, '\n'))
