@@ -71,8 +71,12 @@ type fastLane struct {
 	conn  *stdioConn
 	calls *Calls
 	log   *slog.Logger
-	// session is set once Connect returns; nil keeps the lane closed.
+	// session is set once Connect returns (setSession); nil keeps the
+	// lane closed. stored is closed then: the SDK's read loop may read
+	// the first calls before Connect has returned, and they wait for it
+	// rather than go to the SDK by the luck of the scheduling.
 	session atomic.Pointer[mcp.ServerSession]
+	stored  chan struct{}
 	// ready is set once the reply to initialize is written: before it,
 	// the SDK orders calls after the initialize handler, which the lane
 	// would not.
@@ -123,6 +127,7 @@ func newFastLane(ctx context.Context, b Backend, conn *stdioConn) *fastLane {
 		impl:     b.Impl,
 		inflight: map[string]context.CancelCauseFunc{},
 		probes:   map[string]bool{},
+		stored:   make(chan struct{}),
 		jobs:     make(chan laneCall),
 	}
 }
@@ -159,6 +164,9 @@ func (l *fastLane) take(req *jsonrpc.Request) bool {
 		// The SDK drops it (as above), and the reply under its id is
 		// another request's: no probe either.
 		return false
+	}
+	if req.Method == methodCallTool {
+		<-l.stored
 	}
 	ss := l.session.Load()
 	if req.Method != methodCallTool || ss == nil {
@@ -238,6 +246,13 @@ func (l *fastLane) probe(req *jsonrpc.Request, key string) {
 	l.mu.Lock()
 	l.probes[key] = true
 	l.mu.Unlock()
+}
+
+// setSession gives the lane its session once Connect has returned (nil
+// when it failed: the lane stays closed).
+func (l *fastLane) setSession(ss *mcp.ServerSession) {
+	l.session.Store(ss)
+	close(l.stored)
 }
 
 // laneCall is one call the lane took, with what ends it.

@@ -105,7 +105,10 @@ func laneScript() []laneStep {
 		// makes it a notification), whichever method it names; the first
 		// then answers.
 		{lines: []string{call("60", `{"name":"run_prompt","arguments":{"prompt":"summarize"}}`)}, lane: 1},
-		{wait: 2, lines: []string{call("60", echo("duplicate")), `{"jsonrpc":"2.0","id":60,"method":"ping"}`}, release: 2, responses: 1},
+		// A ping under another id, answered, shows both were read before
+		// the first is let go (else it might end first, freeing its id).
+		{wait: 2, lines: []string{call("60", echo("duplicate")), `{"jsonrpc":"2.0","id":60,"method":"ping"}`, `{"jsonrpc":"2.0","id":62,"method":"ping"}`}, responses: 1},
+		{release: 2, responses: 1},
 		one(call("61", echo("after")), 1),
 	}
 }
@@ -177,7 +180,8 @@ func laneScriptNewEra() []laneStep {
 		{wait: 1, lines: []string{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":50,"reason":"user"}}`}, responses: 1},
 		// An id in use while the first is held.
 		{lines: []string{call("60", `{"name":"run_prompt","arguments":{"prompt":"summarize"},`+newEraMeta("")+`}`)}, lane: 1},
-		{wait: 2, lines: []string{echo("60", "duplicate", newEraMeta(""))}, release: 2, responses: 1},
+		{wait: 2, lines: []string{echo("60", "duplicate", newEraMeta("")), `{"jsonrpc":"2.0","id":62,"method":"ping"}`}, responses: 1},
+		{release: 2, responses: 1},
 		one(echo("61", "after", newEraMeta("")), 1),
 		// Once a log level has been set (here refused, as 2026-07-28 has
 		// no logging/setLevel), the SDK's for good.

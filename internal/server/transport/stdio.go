@@ -367,11 +367,11 @@ func serveStdio(ctx context.Context, in io.Reader, out io.Writer, b Backend, dra
 		conn.fast.taken = lane.taken
 	}
 	ss, err := b.MCP.Connect(ctx, stdioTransport{conn}, nil)
+	if conn.fast != nil {
+		conn.fast.setSession(ss)
+	}
 	if err != nil {
 		return fmt.Errorf("connect the stdio session: %w", err)
-	}
-	if conn.fast != nil {
-		conn.fast.session.Store(ss)
 	}
 	ended := make(chan struct{})
 	go func() {
