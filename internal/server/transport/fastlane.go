@@ -50,7 +50,10 @@ const (
 // initialize has been answered, no per-request protocol version in _meta,
 // params an object of exactly a plain string name, an object or no
 // arguments and a _meta of at most a progressToken, and an id no request
-// in flight holds. Everything else goes to the SDK unchanged, and
+// in flight holds; or a 2026-07-28 call of the same shape whose _meta
+// carries the protocol triple as fastlane_era.go describes (newEraMeta,
+// callShape), its result annotated as the SDK annotates it. Everything
+// else goes to the SDK unchanged, and
 // TestStdioFastLaneMatchesTheSDK holds the two paths to the same replies
 // and notifications. Two things of the SDK's request context are not
 // reproduced, as nothing on this path reads them: jsonrpc2's Async
