@@ -94,6 +94,7 @@ type Options struct {
 // Server is the MCP server over one catalog and one run registry, shared
 // by every session on every transport.
 type Server struct {
+	impl     *mcp.Implementation // what MCP was created with (Backend.Impl)
 	catalog  *catalog.Handle
 	runs     *runs.Registry
 	client   *gateway.Client
@@ -217,7 +218,8 @@ func New(opts Options) (*Server, error) {
 	// The Tasks extension is advertised in initialize and server/discover
 	// alike (the SDK builds both from these capabilities).
 	caps.AddExtension(tasksExtension, nil)
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: version}, &mcp.ServerOptions{
+	s.impl = &mcp.Implementation{Name: ServerName, Version: version}
+	s.mcp = mcp.NewServer(s.impl, &mcp.ServerOptions{
 		Instructions: instructions,
 		Capabilities: caps,
 		Logger:       transport.SDKLogger(logger, "mcp"),
@@ -259,7 +261,7 @@ func (s *Server) Backend() transport.Backend {
 	// NoParamHeaders: every input schema is built here (tools.go
 	// inputSchema, prompttools.go promptToolSchema) from a type, a
 	// description and a default, never an x-mcp-header.
-	return transport.Backend{MCP: s.mcp, Calls: s.calls, CloseRuns: s.Close, Logger: s.log, NoParamHeaders: true}
+	return transport.Backend{MCP: s.mcp, Calls: s.calls, CloseRuns: s.Close, Logger: s.log, NoParamHeaders: true, Impl: s.impl}
 }
 
 // Registry is the run registry all sessions share.

@@ -59,10 +59,12 @@ type options struct {
 	profile     string // directory for CPU profiles of the servers, "" for none
 	baseline    string // a git revision whose server is measured beside ours, "" for none
 	node        string // "" when the TypeScript floor is not available
-	// stdioVersion is the protocol version the stdio sessions ask for.
-	stdioVersion string
-	repo         string
-	dir          string
+	// stdioVersions are the protocol versions the stdio sessions ask for,
+	// one block of lines each; stdioVersion is the one being measured.
+	stdioVersions string
+	stdioVersion  string
+	repo          string
+	dir           string
 }
 
 func main() {
@@ -78,9 +80,9 @@ func main() {
 	// Hosts that start stdio servers (Claude Code, Cursor, VS Code: the
 	// TypeScript SDK's client) speak 2025-11-25 at the newest, and the
 	// TypeScript floor serves nothing newer; a go-sdk client left to
-	// itself would ask for 2026-07-28 (server/discover, and the protocol
-	// triple in every request's _meta).
-	flag.StringVar(&o.stdioVersion, "stdio-protocol", "2025-11-25", "the protocol version stdio sessions ask for (2026-07-28 for the SEP-2575 path)")
+	// itself asks for 2026-07-28 (server/discover, and the protocol
+	// triple in every request's _meta). Both are measured by default.
+	flag.StringVar(&o.stdioVersions, "stdio-protocol", "2025-11-25,2026-07-28", "the protocol versions stdio sessions ask for, comma-separated: one block of stdio lines per version (2026-07-28 is the SEP-2575 path)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, o)
@@ -133,22 +135,34 @@ func run(ctx context.Context, o options) error {
 	if o.node == "" {
 		fmt.Println("the TypeScript SDK floor is skipped: it needs node and test/e2e/node_modules (cd test/e2e && npm ci)")
 	}
-	fmt.Printf("machine: %d CPUs; %s per server and configuration in %d interleaved rounds; stdio sessions ask for protocol %s\n\n", cpus(), o.duration, o.rounds, o.stdioVersion)
+	versions := strings.FieldsFunc(o.stdioVersions, func(r rune) bool { return r == ',' })
+	if len(versions) == 0 {
+		return fmt.Errorf("-stdio-protocol: no protocol version given; name at least one, e.g. 2025-11-25")
+	}
+	fmt.Printf("machine: %d CPUs; %s per server and configuration in %d interleaved rounds; stdio sessions ask for protocol %s\n\n", cpus(), o.duration, o.rounds, strings.Join(versions, ", "))
 
 	prompts := filepath.Join(o.dir, "prompts")
 	if err := writePrompts(prompts, map[string]string{"echo.md": echoPrompt}); err != nil {
 		return err
 	}
 	if o.only != "" {
-		fmt.Printf("%-15s %-8s %-27s %9s %9s %9s %9s %9s   %s\n", "transport", "clients", "server", "calls/s", "p50", "p90", "p99", "cpu/call", "vs go-sdk const: time per call (p50, server cpu per call)")
+		fmt.Printf("%-17s %-8s %-27s %9s %9s %9s %9s %9s   %s\n", "transport", "clients", "server", "calls/s", "p50", "p90", "p99", "cpu/call", "vs go-sdk const: time per call (p50, server cpu per call)")
 	}
 	for _, tr := range strings.FieldsFunc(o.only, func(r rune) bool { return r == ',' }) {
 		if !slices.Contains([]string{"stdio", "http", "http-stateless"}, tr) {
 			return fmt.Errorf("-transports: %q is not stdio, http or http-stateless", tr)
 		}
-		for _, clients := range []int{1, 16} {
-			if err := compare(ctx, o, tr, clients, prompts); err != nil {
-				return fmt.Errorf("%s, %d clients: %w", tr, clients, err)
+		eras := []string{""}
+		if tr == "stdio" {
+			eras = versions
+		}
+		for _, version := range eras {
+			o := o
+			o.stdioVersion = version
+			for _, clients := range []int{1, 16} {
+				if err := compare(ctx, o, tr, clients, prompts); err != nil {
+					return fmt.Errorf("%s %s, %d clients: %w", tr, version, clients, err)
+				}
 			}
 		}
 	}
@@ -253,7 +267,11 @@ func compare(ctx context.Context, o options, tr string, clients int, prompts str
 		if floor != nil {
 			ratio = fmt.Sprintf("%.2fx (p50 %.2fx, cpu %.2fx)", floor.rate()/s.rate(), float64(s.pct(0.5))/float64(floor.pct(0.5)), float64(s.cpuPerCall())/float64(floor.cpuPerCall()))
 		}
-		fmt.Printf("%-15s %-8d %-27s %9.0f %9s %9s %9s %9s   %s\n", tr, clients, t.name, s.rate(), us(s.pct(0.5)), us(s.pct(0.9)), us(s.pct(0.99)), us(s.cpuPerCall()), ratio)
+		label := tr
+		if tr == "stdio" {
+			label += " " + o.stdioVersion
+		}
+		fmt.Printf("%-17s %-8d %-27s %9.0f %9s %9s %9s %9s   %s\n", label, clients, t.name, s.rate(), us(s.pct(0.5)), us(s.pct(0.9)), us(s.pct(0.99)), us(s.cpuPerCall()), ratio)
 	}
 	return nil
 }
@@ -375,6 +393,10 @@ func targetsFor(ctx context.Context, o options, tr string, clients int, prompts 
 			{"promptforge list_prompts", false, listCall, []string{pf, "serve", "--stdio", cfg}},
 			{"ts-sdk const", false, constCall, tsArgv(o, "")},
 		} {
+			if t.name == "ts-sdk const" && o.stdioVersion >= "2026-07-28" {
+				// The TypeScript SDK serves 2025-11-25 at the newest.
+				continue
+			}
 			if len(t.argv) == 0 || t.argv[0] == "" {
 				continue
 			}
@@ -462,6 +484,12 @@ func stdioStarter(argv, env []string, version string) starter {
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Env = env
 			cs, err := newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err == nil && cs.InitializeResult().ProtocolVersion != version {
+				// A line must measure the version it names.
+				got := cs.InitializeResult().ProtocolVersion
+				cs.Close()
+				return nil, fmt.Errorf("%s negotiated protocol %s, not the %s asked for", argv[0], got, version)
+			}
 			if err == nil {
 				mu.Lock()
 				pids = append(pids, cmd.Process.Pid)

@@ -44,6 +44,11 @@ type Backend struct {
 	// 2026-07-28 tools/call itself (statelessCalls) instead of through the
 	// SDK's slower stateless handler.
 	NoParamHeaders bool
+	// Impl is the Implementation MCP was created with: the SDK puts it in
+	// the _meta of every 2026-07-28 result (annotateServerInfo), and
+	// mcp.Server does not export it, so the stdio fast lane answers
+	// 2026-07-28 calls itself only when it is given (nil: the SDK does).
+	Impl *mcp.Implementation
 }
 
 func (b Backend) logger() *slog.Logger {

@@ -129,8 +129,15 @@
 //   - stdio tools/call requests of the plain common shape skip the SDK's
 //     per-request machinery (fastLane, fastlane.go), for speed rather
 //     than a defect: on a 2025-era session, a tools/call whose params are
-//     a plain name, object arguments and at most a progressToken in _meta
-//     is decoded once and handed straight to the server's receiving
+//     a plain name, object arguments and at most a progressToken in _meta;
+//     and a 2026-07-28 (SEP-2575) one, once the SDK has answered one call
+//     of that version with a result on the connection, whose _meta holds
+//     exactly the version 2026-07-28, clientCapabilities and optionally
+//     clientInfo that decode as validateRequestMeta decodes them, and a
+//     progressToken, no logLevel (its unexported context key cannot be
+//     set) and no logging/setLevel read before (fastlane_era.go), its
+//     result annotated with Backend.Impl as annotateServerInfo does;
+//     each is decoded once and handed straight to the server's receiving
 //     method-handler chain (every middleware, then the SDK's own
 //     tools/call handler), on a goroutine of its own, with its reply
 //     encoded by jsonrpc.EncodeMessage. It stands in for jsonrpc2's

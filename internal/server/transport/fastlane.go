@@ -21,9 +21,7 @@ const (
 	methodCallTool   = "tools/call"
 	methodInitialize = "initialize"
 	methodCancelled  = "notifications/cancelled"
-	// newEra is the first protocol version whose requests may carry their
-	// own version in _meta (SEP-2575); the lane serves older sessions only.
-	newEra = "2026-07-28"
+	methodSetLevel   = "logging/setLevel"
 )
 
 // fastLane answers the stdio tools/call requests of the plain common shape
@@ -52,7 +50,10 @@ const (
 // initialize has been answered, no per-request protocol version in _meta,
 // params an object of exactly a plain string name, an object or no
 // arguments and a _meta of at most a progressToken, and an id no request
-// in flight holds. Everything else goes to the SDK unchanged, and
+// in flight holds; or a 2026-07-28 call of the same shape whose _meta
+// carries the protocol triple as fastlane_era.go describes (newEraMeta,
+// callShape), its result annotated as the SDK annotates it. Everything
+// else goes to the SDK unchanged, and
 // TestStdioFastLaneMatchesTheSDK holds the two paths to the same replies
 // and notifications. Two things of the SDK's request context are not
 // reproduced, as nothing on this path reads them: jsonrpc2's Async
@@ -73,17 +74,33 @@ type fastLane struct {
 	conn  *stdioConn
 	calls *Calls
 	log   *slog.Logger
-	// session is set once Connect returns; nil keeps the lane closed.
+	// session is set once Connect returns (setSession); nil keeps the
+	// lane closed. stored is closed then: the SDK's read loop may read
+	// the first calls before Connect has returned, and they wait for it
+	// rather than go to the SDK by the luck of the scheduling.
 	session atomic.Pointer[mcp.ServerSession]
+	stored  chan struct{}
 	// ready is set once the reply to initialize is written: before it,
 	// the SDK orders calls after the initialize handler, which the lane
 	// would not.
 	ready atomic.Bool
 	// taken counts the calls the lane took (for tests; nil: not counted).
 	taken *atomic.Int64
+	// impl is Backend.Impl: nil keeps the lane closed to 2026-07-28
+	// calls, whose results carry it.
+	impl *mcp.Implementation
+	// newOK is set once the SDK has answered a 2026-07-28 call with a
+	// result (probe, answered): the server supports that version and the
+	// session's InitializeParams are set (fastlane_era.go).
+	newOK atomic.Bool
+	// leveled is set once a logging/setLevel has been read: the session's
+	// log level may then differ from the "" a 2026-07-28 call without one
+	// gets, so such calls are the SDK's from then on.
+	leveled atomic.Bool
 
 	mu       sync.Mutex
 	initID   string                             // idKey of the first initialize read
+	probes   map[string]bool                    // by idKey: SDK calls naming 2026-07-28 (newOK)
 	inflight map[string]context.CancelCauseFunc // by idKey
 	jobs     chan laneCall                      // to idle workers; closed by end
 	idle     atomic.Int32                       // workers waiting on jobs
@@ -110,7 +127,10 @@ func newFastLane(ctx context.Context, b Backend, conn *stdioConn) *fastLane {
 		conn:     conn,
 		calls:    b.Calls,
 		log:      b.logger(),
+		impl:     b.Impl,
 		inflight: map[string]context.CancelCauseFunc{},
+		probes:   map[string]bool{},
+		stored:   make(chan struct{}),
 		jobs:     make(chan laneCall),
 	}
 }
@@ -121,6 +141,9 @@ func newFastLane(ctx context.Context, b Backend, conn *stdioConn) *fastLane {
 // notifications/cancelled for one of its calls). The SDK
 // gets everything else.
 func (l *fastLane) take(req *jsonrpc.Request) bool {
+	if req.Method == methodSetLevel {
+		l.leveled.Store(true)
+	}
 	if !req.IsCall() {
 		return req.Method == methodCancelled && l.cancel(req.Params)
 	}
@@ -140,18 +163,22 @@ func (l *fastLane) take(req *jsonrpc.Request) bool {
 		l.log.Debug("dropped a request whose id is in use by a call in flight", "method", req.Method, "id", req.ID.Raw())
 		return true
 	}
-	if req.Method != methodCallTool || !l.ready.Load() || l.conn.calls.has(key) {
+	if l.conn.calls.has(key) {
+		// The SDK drops it (as above), and the reply under its id is
+		// another request's: no probe either.
 		return false
+	}
+	if req.Method == methodCallTool {
+		<-l.stored
 	}
 	ss := l.session.Load()
-	if ss == nil {
+	if req.Method != methodCallTool || ss == nil {
+		l.probe(req, key)
 		return false
 	}
-	if ip := ss.InitializeParams(); ip == nil || ip.ProtocolVersion >= newEra {
-		return false
-	}
-	params, ok := plainCallParams(req.Params)
+	params, newEra, ok := l.callShape(ss, req.Params)
 	if !ok {
+		l.probe(req, key)
 		return false
 	}
 	ctx, cancel := context.WithCancelCause(l.base)
@@ -163,7 +190,7 @@ func (l *fastLane) take(req *jsonrpc.Request) bool {
 	}
 	l.inflight[key] = cancel
 	l.conn.calls.asked(key)
-	call := laneCall{ctx: ctx, cancel: cancel, id: req.ID, key: key, req: &mcp.CallToolRequest{Session: ss, Params: params},
+	call := laneCall{ctx: ctx, cancel: cancel, id: req.ID, key: key, req: &mcp.CallToolRequest{Session: ss, Params: params}, newEra: newEra,
 		// Counted until the reply is written, not only while the
 		// handler runs, so a shutdown's drain does not close the session
 		// between the two.
@@ -183,6 +210,54 @@ func (l *fastLane) take(req *jsonrpc.Request) bool {
 	return true
 }
 
+// callShape decodes a tools/call's params if the lane may take the call
+// on session ss: a 2025-era call (no version in _meta) on a 2025-era
+// session once its initialize is answered, or a 2026-07-28 call once
+// newOK is set (fastlane_era.go); newEra says which.
+func (l *fastLane) callShape(ss *mcp.ServerSession, raw []byte) (params *mcp.CallToolParamsRaw, newEra, ok bool) {
+	ip := ss.InitializeParams()
+	if ip == nil {
+		return nil, false, false
+	}
+	if l.ready.Load() && ip.ProtocolVersion < protocolStateless {
+		if params, ok = plainCallParams(raw); ok {
+			return params, false, true
+		}
+	}
+	// An initialize read and not yet answered orders the calls after it
+	// in the SDK, whatever their era.
+	if !l.newOK.Load() || l.leveled.Load() || l.impl == nil || (!l.ready.Load() && l.initRead()) {
+		return nil, false, false
+	}
+	params, ok = newEraCallParams(raw)
+	return params, true, ok
+}
+
+// initRead reports whether an initialize has been read.
+func (l *fastLane) initRead() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.initID != ""
+}
+
+// probe notes a call the SDK gets that names 2026-07-28 in its _meta,
+// until the SDK has answered one with a result (newOK).
+func (l *fastLane) probe(req *jsonrpc.Request, key string) {
+	if l.newOK.Load() || l.impl == nil || !newEraProbe(req.Params) {
+		return
+	}
+	l.mu.Lock()
+	l.probes[key] = true
+	l.mu.Unlock()
+}
+
+// setSession gives the lane its session once Connect has returned (nil
+// when it failed: the lane stays closed).
+func (l *fastLane) setSession(ss *mcp.ServerSession) {
+	l.session.Store(ss)
+	close(l.stored)
+}
+
 // laneCall is one call the lane took, with what ends it.
 type laneCall struct {
 	ctx     context.Context
@@ -190,6 +265,7 @@ type laneCall struct {
 	id      jsonrpc.ID
 	key     string
 	req     *mcp.CallToolRequest
+	newEra  bool // a 2026-07-28 call: its result is annotated
 	release func()
 }
 
@@ -232,6 +308,9 @@ func (l *fastLane) run(call laneCall) {
 		// handleReceive drops the result of a call that failed; a typed
 		// nil result is kept, and goes out as null, as through the SDK.
 		result = res
+		if call.newEra {
+			annotate(res, l.impl)
+		}
 	}
 	if err != nil && (isNotHandled(err) || errors.Is(err, errMethodNotFound)) {
 		err = fmt.Errorf("%w: %q", errMethodNotFound, methodCallTool)
@@ -276,16 +355,23 @@ func (l *fastLane) reply(id jsonrpc.ID, result any, err error) {
 }
 
 // answered is told of every response written: the one to initialize opens
-// the lane.
-func (l *fastLane) answered(key string) {
-	if l.ready.Load() {
+// the lane to 2025-era calls, a result to a 2026-07-28 call of the SDK's
+// to 2026-07-28 ones.
+func (l *fastLane) answered(resp *jsonrpc.Response) {
+	if l.ready.Load() && l.newOK.Load() {
 		return
 	}
+	key := idKey(resp.ID)
 	l.mu.Lock()
 	open := l.initID != "" && key == l.initID
+	probed := l.probes[key]
+	delete(l.probes, key)
 	l.mu.Unlock()
 	if open {
 		l.ready.Store(true)
+	}
+	if probed && resp.Error == nil {
+		l.newOK.Store(true)
 	}
 }
 
@@ -354,12 +440,17 @@ func (l *fastLane) wait() { l.wg.Wait() }
 // holding at most a "progressToken" that is a plain string or an integer
 // (a float64 in Meta, as the SDK's decoder makes any JSON number).
 func plainCallParams(raw []byte) (*mcp.CallToolParamsRaw, bool) {
+	return callParams(raw, plainMeta)
+}
+
+// callParams is plainCallParams with the _meta decoded by meta.
+func callParams(raw []byte, meta func([]byte) (mcp.Meta, bool)) (*mcp.CallToolParamsRaw, bool) {
 	it, ok := membersOf(raw)
 	if !ok {
 		return nil, false
 	}
 	p := &mcp.CallToolParamsRaw{}
-	var name, args, meta bool
+	var name, args, hasMeta bool
 	for {
 		key, val, escaped, _, more := it.next()
 		if !more {
@@ -380,13 +471,13 @@ func plainCallParams(raw []byte) (*mcp.CallToolParamsRaw, bool) {
 			}
 			p.Arguments, args = val, true
 		case "_meta":
-			if meta {
+			if hasMeta {
 				return nil, false
 			}
-			if p.Meta, ok = plainMeta(val); !ok {
+			if p.Meta, ok = meta(val); !ok {
 				return nil, false
 			}
-			meta = true
+			hasMeta = true
 		default:
 			return nil, false
 		}
@@ -410,17 +501,23 @@ func plainMeta(raw []byte) (mcp.Meta, bool) {
 		if escaped || string(key) != "progressToken" || len(m) > 0 {
 			return nil, false
 		}
-		switch {
-		case plainString(val):
-			m["progressToken"] = string(val[1 : len(val)-1])
-		default:
-			n, err := strconv.ParseInt(string(val), 10, 64)
-			if err != nil || int64(float64(n)) != n {
-				return nil, false
-			}
-			m["progressToken"] = float64(n)
+		if m["progressToken"], ok = plainToken(val); !ok {
+			return nil, false
 		}
 	}
+}
+
+// plainToken decodes a progressToken that is a plain string or an integer
+// (a float64, as the SDK's decoder makes any JSON number).
+func plainToken(val []byte) (any, bool) {
+	if plainString(val) {
+		return string(val[1 : len(val)-1]), true
+	}
+	n, err := strconv.ParseInt(string(val), 10, 64)
+	if err != nil || int64(float64(n)) != n {
+		return nil, false
+	}
+	return float64(n), true
 }
 
 // The errors jsonrpc2 wraps (internal/jsonrpc2/wire.go): a *jsonrpc.Error

@@ -17,21 +17,25 @@ import (
 // BenchmarkStdioToolsCall is one tools/call of a constant tool through
 // ServeStdio, with the fast lane and through the SDK's path: raw lines
 // over in-process pipes, so what it counts (time and allocations per call)
-// is the server's side alone, without a client's.
+// is the server's side alone, without a client's; in a 2025-era session
+// and in a 2026-07-28 one (the _meta a go-sdk client sends on each call).
 //
 //	go test ./internal/server/transport -run '^$' -bench StdioToolsCall -benchmem
 func BenchmarkStdioToolsCall(b *testing.B) {
-	for _, lane := range []bool{true, false} {
-		name := "lane"
-		if !lane {
-			name = "sdk"
+	for _, era := range []string{"2025-11-25", "2026-07-28"} {
+		for _, lane := range []bool{true, false} {
+			name := era + "/lane"
+			if !lane {
+				name = era + "/sdk"
+			}
+			b.Run(name, func(b *testing.B) { benchStdioToolsCall(b, era, lane) })
 		}
-		b.Run(name, func(b *testing.B) { benchStdioToolsCall(b, lane) })
 	}
 }
 
-func benchStdioToolsCall(b *testing.B, lane bool) {
-	s := mcp.NewServer(&mcp.Implementation{Name: "floor", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
+func benchStdioToolsCall(b *testing.B, era string, lane bool) {
+	impl := &mcp.Implementation{Name: "floor", Version: "1"}
+	s := mcp.NewServer(impl, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
 	calls := &transport.Calls{}
 	s.AddTool(&mcp.Tool{Name: "const", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		calls.Track(func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -43,7 +47,7 @@ func benchStdioToolsCall(b *testing.B, lane bool) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		transport.ServeStdioLane(context.Background(), inR, outW, transport.Backend{MCP: s, Calls: calls}, time.Second, lane, nil)
+		transport.ServeStdioLane(context.Background(), inR, outW, transport.Backend{MCP: s, Calls: calls, Impl: impl}, time.Second, lane, nil)
 		outW.Close()
 	}()
 	r := bufio.NewReader(outR)
@@ -55,13 +59,19 @@ func benchStdioToolsCall(b *testing.B, lane bool) {
 			b.Fatal(err)
 		}
 	}
-	roundTrip(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
-	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	meta := ""
+	if era == "2025-11-25" {
+		roundTrip(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+		io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	} else {
+		meta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}}}`
+		roundTrip(`{"jsonrpc":"2.0","id":"discover","method":"server/discover","params":{` + meta[1:] + `}}`)
+	}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		i++
-		roundTrip(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/call","params":{"name":"const","arguments":{}}}`)
+		roundTrip(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/call","params":{"name":"const","arguments":{}` + meta + `}}`)
 	}
 	b.StopTimer()
 	inW.Close()

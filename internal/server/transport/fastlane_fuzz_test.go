@@ -11,7 +11,7 @@ import (
 )
 
 // FuzzPlainCallParams holds the fast lane's decoding of tools/call params
-// to the SDK's: whatever plainCallParams accepts, the decoder go-sdk
+// to the SDK's: whatever plainCallParams or newEraCallParams accepts, the decoder go-sdk
 // v1.8.0 uses for params (internal/json: segmentio's, member names
 // matched exactly) must decode to the same name, arguments and _meta.
 func FuzzPlainCallParams(f *testing.F) {
@@ -28,6 +28,10 @@ func FuzzPlainCallParams(f *testing.F) {
 		`{"name":"t","arguments":null}`,
 		`{"name":"t","_meta":{"progressToken":1.5}}`,
 		`{"name":"t","extra":1}`,
+		`{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`,
+		`{"name":"t","arguments":{},"_meta":{"progressToken":3,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}}`,
+		`{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":5}}}`,
+		`{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"info"}}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -36,8 +40,12 @@ func FuzzPlainCallParams(f *testing.F) {
 			return
 		}
 		got, ok := plainCallParams(raw)
+		newEra := false
 		if !ok {
-			return
+			if got, ok = newEraCallParams(raw); !ok {
+				return
+			}
+			newEra = true
 		}
 		var want *mcp.CallToolParamsRaw
 		dec := segjson.NewDecoder(bytes.NewReader(raw))
@@ -48,6 +56,28 @@ func FuzzPlainCallParams(f *testing.F) {
 		if got.Name != want.Name || !bytes.Equal(got.Arguments, want.Arguments) || !reflect.DeepEqual(got.Meta, want.Meta) ||
 			want.InputResponses != nil || want.RequestState != "" {
 			t.Fatalf("params %s: the lane made %+v, the SDK %+v", raw, got, want)
+		}
+		if newEra {
+			// What validateRequestMeta reads: the lane takes exactly
+			// 2026-07-28, no log level, and capabilities (and client
+			// info, when present) that decode.
+			m := want.Meta
+			_, level := m[mcp.MetaKeyLogLevel]
+			if m[mcp.MetaKeyProtocolVersion] != "2026-07-28" || level || m[mcp.MetaKeyClientCapabilities] == nil {
+				t.Fatalf("params %s: the lane took a _meta the SDK judges otherwise: %v", raw, m)
+			}
+			for k, v := range m {
+				if k != mcp.MetaKeyProtocolVersion && k != mcp.MetaKeyClientCapabilities && k != mcp.MetaKeyClientInfo && k != "progressToken" {
+					t.Fatalf("params %s: the lane took an unknown _meta member %q", raw, k)
+				}
+				if k == mcp.MetaKeyClientInfo || k == mcp.MetaKeyClientCapabilities {
+					if _, isMap := v.(map[string]any); !isMap {
+						t.Fatalf("params %s: %s is %T", raw, k, v)
+					}
+				}
+			}
+		} else if _, ok := want.Meta[mcp.MetaKeyProtocolVersion]; ok {
+			t.Fatalf("params %s: the 2025-era shape took a per-request version", raw)
 		}
 	})
 }

@@ -105,15 +105,95 @@ func laneScript() []laneStep {
 		// makes it a notification), whichever method it names; the first
 		// then answers.
 		{lines: []string{call("60", `{"name":"run_prompt","arguments":{"prompt":"summarize"}}`)}, lane: 1},
-		{wait: 2, lines: []string{call("60", echo("duplicate")), `{"jsonrpc":"2.0","id":60,"method":"ping"}`}, release: 2, responses: 1},
+		// A ping under another id, answered, shows both were read before
+		// the first is let go (else it might end first, freeing its id).
+		{wait: 2, lines: []string{call("60", echo("duplicate")), `{"jsonrpc":"2.0","id":60,"method":"ping"}`, `{"jsonrpc":"2.0","id":62,"method":"ping"}`}, responses: 1},
+		{release: 2, responses: 1},
 		one(call("61", echo("after")), 1),
+	}
+}
+
+// newEraMeta is the _meta of a 2026-07-28 call (SEP-2575) with extra
+// members, as a go-sdk v1.8.0 client sends it by default: its version,
+// capabilities and client info.
+func newEraMeta(extra string) string {
+	return `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true},"elicitation":{"form":{}}},` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"client","version":"v1.8.0"}` + extra + `}`
+}
+
+// laneScriptNewEra is the corpus of a 2026-07-28 session over stdio: no
+// initialize, every request carrying its version in _meta.
+func laneScriptNewEra() []laneStep {
+	one := func(line string, lane int) laneStep { return laneStep{lines: []string{line}, responses: 1, lane: lane} }
+	echo := func(id, args, meta string) string {
+		return call(id, `{"name":"run_prompt","arguments":{"prompt":"echo","args":"`+args+`"},`+meta+`}`)
+	}
+	const caps = `"io.modelcontextprotocol/clientCapabilities":{}`
+	bare := func(version string) string {
+		return `"_meta":{"io.modelcontextprotocol/protocolVersion":` + version + `,` + caps + `}`
+	}
+	return []laneStep{
+		// Before the SDK has answered a 2026-07-28 call: its own.
+		one(echo("1", "unsupported version", bare(`"2099-01-01"`)), 0),
+		one(echo("2", "an old version in _meta, no initialize", bare(`"2025-11-25"`)), 0),
+		one(echo("3", "first", newEraMeta("")), 0),
+		// The SDK has answered one with a result: the lane's from now on.
+		one(echo("4", "second", newEraMeta("")), 1),
+		one(echo("5", "bare", bare(`"2026-07-28"`)), 1),
+		one(echo(`"s-6"`, "members in another order", `"_meta":{`+caps+`,"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1","title":"T","extra":[1,{"x":null}]},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`), 1),
+		one(echo("7", "capabilities the SDK knows", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{"tools":{}},"roots":{},"experimental":{"x":{"y":1}},"extensions":{"io.x/y":{}},"unknown":5}}`), 1),
+		one(call("8", `{"name":"list_prompts",`+newEraMeta("")+`}`), 1),
+		one(call("9", `{"name":"run_prompt","arguments":{"prompt":"trio"},`+newEraMeta(`,"progressToken":"p"`)+`}`), 1),
+		one(call("10", `{"name":"run_prompt","arguments":{"prompt":"trio"},`+newEraMeta(`,"progressToken":7`)+`}`), 1),
+		// Errors and tool errors: the SDK's handler judges them on both
+		// paths; a tool error result is annotated, an error is not.
+		one(call("11", `{"name":"run_prompt","arguments":{"prompt":"no-such-prompt"},`+newEraMeta("")+`}`), 1),
+		one(call("12", `{"name":"no_such_tool","arguments":{},`+newEraMeta("")+`}`), 1),
+		one(call("13", `{"name":"run_prompt","arguments":{"prompt":["echo"]},`+newEraMeta("")+`}`), 1),
+		// What validateRequestMeta refuses or judges otherwise: the SDK's.
+		one(echo("20", "unsupported later version", bare(`"2026-12-01"`)), 0),
+		one(echo("21", "version not a string", bare(`20260728`)), 0),
+		one(echo("22", "version escaped", bare(`"\u0032026-07-28"`)), 0),
+		one(echo("23", "no capabilities", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`), 0),
+		one(echo("24", "null capabilities", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":null}`), 0),
+		one(echo("25", "capabilities not an object", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]}`), 0),
+		one(echo("26", "malformed capabilities", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":5}}`), 0),
+		one(echo("27", "malformed clientInfo", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",`+caps+`,"io.modelcontextprotocol/clientInfo":{"name":5}}`), 0),
+		one(echo("28", "null clientInfo", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",`+caps+`,"io.modelcontextprotocol/clientInfo":null}`), 0),
+		one(echo("29", "clientInfo a string", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",`+caps+`,"io.modelcontextprotocol/clientInfo":"c"}`), 0),
+		one(echo("30", "a log level", newEraMeta(`,"io.modelcontextprotocol/logLevel":"debug"`)), 0),
+		one(echo("31", "an unknown member", newEraMeta(`,"x":1`)), 0),
+		one(echo("32", "a repeated member", newEraMeta(`,"io.modelcontextprotocol/protocolVersion":"2026-07-28"`)), 0),
+		one(echo("33", "a float progress token", newEraMeta(`,"progressToken":1.5`)), 0),
+		one(echo("34", "an escaped member name", `"_meta":{"io.modelcontextprotocol/protocolVersio\u006e":"2026-07-28",`+caps+`}`), 0),
+		one(call("35", `{"name":"run_prompt","arguments":{"prompt":"echo"},`+newEraMeta("")+`,"_meta":{}}`), 0),
+		one(call("36", `{"name":"run_prompt","arguments":{"prompt":"echo"},"requestState":"x",`+newEraMeta("")+`}`), 0),
+		// A call without _meta in this session, and methods other than
+		// tools/call: the SDK's.
+		one(call("37", `{"name":"run_prompt","arguments":{"prompt":"echo","args":"no meta"}}`), 0),
+		one(`{"jsonrpc":"2.0","id":38,"method":"server/discover","params":{`+newEraMeta("")+`}}`, 0),
+		one(`{"jsonrpc":"2.0","id":39,"method":"tools/list","params":{`+newEraMeta("")+`}}`, 0),
+		one(`{"jsonrpc":"2.0","id":40,"method":"ping","params":{`+newEraMeta("")+`}}`, 0),
+		// Cancellation mid-run.
+		{lines: []string{call("50", `{"name":"run_prompt","arguments":{"prompt":"summarize"},`+newEraMeta("")+`}`)}, lane: 1},
+		{wait: 1, lines: []string{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":50,"reason":"user"}}`}, responses: 1},
+		// An id in use while the first is held.
+		{lines: []string{call("60", `{"name":"run_prompt","arguments":{"prompt":"summarize"},`+newEraMeta("")+`}`)}, lane: 1},
+		{wait: 2, lines: []string{echo("60", "duplicate", newEraMeta("")), `{"jsonrpc":"2.0","id":62,"method":"ping"}`}, responses: 1},
+		{release: 2, responses: 1},
+		one(echo("61", "after", newEraMeta("")), 1),
+		// Once a log level has been set (here refused, as 2026-07-28 has
+		// no logging/setLevel), the SDK's for good.
+		one(`{"jsonrpc":"2.0","id":70,"method":"logging/setLevel","params":{"level":"debug",`+newEraMeta("")+`}}`, 0),
+		one(echo("71", "after a setLevel", newEraMeta("")), 0),
 	}
 }
 
 // runLane serves the script on a fresh server with the lane on or off and
 // returns every message written, in order, and how many calls the lane
 // took.
-func runLane(t *testing.T, on bool) (msgs []any, raw []string, taken int64) {
+func runLane(t *testing.T, script []laneStep, on bool) (msgs []any, raw []string, taken int64) {
 	t.Helper()
 	g, c := tcpGateway(t)
 	gates := []*gatewaytest.Gate{gatewaytest.NewGate(), gatewaytest.NewGate()}
@@ -143,7 +223,8 @@ func runLane(t *testing.T, on bool) (msgs []any, raw []string, taken int64) {
 			lines <- line
 		}
 	}()
-	for i, st := range laneScript() {
+	var want int64
+	for i, st := range script {
 		if st.wait > 0 {
 			arrived(t, gates[st.wait-1])
 		}
@@ -177,6 +258,13 @@ func runLane(t *testing.T, on bool) (msgs []any, raw []string, taken int64) {
 			msgs = append(msgs, m)
 			raw = append(raw, volatileBytes.ReplaceAllString(line, "$1"))
 		}
+		// Which lines the lane took: every line of a step with a reply
+		// has been read by the time the reply comes.
+		want += int64(st.lane)
+		if on && st.responses > 0 && lane.Load() != want {
+			t.Errorf("step %d (%.120q): the lane has taken %d calls, want %d", i, st.lines, lane.Load(), want)
+			want = lane.Load()
+		}
 	}
 	inW.Close()
 	if err := <-served; err != nil {
@@ -194,15 +282,21 @@ var volatileBytes = regexp.MustCompile(`(\\?"(?:run_id|elapsed_ms)\\?":)(?:\\?"[
 
 // TestStdioFastLaneMatchesTheSDK runs one corpus of lines through the fast
 // lane and through the SDK's own path and requires the same replies and
-// notifications, message by message, as JSON values; and that the lane
-// took exactly the calls of the plain shape.
+// notifications, message by message, as JSON values and byte for byte;
+// and that the lane took exactly the calls of the plain shape: for a
+// 2025-era session (initialize first) and a 2026-07-28 one (_meta).
 func TestStdioFastLaneMatchesTheSDK(t *testing.T) {
+	t.Run("2025", func(t *testing.T) { laneMatchesSDK(t, laneScript()) })
+	t.Run("2026-07-28", func(t *testing.T) { laneMatchesSDK(t, laneScriptNewEra()) })
+}
+
+func laneMatchesSDK(t *testing.T, script []laneStep) {
 	want := 0
-	for _, st := range laneScript() {
+	for _, st := range script {
 		want += st.lane
 	}
-	sdk, sdkRaw, sdkTaken := runLane(t, false)
-	lane, laneRaw, laneTaken := runLane(t, true)
+	sdk, sdkRaw, sdkTaken := runLane(t, script, false)
+	lane, laneRaw, laneTaken := runLane(t, script, true)
 	if sdkTaken != 0 || laneTaken != int64(want) {
 		t.Errorf("the lane took %d calls with the lane off and %d with it on, want 0 and %d", sdkTaken, laneTaken, want)
 	}

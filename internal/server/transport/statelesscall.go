@@ -115,7 +115,7 @@ func directCall(r *http.Request) (req *jsonrpc.Request, ok bool) {
 		}
 	}
 	meta, ok := plainMembers(params["_meta"])
-	if !ok || string(meta[metaProtocolVersion]) != `"`+protocolStateless+`"` {
+	if !ok || string(meta[metaProtocolVersion]) != newEraVersion {
 		return nil, false
 	}
 	name := params["name"]

@@ -290,7 +290,7 @@ func (c *stdioConn) writeEncoded(msg jsonrpc.Message, data []byte) error {
 	if isResp && c.fast != nil {
 		// Before the write: the peer may send its next line as soon as
 		// it reads this one.
-		c.fast.answered(idKey(resp.ID))
+		c.fast.answered(resp)
 	}
 	c.mu.Lock()
 	_, err := c.out.Write(append(data, '\n'))
@@ -367,11 +367,11 @@ func serveStdio(ctx context.Context, in io.Reader, out io.Writer, b Backend, dra
 		conn.fast.taken = lane.taken
 	}
 	ss, err := b.MCP.Connect(ctx, stdioTransport{conn}, nil)
+	if conn.fast != nil {
+		conn.fast.setSession(ss)
+	}
 	if err != nil {
 		return fmt.Errorf("connect the stdio session: %w", err)
-	}
-	if conn.fast != nil {
-		conn.fast.session.Store(ss)
 	}
 	ended := make(chan struct{})
 	go func() {
