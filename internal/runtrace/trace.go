@@ -73,10 +73,12 @@ type Trace struct {
 	Started time.Time `json:"started"`
 	// Status is "running" until the run ends, then the run record's status
 	// ("completed" or "failed"), as the run's body hands it to the
-	// registry (the server's words the trace's end as the record does);
-	// with [runs].store, a record another replica wrote first, once this
-	// one's lease had expired, stands instead, and the trace keeps what
-	// the run did here.
+	// registry (the server's words the trace's end as the record does,
+	// and a failed record restates the header, so that a cancellation
+	// that reworded the record after the body ended the trace shows in
+	// both); with [runs].store, a record another replica wrote first,
+	// once this one's lease had expired, stands instead, and the trace
+	// keeps what the run did here unless that record is failed.
 	Status     string `json:"status"`
 	DurationMS int64  `json:"duration_ms"`
 	Error      string `json:"error,omitempty"`

@@ -165,6 +165,18 @@ func New(opts Options) (*Server, error) {
 		Replica:           opts.Replica,
 		OnTerminal: func(res runs.Result) {
 			metrics.runEnded(res)
+			if res.Status == runs.StatusFailed && s.traces != nil {
+				// The run's body ended its trace in the record's words
+				// as it then knew them (runFunc), but a cancellation
+				// that lands after that and before the record is
+				// written puts its cause in front of the record's
+				// error (runs.FailureText): a failed record restates
+				// the trace's header, which reads no clock and files
+				// nothing. Failures only: a completed record is never
+				// reworded, and completed runs are the fast path.
+				s.traces.Finish(res.RunID, string(res.Status), res.Error, int(res.Turns),
+					runtrace.Tokens{Prompt: int(res.Tokens.Prompt), Completion: int(res.Tokens.Completion)})
+			}
 			if onTerminal != nil {
 				onTerminal(res)
 			}

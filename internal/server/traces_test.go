@@ -207,3 +207,51 @@ func TestTrace_EndsAsTheRecordDoes(t *testing.T) {
 		same(t, h, id, "the run did not finish: an observer's bug")
 	})
 }
+
+// endHook is a trace sink that holds the run's goroutine in RunEnded, the
+// moment its body ends the trace, until the test lets it go: a sink that
+// exports takes that long anyway.
+type endHook struct {
+	ended   chan string
+	release chan struct{}
+}
+
+func (s endHook) RunStarted(*runtrace.Trace)      {}
+func (s endHook) StepStarted(_, _ *runtrace.Step) {}
+func (s endHook) StepEnded(*runtrace.Step)        {}
+func (s endHook) RunEnded(t *runtrace.Trace) {
+	s.ended <- t.RunID
+	<-s.release
+}
+
+// A cancellation that reaches a failing run after its body ended the trace
+// but before the registry wrote the record still changes the record's
+// error (runs.FailureText puts the cause in front); the trace must end up
+// saying what the record says, as it did when the terminal record restated
+// every trace.
+func TestTrace_AgreesWithARecordACancellationRewordedLate(t *testing.T) {
+	hook := endHook{ended: make(chan string, 1), release: make(chan struct{})}
+	h := newHarness(t, fixture{opts: func(o *Options) {
+		o.Tracing = &runtrace.Options{NewSink: func() runtrace.Sink { return hook }}
+	}})
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := h.call(ToolRunPrompt, map[string]any{"prompt": "explode"})
+		if err != nil {
+			t.Errorf("run_prompt explode: protocol error %v", err)
+		}
+		done <- res
+	}()
+	id := <-hook.ended
+	h.srv.Registry().Cancel(id)
+	close(hook.release)
+	<-done
+	rec, ok := h.srv.Registry().Check(id)
+	if !ok || rec.Status != runs.StatusFailed || !strings.Contains(rec.Error, runs.ErrRunCancelled.Error()) {
+		t.Fatalf("record %+v, want failed and naming the late cancellation", rec)
+	}
+	tr, ok := h.srv.Trace(id)
+	if !ok || tr.Status != string(rec.Status) || tr.Error != rec.Error {
+		t.Errorf("trace %q %q, want the record's %q %q", tr.Status, tr.Error, rec.Status, rec.Error)
+	}
+}
