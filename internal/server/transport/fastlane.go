@@ -351,7 +351,9 @@ func (l *fastLane) reply(id jsonrpc.ID, result any, err error) {
 		l.conn.calls.answered(key)
 		return
 	}
-	l.conn.writeEncoded(resp, data)
+	if l.conn.writeEncoded(resp, data) != nil {
+		l.conn.abandon()
+	}
 }
 
 // answered is told of every response written: the one to initialize opens

@@ -512,3 +512,68 @@ func gatedHarness(t *testing.T, text string) (*harness, *gatewaytest.Gate) {
 	t.Cleanup(gate.Release) // before the harness's close, which waits for the run
 	return h, gate
 }
+
+// brokenOut passes writes to w until broken is set, then fails them all,
+// as a stdout whose reader has gone (or whose disk is full) does.
+type brokenOut struct {
+	w      io.Writer
+	broken atomic.Bool
+}
+
+func (b *brokenOut) Write(p []byte) (int, error) {
+	if b.broken.Load() {
+		return 0, io.ErrClosedPipe
+	}
+	return b.w.Write(p)
+}
+
+// A failed write of a reply ends the session with the lane on as with it
+// off: the SDK, after a write of its own fails, cancels the requests it
+// has in flight and closes the connection once they have returned, so
+// ServeStdio returns though stdin stays open. Here the failed write is
+// the reply to a call the lane takes, and a call of the SDK's is held at
+// the gateway meanwhile: it must be cancelled, not left running.
+func TestStdioAFailedReplyWriteEndsTheSession(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lane %v", on), func(t *testing.T) {
+			h, gate := gatedHarness(t, "summary")
+			inR, inW := io.Pipe()
+			defer inW.Close()
+			outR, outW := io.Pipe()
+			out := &brokenOut{w: outW}
+			var taken atomic.Int64
+			served := make(chan error, 1)
+			go func() {
+				served <- transport.ServeStdioLane(context.Background(), inR, out, h.srv.Backend(), 30*time.Second, on, &taken)
+				outW.Close()
+			}()
+			go io.Copy(io.Discard, outR)
+			send := func(line string) {
+				t.Helper()
+				if _, err := io.WriteString(inW, line+"\n"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			send(initializeBody)
+			send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			// Not the plain shape (a _meta member besides progressToken):
+			// the SDK's. No progress token, so no heartbeat write tells
+			// the SDK that stdout is gone.
+			send(call("2", `{"name":"run_prompt","arguments":{"prompt":"summarize"},"_meta":{"other":1}}`))
+			arrived(t, gate)
+			out.broken.Store(true)
+			send(call("3", `{"name":"run_prompt","arguments":{"prompt":"echo","args":"hi"}}`))
+			select {
+			case err := <-served:
+				if err != nil {
+					t.Fatalf("ServeStdio: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("ServeStdio still serving after a reply could not be written, its held call not cancelled")
+			}
+			if want := map[bool]int64{false: 0, true: 1}[on]; taken.Load() != want {
+				t.Errorf("the lane took %d calls, want %d", taken.Load(), want)
+			}
+		})
+	}
+}
