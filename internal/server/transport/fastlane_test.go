@@ -110,6 +110,12 @@ func laneScript() []laneStep {
 		{wait: 2, lines: []string{call("60", echo("duplicate")), `{"jsonrpc":"2.0","id":60,"method":"ping"}`, `{"jsonrpc":"2.0","id":62,"method":"ping"}`}, responses: 1},
 		{release: 2, responses: 1},
 		one(call("61", echo("after")), 1),
+		// A cancellation whose params the SDK cannot decode (a reason
+		// that is not a string) cancels nothing: the held call answers
+		// once let go.
+		{lines: []string{call("80", `{"name":"run_prompt","arguments":{"prompt":"summarize"}}`)}, lane: 1},
+		{wait: 3, lines: []string{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":80,"reason":5}}`, `{"jsonrpc":"2.0","id":81,"method":"ping"}`}, responses: 1},
+		{release: 3, responses: 1},
 	}
 }
 
@@ -196,10 +202,12 @@ func laneScriptNewEra() []laneStep {
 func runLane(t *testing.T, script []laneStep, on bool) (msgs []any, raw []string, taken int64) {
 	t.Helper()
 	g, c := tcpGateway(t)
-	gates := []*gatewaytest.Gate{gatewaytest.NewGate(), gatewaytest.NewGate()}
-	g.Enqueue(gatewaytest.Gated(gates[0], gatewaytest.Text("cancelled")), gatewaytest.Gated(gates[1], gatewaytest.Text("summary")))
-	defer gates[0].Release()
-	defer gates[1].Release()
+	gates := []*gatewaytest.Gate{gatewaytest.NewGate(), gatewaytest.NewGate(), gatewaytest.NewGate()}
+	g.Enqueue(gatewaytest.Gated(gates[0], gatewaytest.Text("cancelled")), gatewaytest.Gated(gates[1], gatewaytest.Text("summary")),
+		gatewaytest.Gated(gates[2], gatewaytest.Text("not cancelled")))
+	for _, gate := range gates {
+		defer gate.Release()
+	}
 	prompts := map[string]string{"trio.md": trioPrompt, "echo.md": echoPrompt, "summarize.md": summarizePrompt}
 	h := newHarness(t, fixture{prompts: prompts, opts: withGateway(c)})
 
