@@ -195,11 +195,14 @@
 // [ServeStdio] owns one goroutine waiting on its session and returns only
 // after the session has ended; stdin is read on the SDK's own read loop
 // (stdioConn), which ends when the session closes the connection, closing
-// stdin. The stdio fast lane runs each tools/call it takes on a goroutine
-// of its own (fastLane.run), which ends with the call's reply; a call is
-// cancelled by a notifications/cancelled naming it, by the end of input
-// once the drain is over, by a failed write to stdout or by the
-// connection closing, and ServeStdio waits for all of them (after its
+// stdin. The stdio fast lane runs each tools/call it takes on a worker
+// goroutine of its own (fastLane.worker), one at a time, and keeps up to
+// maxIdleWorkers of them waiting for the next call until the lane ends; a
+// call is cancelled by a notifications/cancelled naming it, by the end of
+// input once the drain is over, by a failed write to stdout (a failed
+// write of the lane's own closes stdin too, so the SDK ends its calls as
+// after one of its own: stdioConn.abandon) or by the connection closing,
+// and ServeStdio waits for all of them and the workers (after its
 // session has ended, bounded by FinalCloseTimeout at a shutdown) before
 // it returns. A stdin whose read Close cannot interrupt (a blocking file
 // descriptor whose peer keeps it open) is waited for at most

@@ -351,7 +351,9 @@ func (l *fastLane) reply(id jsonrpc.ID, result any, err error) {
 		l.conn.calls.answered(key)
 		return
 	}
-	l.conn.writeEncoded(resp, data)
+	if l.conn.writeEncoded(resp, data) != nil {
+		l.conn.abandon()
+	}
 }
 
 // answered is told of every response written: the one to initialize opens
@@ -376,29 +378,16 @@ func (l *fastLane) answered(resp *jsonrpc.Response) {
 }
 
 // cancel cancels the lane's call that the notifications/cancelled params
-// name, reading requestId as the SDK's canceller.Preempt does (exact
-// member name, the last one winning; a number through float64 to int64).
+// name, reading them as the SDK's canceller.Preempt does (mcp/transport.go:
+// the SDK's decoder into mcp.CancelledParams, then MakeID; params it
+// cannot decode, such as a reason that is not a string, cancel nothing).
 // It reports whether the call was the lane's.
 func (l *fastLane) cancel(params json.RawMessage) bool {
-	it, ok := membersOf(params)
-	if !ok {
+	var p mcp.CancelledParams
+	if sdkUnmarshal(params, &p) != nil {
 		return false
 	}
-	var raw []byte
-	for {
-		k, v, _, _, more := it.next()
-		if !more {
-			break
-		}
-		if string(k) == "requestId" {
-			raw = v
-		}
-	}
-	var v any
-	if raw == nil || json.Unmarshal(raw, &v) != nil {
-		return false
-	}
-	id, err := jsonrpc.MakeID(v)
+	id, err := jsonrpc.MakeID(p.RequestID)
 	if err != nil || !id.IsValid() {
 		return false
 	}

@@ -110,6 +110,12 @@ func laneScript() []laneStep {
 		{wait: 2, lines: []string{call("60", echo("duplicate")), `{"jsonrpc":"2.0","id":60,"method":"ping"}`, `{"jsonrpc":"2.0","id":62,"method":"ping"}`}, responses: 1},
 		{release: 2, responses: 1},
 		one(call("61", echo("after")), 1),
+		// A cancellation whose params the SDK cannot decode (a reason
+		// that is not a string) cancels nothing: the held call answers
+		// once let go.
+		{lines: []string{call("80", `{"name":"run_prompt","arguments":{"prompt":"summarize"}}`)}, lane: 1},
+		{wait: 3, lines: []string{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":80,"reason":5}}`, `{"jsonrpc":"2.0","id":81,"method":"ping"}`}, responses: 1},
+		{release: 3, responses: 1},
 	}
 }
 
@@ -196,10 +202,12 @@ func laneScriptNewEra() []laneStep {
 func runLane(t *testing.T, script []laneStep, on bool) (msgs []any, raw []string, taken int64) {
 	t.Helper()
 	g, c := tcpGateway(t)
-	gates := []*gatewaytest.Gate{gatewaytest.NewGate(), gatewaytest.NewGate()}
-	g.Enqueue(gatewaytest.Gated(gates[0], gatewaytest.Text("cancelled")), gatewaytest.Gated(gates[1], gatewaytest.Text("summary")))
-	defer gates[0].Release()
-	defer gates[1].Release()
+	gates := []*gatewaytest.Gate{gatewaytest.NewGate(), gatewaytest.NewGate(), gatewaytest.NewGate()}
+	g.Enqueue(gatewaytest.Gated(gates[0], gatewaytest.Text("cancelled")), gatewaytest.Gated(gates[1], gatewaytest.Text("summary")),
+		gatewaytest.Gated(gates[2], gatewaytest.Text("not cancelled")))
+	for _, gate := range gates {
+		defer gate.Release()
+	}
 	prompts := map[string]string{"trio.md": trioPrompt, "echo.md": echoPrompt, "summarize.md": summarizePrompt}
 	h := newHarness(t, fixture{prompts: prompts, opts: withGateway(c)})
 
@@ -511,4 +519,69 @@ func gatedHarness(t *testing.T, text string) (*harness, *gatewaytest.Gate) {
 	h := newHarness(t, fixture{opts: withGateway(c)})
 	t.Cleanup(gate.Release) // before the harness's close, which waits for the run
 	return h, gate
+}
+
+// brokenOut passes writes to w until broken is set, then fails them all,
+// as a stdout whose reader has gone (or whose disk is full) does.
+type brokenOut struct {
+	w      io.Writer
+	broken atomic.Bool
+}
+
+func (b *brokenOut) Write(p []byte) (int, error) {
+	if b.broken.Load() {
+		return 0, io.ErrClosedPipe
+	}
+	return b.w.Write(p)
+}
+
+// A failed write of a reply ends the session with the lane on as with it
+// off: the SDK, after a write of its own fails, cancels the requests it
+// has in flight and closes the connection once they have returned, so
+// ServeStdio returns though stdin stays open. Here the failed write is
+// the reply to a call the lane takes, and a call of the SDK's is held at
+// the gateway meanwhile: it must be cancelled, not left running.
+func TestStdioAFailedReplyWriteEndsTheSession(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lane %v", on), func(t *testing.T) {
+			h, gate := gatedHarness(t, "summary")
+			inR, inW := io.Pipe()
+			defer inW.Close()
+			outR, outW := io.Pipe()
+			out := &brokenOut{w: outW}
+			var taken atomic.Int64
+			served := make(chan error, 1)
+			go func() {
+				served <- transport.ServeStdioLane(context.Background(), inR, out, h.srv.Backend(), 30*time.Second, on, &taken)
+				outW.Close()
+			}()
+			go io.Copy(io.Discard, outR)
+			send := func(line string) {
+				t.Helper()
+				if _, err := io.WriteString(inW, line+"\n"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			send(initializeBody)
+			send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			// Not the plain shape (a _meta member besides progressToken):
+			// the SDK's. No progress token, so no heartbeat write tells
+			// the SDK that stdout is gone.
+			send(call("2", `{"name":"run_prompt","arguments":{"prompt":"summarize"},"_meta":{"other":1}}`))
+			arrived(t, gate)
+			out.broken.Store(true)
+			send(call("3", `{"name":"run_prompt","arguments":{"prompt":"echo","args":"hi"}}`))
+			select {
+			case err := <-served:
+				if err != nil {
+					t.Fatalf("ServeStdio: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("ServeStdio still serving after a reply could not be written, its held call not cancelled")
+			}
+			if want := map[bool]int64{false: 0, true: 1}[on]; taken.Load() != want {
+				t.Errorf("the lane took %d calls, want %d", taken.Load(), want)
+			}
+		})
+	}
 }

@@ -239,6 +239,9 @@ type stdioConn struct {
 	// (written from the read loop).
 	mu  sync.Mutex
 	out io.Writer
+
+	srcOnce   sync.Once // src is closed once: by Close, or by abandon first
+	srcClosed error
 }
 
 // stdioTransport hands the SDK its one connection.
@@ -322,10 +325,31 @@ func (c *stdioConn) Close() error {
 		// what is left, follows at once.
 		c.fast.end(errServerClosing)
 	}
-	if cl, ok := c.src.(io.Closer); ok {
-		return cl.Close()
-	}
-	return nil
+	return c.closeSrc()
+}
+
+// closeSrc closes the source, once.
+func (c *stdioConn) closeSrc() error {
+	c.srcOnce.Do(func() {
+		if cl, ok := c.src.(io.Closer); ok {
+			c.srcClosed = cl.Close()
+		}
+	})
+	return c.srcClosed
+}
+
+// abandon ends the session after a reply of the fast lane's could not be
+// written. After a failed write of its own the SDK cancels its requests in
+// flight and closes the connection once they have returned (jsonrpc2's
+// Connection.write and updateInFlight), but it never sees the lane's
+// writes: without this it would go on running its calls, and reading
+// stdin, for a peer that can no longer be answered. Closing the source
+// ends its read loop, which cancels those calls and closes the session
+// once they return; nothing read is left to wait for, as nothing can be
+// answered.
+func (c *stdioConn) abandon() {
+	c.calls.close()
+	c.closeSrc()
 }
 
 func (*stdioConn) SessionID() string { return "" }
