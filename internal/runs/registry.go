@@ -195,11 +195,14 @@ type Registry struct {
 	mu sync.Mutex
 	// owned are the runs whose goroutines this process runs, from Launch
 	// until their terminal record is written.
-	owned   map[string]*record
-	live    int // run goroutines not yet returned
-	closed  bool
-	idle    chan struct{} // closed once closed && live == 0
-	idleSet bool
+	owned  map[string]*record
+	live   int // run goroutines not yet returned
+	closed bool
+	idle   chan struct{} // closed once closed && live == 0 && answering == 0
+	// answering counts the runs that have left live but whose waiters
+	// are still being answered (supervise).
+	answering int
+	idleSet   bool
 
 	// handoff passes a launched run to an idle run goroutine (runner);
 	// it is unbuffered, so a send succeeds only when one is waiting.
@@ -453,9 +456,16 @@ func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run f
 		// The run's waiters are answered only now, after the terminal
 		// line and OnTerminal, so a caller that reads the metrics or the
 		// trace once answered finds this run in them.
-		close(rec.done)
+		// The run leaves the in-flight count before its waiters are
+		// answered, so a caller that reads /metrics once answered does
+		// not count it; the registry is idle only once they are.
 		r.mu.Lock()
 		r.live--
+		r.answering++
+		r.mu.Unlock()
+		close(rec.done)
+		r.mu.Lock()
+		r.answering--
 		r.markIdleLocked()
 		r.mu.Unlock()
 	}()
@@ -726,7 +736,7 @@ func (r *Registry) Close(ctx context.Context) error {
 }
 
 func (r *Registry) markIdleLocked() {
-	if r.closed && r.live == 0 && !r.idleSet {
+	if r.closed && r.live == 0 && r.answering == 0 && !r.idleSet {
 		r.idleSet = true
 		close(r.idle)
 	}

@@ -109,3 +109,20 @@ func TestStoreWritesAreBounded(t *testing.T) {
 		t.Errorf("store writes had deadlines: register %v, finish %v; want both bounded", st.register, st.finish)
 	}
 }
+
+// A caller answered with a run's result finds it out of the in-flight
+// count: /metrics read right after a reply said runs_in_flight 1 now and
+// then (TestMetricsEndpoint under -race), as the count went down only
+// after the waiters were answered.
+func TestAnsweredRunIsNoLongerInFlight(t *testing.T) {
+	r, _ := newRegistry(t, Options{MaxConcurrentRuns: 4, AdmissionTimeout: time.Minute, ReplyDeadline: time.Hour, RetainCompleted: time.Hour})
+	for i := range 300 {
+		h := launch(t, r, fmt.Sprintf("run-%d", i), "p", func(context.Context) Outcome { return Outcome{Value: "ok"} })
+		if res := r.Settle(t.Context(), h); res.Status != StatusCompleted {
+			t.Fatalf("run %d: %+v", i, res)
+		}
+		if n := r.Stats().InFlight; n != 0 {
+			t.Fatalf("run %d answered, yet %d run(s) in flight", i, n)
+		}
+	}
+}
