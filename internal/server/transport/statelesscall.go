@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -159,30 +158,24 @@ func acceptsBoth(values []string) (jsonOK, streamOK bool) {
 // name; false when raw is not an object or a name is escaped or repeated,
 // where the SDK's decoder must judge.
 func plainMembers(raw []byte) (map[string][]byte, bool) {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
+	it, ok := membersOf(raw)
+	if !ok {
 		return nil, false
 	}
 	members := make(map[string][]byte, 4)
-	for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != '}'; {
-		keyEnd := skipString(raw, i)
-		key := raw[i+1 : keyEnd-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
+	for {
+		key, val, escaped, _, more := it.next()
+		if !more {
+			return members, true
+		}
+		if escaped {
 			return nil, false
 		}
 		if _, dup := members[string(key)]; dup {
 			return nil, false
 		}
-		i = skipSpace(raw, keyEnd)
-		i = skipSpace(raw, i+1) // the colon
-		end, _ := skipValue(raw, i)
-		members[string(key)] = raw[i:end]
-		i = skipSpace(raw, end)
-		if i < len(raw) && raw[i] == ',' {
-			i = skipSpace(raw, i+1)
-		}
+		members[string(key)] = val
 	}
-	return members, true
 }
 
 // serveCall answers one call on a throwaway session, as serveStateless
