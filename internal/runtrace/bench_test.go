@@ -3,6 +3,7 @@ package runtrace
 import (
 	"context"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -127,27 +128,37 @@ func BenchmarkTracing(b *testing.B) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			var off, on, offCPU, onCPU time.Duration
+			// Each pair's ratios too: on a loaded machine a run the
+			// scheduler preempted weighs in the sums above as much as
+			// thousands of others, and their median ignores it.
+			ratios := make([]float64, 0, 1<<16)
+			cpuRatios := make([]float64, 0, 1<<16)
 			i := 0
 			for b.Loop() {
 				i++
+				var pair, pairCPU [2]time.Duration
 				for k := range 2 {
 					start, startCPU := time.Now(), threadCPU()
+					half := 1 // on
 					if (i+k)%2 == 0 {
-						run(b, false)
-						off += time.Since(start)
-						offCPU += threadCPU() - startCPU
-						continue
+						half = 0
 					}
-					run(b, true)
-					on += time.Since(start)
-					onCPU += threadCPU() - startCPU
+					run(b, half == 1)
+					pair[half], pairCPU[half] = time.Since(start), threadCPU()-startCPU
+				}
+				off, on, offCPU, onCPU = off+pair[0], on+pair[1], offCPU+pairCPU[0], onCPU+pairCPU[1]
+				ratios = append(ratios, float64(pair[1])/float64(pair[0]))
+				if pairCPU[0] > 0 {
+					cpuRatios = append(cpuRatios, float64(pairCPU[1])/float64(pairCPU[0]))
 				}
 			}
 			b.ReportMetric(float64(off.Nanoseconds())/float64(i), "off-ns/run")
 			b.ReportMetric(float64(on.Nanoseconds())/float64(i), "on-ns/run")
 			b.ReportMetric(100*(float64(on)/float64(off)-1), "overhead-%")
+			b.ReportMetric(100*(median(ratios)-1), "overhead-med-%")
 			if offCPU > 0 {
 				b.ReportMetric(100*(float64(onCPU)/float64(offCPU)-1), "cpu-overhead-%")
+				b.ReportMetric(100*(median(cpuRatios)-1), "cpu-overhead-med-%")
 			}
 		})
 		b.Run(p.name+"/allocs-off", func(b *testing.B) {
@@ -163,6 +174,15 @@ func BenchmarkTracing(b *testing.B) {
 			}
 		})
 	}
+}
+
+// median is the middle of v (which it sorts), 1 when v is empty.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 1
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
 }
 
 // turnEnds stands in for the server's metrics tracer, the next of a traced
