@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -57,7 +58,11 @@ func (s *Server) traceRuns(recent int) (inFlight, finished []runtrace.Summary) {
 		return s.traces.Runs(recent)
 	}
 	live, done := s.runs.Locals(recent)
-	return runtrace.Summaries(recorders(live), recorders(done))
+	ended := recorders(done)
+	// A run whose terminal record has just been written may be read both
+	// in flight and finished: it is finished.
+	going := slices.DeleteFunc(recorders(live), func(r *runtrace.Recorder) bool { return slices.Contains(ended, r) })
+	return runtrace.Summaries(going, ended)
 }
 
 func recorders(locals []any) []*runtrace.Recorder {
