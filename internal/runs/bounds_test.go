@@ -227,3 +227,78 @@ func TestHugeSingleRecordIsKeptUntilTheNextFinishes(t *testing.T) {
 		}
 	})
 }
+
+// What LaunchWith keeps with a run (the server's trace) is read with its
+// record while the run goes and after it ends, and goes exactly when the
+// record goes: by the retention window, the count bound and the byte
+// bound alike, never before and never after. Locals lists it the same way.
+func TestLocalLivesExactlyAsLongAsItsRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testOptions(time.Hour)
+		cfg.RetainCompleted = 10 * time.Second
+		cfg.MaxRetainedRuns = 2
+		cfg.MaxRetainedBytes = 8
+		r, _ := newRegistry(t, cfg)
+		type local struct{ id string }
+		// check says, for each id, whether the record is known and
+		// whether its local is, which must agree.
+		check := func(when string, ids []string, want []bool) {
+			t.Helper()
+			for i, id := range ids {
+				v, ok := r.View(id)
+				l, _ := v.Local.(*local)
+				if ok != want[i] || (l != nil) != want[i] || (l != nil && l.id != id) {
+					t.Errorf("%s: %s: record %v, local %+v; want both %v", when, id, ok, l, want[i])
+				}
+			}
+			_, finished := r.Locals(10)
+			n := 0
+			for _, w := range want {
+				if w {
+					n++
+				}
+			}
+			if len(finished) != n {
+				t.Errorf("%s: Locals lists %d finished, want %d", when, len(finished), n)
+			}
+		}
+		run := func(id, value string) {
+			slot, err := r.Admit(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			release := make(chan struct{})
+			h, err := r.LaunchWith(slot, id, "p", &local{id}, func(context.Context) Outcome {
+				<-release
+				return Outcome{Value: value}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// While it runs, the local is read with the running record.
+			if v, ok := r.View(id); !ok || v.Status != StatusRunning || v.Local.(*local).id != id {
+				t.Errorf("running %s: %+v %v, want its running record with its local", id, v, ok)
+			}
+			if live, _ := r.Locals(10); len(live) != 1 || live[0].(*local).id != id {
+				t.Errorf("running %s: Locals in flight = %v", id, live)
+			}
+			close(release)
+			<-h.Done()
+		}
+		ids := []string{"a", "b", "c", "d"}
+		run("a", "a")
+		time.Sleep(4 * time.Second)
+		run("b", "b")
+		time.Sleep(4 * time.Second)
+		run("c", "c") // 8s: the count bound (2) pushes a out
+		check("at 8s", ids[:3], []bool{false, true, true})
+		time.Sleep(6*time.Second - time.Nanosecond) // one instant before b's window closes
+		check("at 14s-1ns", ids[:3], []bool{false, true, true})
+		time.Sleep(time.Nanosecond) // 14s: b's window closes
+		check("at 14s", ids[:3], []bool{false, false, true})
+		run("d", "dddddddd") // 8 bytes: with c's 1, over the byte bound: c goes
+		check("after d", ids, []bool{false, false, false, true})
+		time.Sleep(10 * time.Second)
+		check("at 24s", ids, []bool{false, false, false, false})
+	})
+}

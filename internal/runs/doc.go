@@ -81,7 +81,9 @@
 // now, and dropping it would turn a result that was computed into "unknown
 // run". It goes when its window closes or the next finished run pushes it
 // out. A record evicted early reads as unknown, exactly like one past its
-// window.
+// window. What [Registry.LaunchWith] keeps with a run (the server's trace)
+// is in the memory store's record itself, so it goes with the record, by
+// the same rules; a shared store does not hold it.
 //
 // # Logs
 //

@@ -130,6 +130,7 @@ type record struct {
 	started    time.Time
 	cancel     context.CancelCauseFunc
 	done       chan struct{} // closed with the first terminal result
+	local      any           // Stored.Local, from LaunchWith
 
 	// guarded by Registry.mu
 	finished bool
@@ -327,6 +328,17 @@ func (r *Registry) Admit(ctx context.Context) (*Slot, error) {
 // stop; it is not derived from any call's context, so a call that has been
 // answered cannot stop the run by ending.
 func (r *Registry) Launch(slot *Slot, id, prompt string, run func(ctx context.Context) Outcome) (*Handle, error) {
+	return r.LaunchWith(slot, id, prompt, nil, run)
+}
+
+// LaunchWith is Launch keeping local with the run's record in this
+// process ([Stored.Local]): [Registry.Lookup] returns it with the record
+// while the run goes and, with the memory store, for as long as the
+// finished record is retained, and no longer (the server's run trace, so
+// that a trace is kept by the record's own map and retention instead of a
+// second index of its own). A shared store does not keep it: once such a
+// run has finished, Lookup returns it without.
+func (r *Registry) LaunchWith(slot *Slot, id, prompt string, local any, run func(ctx context.Context) Outcome) (*Handle, error) {
 	if slot == nil || slot.pool != r.slots {
 		return nil, errors.New("launch a run: the slot was not admitted by this registry; call Admit first")
 	}
@@ -356,6 +368,7 @@ func (r *Registry) Launch(slot *Slot, id, prompt string, run func(ctx context.Co
 		started: time.Now(),
 		cancel:  cancel,
 		done:    make(chan struct{}),
+		local:   local,
 	}
 	// Owned before it is stored: a cancellation that arrives as soon as
 	// the record is readable finds the run and cancels its context, which
@@ -533,7 +546,7 @@ func (r *Registry) abnormalEnd(rec *record, p any) Result {
 func (r *Registry) finish(rec *record, res Result, end ending) Result {
 	stored := Stored{
 		Result: res, Owner: r.replica, Started: rec.started, Finished: time.Now(),
-		Cause: end.cause, Abnormal: end.abnormal,
+		Cause: end.cause, Abnormal: end.abnormal, Local: rec.local,
 	}
 	sctx, done := r.storeContext()
 	standing, err := r.store.Finish(sctx, stored)
@@ -621,6 +634,9 @@ type View struct {
 	// Abnormal: the run panicked or exited without returning; its record
 	// is failed and says so.
 	Abnormal bool
+	// Local is what [Registry.LaunchWith] kept with the record, while
+	// this process holds it (see [Stored.Local]).
+	Local any
 }
 
 // View returns what [Registry.Check] returns for id, with the times and
@@ -642,7 +658,7 @@ func (r *Registry) Lookup(ctx context.Context, id string) (View, bool, error) {
 	r.mu.Lock()
 	rec, mine := r.owned[id]
 	if mine && !rec.finished {
-		v := View{Result: rec.snapshotLocked(), Started: rec.started}
+		v := View{Result: rec.snapshotLocked(), Started: rec.started, Local: rec.local}
 		r.mu.Unlock()
 		return v, true, nil
 	}
@@ -655,13 +671,38 @@ func (r *Registry) Lookup(ctx context.Context, id string) (View, bool, error) {
 	if !ok {
 		return View{}, false, nil
 	}
-	v := View{Result: st.Result, Started: st.Started}
+	v := View{Result: st.Result, Started: st.Started, Local: st.Local}
 	if st.Status == StatusRunning {
 		v.Result = Running(st.RunID, st.Prompt, now.Sub(st.Started))
 		return v, true, nil
 	}
 	v.Finished, v.Cause, v.Abnormal = st.Finished, st.Cause, st.Abnormal
 	return v, true, nil
+}
+
+// Locals lists what [Registry.LaunchWith] kept with the runs in flight
+// (in no order) and with the newest retained finished ones (newest first,
+// at most recent of them); runs launched without one are left out. Only
+// the memory store keeps finished ones: over a shared store finished is
+// empty. For the status page: it walks every run in flight.
+func (r *Registry) Locals(recent int) (inFlight, finished []any) {
+	r.mu.Lock()
+	for _, rec := range r.owned {
+		if rec.local != nil && !rec.finished {
+			inFlight = append(inFlight, rec.local)
+		}
+	}
+	r.mu.Unlock()
+	m, ok := r.store.(*memStore)
+	if !ok {
+		return inFlight, nil
+	}
+	for _, st := range m.Recent(recent, time.Now()) {
+		if st.Local != nil {
+			finished = append(finished, st.Local)
+		}
+	}
+	return inFlight, finished
 }
 
 // Cancel asks the run id names to stop, with [ErrRunCancelled] as the cause.

@@ -56,6 +56,12 @@ type Stored struct {
 	// [ErrCallerCancelled], [ErrShuttingDown]) or nil.
 	Cause    error
 	Abnormal bool
+	// Local is what the process that runs the run keeps with its record
+	// and no shared store can hold: the server's run trace. The memory
+	// store keeps it in the record itself, so it lives exactly as long as
+	// the record (one map, one retention); a shared store drops it, and
+	// whoever set it keeps its own copy (see [Registry.LaunchWith]).
+	Local any
 }
 
 // Causes are stored by name; CauseName and CauseOf convert, so a record
@@ -212,6 +218,19 @@ func (m *memStore) OnCancel(f func(string)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.cancels = append(m.cancels, f)
+}
+
+// Recent lists the newest retained finished records, newest first, at
+// most n of them (the status page's recent runs).
+func (m *memStore) Recent(n int, now time.Time) []Stored {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sweepLocked(now)
+	out := make([]Stored, 0, min(n, len(m.expiring)))
+	for i := len(m.expiring) - 1; i >= 0 && len(out) < n; i-- {
+		out = append(out, m.expiring[i].Stored)
+	}
+	return out
 }
 
 func (m *memStore) Held() (int, int64) {

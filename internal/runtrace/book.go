@@ -13,9 +13,15 @@ import (
 // as the run registry keeps their records: the same window
 // (retain_completed) and the same count bound (runs.DefaultMaxRetainedRuns
 // unless set). Like the registry it sweeps on each write instead of running
-// a timer.
+// a timer. That is the book of a server whose run records are in a shared
+// store, which cannot hold a trace; over the in-memory store the registry
+// keeps each trace in its run's record instead, and the book
+// ([NewRecordBook]) only opens and closes traces, keeping none.
 type Book struct {
-	opts    Options
+	opts Options
+	// keep: the book files the runs it opens (NewBook); without it the
+	// run registry keeps them with their records (NewRecordBook).
+	keep    bool
 	retain  time.Duration
 	maxKept int
 	now     func() time.Time
@@ -62,8 +68,25 @@ func NewBook(opts Options, retain time.Duration, maxKept int) *Book {
 	if now == nil {
 		now = time.Now
 	}
-	return &Book{opts: opts, retain: retain, maxKept: maxKept, now: now, realClock: opts.Now == nil,
+	return &Book{opts: opts, keep: true, retain: retain, maxKept: maxKept, now: now, realClock: opts.Now == nil,
 		runs: map[string]*Recorder{}}
+}
+
+// NewRecordBook makes a book that keeps no trace itself: whoever calls
+// Begin keeps the recorder it returns with the run's record (the server:
+// runs.Registry.LaunchWith, over the in-memory run store), so a trace is
+// found through the record and lives exactly as long as it. Get and Runs
+// then find nothing; [Summaries] lists such recorders as Runs does.
+//
+// A traced run then costs no map of its own: with the book's index, a run
+// was also an insert into a second map of 10,000 retained runs, the
+// eviction of the oldest from it, and the entry in its finished-order
+// ring, each a hash of the long run id, cold memory, and pointer writes
+// through the collector's write barrier (docs/benchmarks.md, Run traces).
+func NewRecordBook(opts Options) *Book {
+	b := NewBook(opts, 0, 0)
+	b.keep = false
+	return b
 }
 
 // CaptureContent reports whether the book's recorders keep text.
@@ -78,28 +101,45 @@ func (b *Book) CaptureContent() bool { return b.opts.CaptureContent }
 // hands next the same events and sets opts.CaptureContent. The run's body
 // closes the trace with [Book.End], once: it is the trace's one owner.
 func (b *Book) Begin(id, name string, next engine.Tracer, opts *engine.Options) *Recorder {
+	rec := b.Open(id, name, next)
+	b.Enter(rec, next, opts)
+	return rec
+}
+
+// Open is the first half of Begin: it makes the recorder of run id of
+// prompt name (nil on a nil Book), which starts the trace's clock, and
+// keeps it nowhere yet. The server opens a run's trace before it launches
+// the run, to hand the recorder to the registry with the run's record
+// (runs.Registry.LaunchWith), and the run's body enters it.
+func (b *Book) Open(id, name string, next engine.Tracer) *Recorder {
 	if b == nil {
+		return nil
+	}
+	return newRecorder(id, name, b.opts, b.startTime(), next)
+}
+
+// Enter is the second half of Begin, on the run's goroutine: it sets
+// opts.Tracer to rec (to next, with opts.TraceTurnsOnly, when rec is nil:
+// traces off) and, in a book that keeps its runs (NewBook), files rec as
+// in flight.
+func (b *Book) Enter(rec *Recorder, next engine.Tracer, opts *engine.Options) {
+	if rec == nil {
 		opts.TraceTurnsOnly = next != nil
 		if next != nil {
 			opts.Tracer = next
 		}
-		return nil
+		return
 	}
-	rec := b.start(id, name, next)
+	if b.keep {
+		b.mu.Lock()
+		b.runs[rec.t.RunID] = rec
+		b.mu.Unlock()
+	}
 	opts.Tracer, opts.CaptureContent = rec, rec.CaptureContent()
-	return rec
 }
 
 // Start opens the trace of run id of prompt name.
-func (b *Book) Start(id, name string) *Recorder { return b.start(id, name, nil) }
-
-func (b *Book) start(id, name string, next engine.Tracer) *Recorder {
-	rec := newRecorder(id, name, b.opts, b.startTime(), next)
-	b.mu.Lock()
-	b.runs[id] = rec
-	b.mu.Unlock()
-	return rec
-}
+func (b *Book) Start(id, name string) *Recorder { return b.Begin(id, name, nil, &engine.Options{}) }
 
 // startTime is a run's start: on the real clock, the book's last reading
 // of the wall clock advanced by the monotonic clock since (see wallAge).
@@ -129,6 +169,10 @@ func (b *Book) End(rec *Recorder, status, errText string, turns int, tokens Toke
 	// Read before the lock, which other runs wait for. t.Started does not
 	// change once the recorder is made.
 	d := b.elapsed(rec)
+	if !b.keep {
+		rec.finish(d, status, errText, turns, tokens)
+		return
+	}
 	b.mu.Lock()
 	if rec.filed {
 		d = -1 // a restatement, which does not read it
@@ -215,6 +259,13 @@ func (b *Book) Runs(recent int) (inFlight, finished []Summary) {
 		done = append(done, b.runs[b.order[i].id])
 	}
 	b.mu.Unlock()
+	return Summaries(live, done)
+}
+
+// Summaries are the summaries of the recorders of runs in flight, oldest
+// first, and of finished ones, in the order given: what Runs returns, for
+// recorders kept elsewhere (NewRecordBook).
+func Summaries(live, done []*Recorder) (inFlight, finished []Summary) {
 	for _, r := range live {
 		inFlight = append(inFlight, r.Summary())
 	}

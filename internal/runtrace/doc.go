@@ -2,9 +2,12 @@
 // units the engine entered (the H1 pass, sections by walk, jump or execute,
 // fanout arms), each model turn and tool call inside them with its size,
 // tokens, duration and error, the Lua log lines, and the outcome. The
-// server keeps one [Recorder] per run in a [Book] beside the run registry,
-// with the registry's retention, for the status page, the trace JSON and
-// check_run; a [Sink] sees every step start and end as it happens, which is
+// server opens one [Recorder] per run from a [Book] and the run registry
+// keeps it in the run's record (runs.Registry.LaunchWith), so a trace
+// lives exactly as long as its record; over a shared run store, which
+// cannot hold one, the book keeps them itself, with the registry's
+// retention. The status page, the trace JSON and check_run read them
+// there; a [Sink] sees every step start and end as it happens, which is
 // how traces are exported over OTLP (package otlp) without a second reading
 // of the engine's events.
 //
@@ -19,6 +22,7 @@
 // None. A Recorder is driven by the engine's Tracer calls, on the run's
 // goroutine and its fanout arms' (hence its mutex); a Book is read by
 // HTTP handlers and written by the server's run bodies, each of which
-// opens its run's trace (Book.Begin) and closes it (Book.End), once.
+// enters its run's trace (Book.Enter, after the server's Book.Open) and
+// closes it (Book.End), once.
 // Retention is a sweep on each write, like the registry's.
 package runtrace

@@ -309,3 +309,49 @@ func TestBook_BeginWiresARunAsTheServerDoes(t *testing.T) {
 		t.Fatalf("after a second End: %+v, %d filed", tr, len(b.order)-b.head)
 	}
 }
+
+// A record book (the server's over the in-memory run store) opens and
+// closes traces and keeps none: the recorder Open returns is the trace,
+// which whoever keeps the run's record keeps. A one-section run is then
+// the recorder's one allocation, with no map of the book's to insert into
+// or evict from.
+func TestRecordBook_KeepsNothingItself(t *testing.T) {
+	b := NewRecordBook(Options{})
+	section := func(d engine.Detail) engine.TraceEvent {
+		return engine.TraceEvent{Event: engine.Event{Section: "Run", Detail: d}, Unit: 2, Via: engine.ViaWalk}
+	}
+	next := new(turnEnds)
+	var rec *Recorder
+	run := func() {
+		rec = b.Open("run-1", "t", next)
+		var opts engine.Options
+		b.Enter(rec, next, &opts)
+		if opts.Tracer != engine.Tracer(rec) || opts.TraceTurnsOnly {
+			t.Fatalf("entered: tracer %v, turns only %v; want the recorder", opts.Tracer, opts.TraceTurnsOnly)
+		}
+		opts.Tracer.Observe(section(engine.SectionStarted))
+		opts.Tracer.Observe(section(engine.SectionFinished))
+		b.End(rec, "completed", "", 0, Tokens{})
+	}
+	if got := testing.AllocsPerRun(200, run); got != 1 {
+		t.Fatalf("a one-section traced run allocates %v times; want 1 (the recorder)", got)
+	}
+	if tr := rec.Snapshot(); tr.RunID != "run-1" || tr.Status != "completed" || tree(tr.Steps) != "section Run walk ok\n" {
+		t.Fatalf("the recorder's trace: %+v", tr)
+	}
+	if _, ok := b.Get("run-1"); ok {
+		t.Fatal("a record book found a run by id: it must keep none")
+	}
+	if live, done := b.Runs(10); len(live) != 0 || len(done) != 0 || len(b.runs) != 0 || len(b.order) != 0 {
+		t.Fatalf("a record book lists %v %v and holds %d runs, %d filed; want none", live, done, len(b.runs), len(b.order))
+	}
+	// A second End restates the header, as over a book that keeps runs.
+	b.End(rec, "failed", "restated", 1, Tokens{})
+	if tr := rec.Snapshot(); tr.Status != "failed" || tr.Error != "restated" {
+		t.Fatalf("after a second End: %+v", tr)
+	}
+	live, done := Summaries([]*Recorder{rec}, []*Recorder{rec})
+	if len(live) != 1 || len(done) != 1 || live[0].RunID != "run-1" || done[0].Status != "failed" {
+		t.Fatalf("Summaries: %+v %+v", live, done)
+	}
+}

@@ -23,10 +23,11 @@
 //
 // Run traces (traces.go, status.go): each run's engine tracer feeds the
 // metrics (tokens by model, gateway errors by kind) and, with
-// Options.Tracing, a recorder in the trace book kept beside the registry
-// with its retention; check_run's include_trace, the trace JSON and the
-// status page (StatusHandler, mounted by the transport behind its token)
-// read the book. The page is server-rendered and refreshes itself; it
+// Options.Tracing, a recorder the registry keeps in the run's record (over
+// a shared run store, which cannot hold it, the trace book keeps it, with
+// the registry's retention); check_run's include_trace, the trace JSON and
+// the status page (StatusHandler, mounted by the transport behind its
+// token) read it there. The page is server-rendered and refreshes itself; it
 // starts no goroutine.
 //
 // Decisions that differ from the reference server (design §3 wins):

@@ -192,7 +192,17 @@ func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, 
 		return runs.Result{}, refused("the call ended before a run slot came free, so nothing was run")
 	}
 	id := runs.NewRunID()
-	h, err := s.runs.Launch(slot, id, entry.Name(), s.runFunc(id, entry.Name(), entry.Prompt(), r, obs))
+	// With traces on, the run's trace is opened here, so that the
+	// registry keeps it with the run's record (see traces.go); the
+	// metrics' tracer (tokens by model, gateway errors) gets the ends of
+	// model turns through it.
+	next := metricsTracer{s.metrics}
+	trace := s.traces.Open(id, entry.Name(), next)
+	var local any // nil, not a nil *Recorder, with traces off
+	if trace != nil {
+		local = trace
+	}
+	h, err := s.runs.LaunchWith(slot, id, entry.Name(), local, s.runFunc(id, entry.Prompt(), r, obs, trace, next))
 	switch {
 	case errors.Is(err, runs.ErrDuplicateRun):
 		return runs.Failed(id, entry.Name(), msgDuplicateRun, 0, 0), nil
@@ -221,7 +231,7 @@ func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, 
 // it with the outcome the record will have (mcp-server §4.7), before the
 // record is terminal, so a caller that collects the record finds the trace
 // ended.
-func (s *Server) runFunc(id, name string, p *prompt.Prompt, r runRequest, obs *progress) func(context.Context) runs.Outcome {
+func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progress, trace *runtrace.Recorder, next engine.Tracer) func(context.Context) runs.Outcome {
 	return func(ctx context.Context) runs.Outcome {
 		opts := engine.Options{
 			Execution: id,
@@ -233,9 +243,7 @@ func (s *Server) runFunc(id, name string, p *prompt.Prompt, r runRequest, obs *p
 			Ranking:   s.ranking,
 			Observer:  engine.Observers(s.observer, obs),
 		}
-		// The metrics' tracer (tokens by model, gateway errors) gets the
-		// ends of model turns, through the run's recorder with traces on.
-		trace := s.traces.Begin(id, name, metricsTracer{s.metrics}, &opts)
+		s.traces.Enter(trace, next, &opts)
 		ended := false
 		if trace != nil {
 			defer func() {

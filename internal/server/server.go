@@ -129,6 +129,10 @@ type Server struct {
 
 	// traces holds the runs' traces; nil when Options.Tracing is.
 	traces *runtrace.Book
+	// tracesInRecords: the registry keeps each run's trace with its
+	// record (the in-memory run store, runtrace.NewRecordBook); otherwise
+	// the book keeps them.
+	tracesInRecords bool
 
 	// calls tracks the tools/call handlers in flight for the transports:
 	// every handler is registered through it.
@@ -174,8 +178,7 @@ func New(opts Options) (*Server, error) {
 				// the trace's header, which reads no clock and files
 				// nothing. Failures only: a completed record is never
 				// reworded, and completed runs are the fast path.
-				s.traces.Finish(res.RunID, string(res.Status), res.Error, int(res.Turns),
-					runtrace.Tokens{Prompt: int(res.Tokens.Prompt), Completion: int(res.Tokens.Completion)})
+				s.restateTrace(res)
 			}
 			if onTerminal != nil {
 				onTerminal(res)
@@ -212,7 +215,15 @@ func New(opts Options) (*Server, error) {
 		publishNeedPrompt: opts.Catalog.RetrievalEnabled(),
 		calls:             &transport.Calls{},
 	}
-	if opts.Tracing != nil {
+	switch {
+	case opts.Tracing == nil:
+	case opts.RunStore == nil:
+		// The in-memory run store keeps each run's trace in its record
+		// (traces.go): one map, one retention.
+		s.traces, s.tracesInRecords = runtrace.NewRecordBook(*opts.Tracing), true
+	default:
+		// A shared store cannot hold a trace: the book keeps this
+		// replica's, with the registry's retention.
 		s.traces = runtrace.NewBook(*opts.Tracing, reg.RetainCompleted(), runs.DefaultMaxRetainedRuns)
 	}
 	s.builtins = builtinTools(s.publishNeedPrompt)

@@ -78,7 +78,7 @@ func (s *Server) statusOverview(w http.ResponseWriter, r *http.Request) {
 		v.Prompts = append(v.Prompts, catalogRow{Name: e.Name(), Description: e.Description(), Problem: e.Problem(), Broken: e.Broken()})
 	}
 	if s.traces != nil {
-		v.InFlight, v.Recent = s.traces.Runs(recentRuns)
+		v.InFlight, v.Recent = s.traceRuns(recentRuns)
 		v.Capture = s.traces.CaptureContent()
 	}
 	render(w, "overview.html", v)

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -13,9 +14,15 @@ import (
 
 // Run traces on the server side: every run's engine tracer is the metrics'
 // (tokens by model, gateway errors by kind) and, with [observability]
-// traces on, the run's recorder in the book (which hands the metrics their
-// events), whose traces check_run's include_trace, the trace JSON and the
-// status page read. runFunc opens and closes each run's trace.
+// traces on, the run's recorder (which hands the metrics their events),
+// whose trace check_run's include_trace, the trace JSON and the status page
+// read. launch opens each run's trace and hands the recorder to the
+// registry with the run (runs.Registry.LaunchWith); runFunc enters it and
+// ends it. Over the in-memory run store the registry keeps the recorder in
+// the run's record, so a trace is found by the record's map and lives
+// exactly as long as the record (retain_completed, the count and byte
+// bounds); over a shared store, which cannot hold it, the book keeps this
+// replica's traces with the registry's retention.
 
 // Trace is run id's trace, while its record is retained; false when there
 // is none (an unknown or evicted run, one another replica ran, since traces
@@ -24,7 +31,61 @@ func (s *Server) Trace(id string) (runtrace.Trace, bool) {
 	if s.traces == nil {
 		return runtrace.Trace{}, false
 	}
-	return s.traces.Get(id)
+	if !s.tracesInRecords {
+		return s.traces.Get(id)
+	}
+	if rec := s.recorder(id); rec != nil {
+		return rec.Snapshot(), true
+	}
+	return runtrace.Trace{}, false
+}
+
+// recorder is the recorder the registry keeps with run id's record (traces
+// in records); nil when there is none.
+func (s *Server) recorder(id string) *runtrace.Recorder {
+	v, ok := s.runs.View(id)
+	if !ok {
+		return nil
+	}
+	rec, _ := v.Local.(*runtrace.Recorder)
+	return rec
+}
+
+// traceRuns are the runs in flight and the recent finished ones, as the
+// status page lists them.
+func (s *Server) traceRuns(recent int) (inFlight, finished []runtrace.Summary) {
+	if !s.tracesInRecords {
+		return s.traces.Runs(recent)
+	}
+	live, done := s.runs.Locals(recent)
+	ended := recorders(done)
+	// A run whose terminal record has just been written may be read both
+	// in flight and finished: it is finished.
+	going := slices.DeleteFunc(recorders(live), func(r *runtrace.Recorder) bool { return slices.Contains(ended, r) })
+	return runtrace.Summaries(going, ended)
+}
+
+func recorders(locals []any) []*runtrace.Recorder {
+	out := make([]*runtrace.Recorder, 0, len(locals))
+	for _, l := range locals {
+		if rec, ok := l.(*runtrace.Recorder); ok {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// restateTrace restates the header of a failed run's trace in its record's
+// words (see the registry's OnTerminal in server.go).
+func (s *Server) restateTrace(res runs.Result) {
+	tokens := runtrace.Tokens{Prompt: int(res.Tokens.Prompt), Completion: int(res.Tokens.Completion)}
+	if !s.tracesInRecords {
+		s.traces.Finish(res.RunID, string(res.Status), res.Error, int(res.Turns), tokens)
+		return
+	}
+	if rec := s.recorder(res.RunID); rec != nil {
+		rec.Finish(string(res.Status), res.Error, int(res.Turns), tokens)
+	}
 }
 
 // checkRunTrace is check_run's reply with include_trace: the record with a

@@ -255,3 +255,92 @@ func TestTrace_AgreesWithARecordACancellationRewordedLate(t *testing.T) {
 		t.Errorf("trace %q %q, want the record's %q %q", tr.Status, tr.Error, rec.Status, rec.Error)
 	}
 }
+
+// Over the in-memory run store a run's trace is kept in its record, so
+// the trace is readable (check_run's include_trace, the trace JSON, the
+// status page's recent runs) exactly as long as the record: one instant
+// before retain_completed ends both are there, at its end both are gone.
+// The count and byte bounds are the record's too
+// (runs.TestLocalLivesExactlyAsLongAsItsRecord).
+func TestTrace_LivesExactlyAsLongAsItsRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const retain = time.Minute
+		h := speakingHarness(t, newMemGateway(t), Limits{MaxConcurrentRuns: 1, AdmissionTimeout: time.Second, ReplyDeadline: time.Minute, RetainCompleted: retain},
+			func(o *Options) { o.Tracing = &runtrace.Options{} })
+		id := structuredOf(t, h.ok(ToolRunPrompt, map[string]any{"prompt": "echo", "args": "x"}))["run_id"].(string)
+		both := func(when string, want bool) {
+			t.Helper()
+			_, rec := h.srv.Registry().Check(id)
+			tr, trace := h.srv.Trace(id)
+			_, recent := h.srv.traceRuns(10)
+			if rec != want || trace != want || (len(recent) == 1) != want || (trace && (tr.RunID != id || tr.Status != string(runs.StatusCompleted))) {
+				t.Errorf("%s: record %v, trace %v (%s %s), recent %v; want all %v", when, rec, trace, tr.RunID, tr.Status, recent, want)
+			}
+			res, err := h.call(ToolCheckRun, map[string]any{"run_id": id, "include_trace": true})
+			switch {
+			case err != nil:
+				t.Fatalf("%s: check_run: %v", when, err)
+			case res.IsError:
+				if want {
+					t.Errorf("%s: check_run refused: %+v", when, res.Content)
+				}
+			case !want:
+				t.Errorf("%s: check_run still knows the run", when)
+			default:
+				if _, has := structuredOf(t, res)["trace"].(map[string]any); !has {
+					t.Errorf("%s: check_run gave no trace: %v", when, structuredOf(t, res))
+				}
+			}
+		}
+		both("at its end", true)
+		time.Sleep(retain - time.Nanosecond)
+		both("one instant before retain_completed", true)
+		time.Sleep(time.Nanosecond)
+		both("at retain_completed", false)
+	})
+}
+
+// sharedStore stands for a shared run store ([runs].store): it keeps the
+// records of the memory store it wraps but, like the PostgreSQL one,
+// nothing of what the process keeps with them (runs.Stored.Local).
+type sharedStore struct{ runs.Store }
+
+func (s sharedStore) Register(ctx context.Context, rec runs.Stored) error {
+	rec.Local = nil
+	return s.Store.Register(ctx, rec)
+}
+
+func (s sharedStore) Finish(ctx context.Context, rec runs.Stored) (runs.Stored, error) {
+	rec.Local = nil
+	return s.Store.Finish(ctx, rec)
+}
+
+// Over a shared run store, which cannot hold a trace, the book keeps this
+// replica's traces: a finished run's trace is still read by check_run,
+// the trace JSON and the status page; and a launch the store refuses
+// leaves no trace behind in flight.
+func TestTrace_OverASharedStoreTheBookKeepsIt(t *testing.T) {
+	var store runs.Store = sharedStore{runs.NewMemoryStore(runs.RetentionOptions{RetainCompleted: time.Hour})}
+	h := newHarness(t, fixture{opts: func(o *Options) {
+		o.RunStore = store
+		o.Tracing = &runtrace.Options{}
+	}})
+	id := structuredOf(t, h.ok(ToolRunPrompt, map[string]any{"prompt": "echo", "args": "x"}))["run_id"].(string)
+	if tr, ok := h.srv.Trace(id); !ok || tr.RunID != id || tr.Status != string(runs.StatusCompleted) || len(tr.Steps) == 0 {
+		t.Fatalf("trace %+v %v; want the finished run's", tr, ok)
+	}
+	if live, recent := h.srv.traceRuns(10); len(live) != 0 || len(recent) != 1 || recent[0].RunID != id {
+		t.Fatalf("status page runs %+v %+v; want the one finished run", live, recent)
+	}
+	store = refusingStore{store}
+	h2 := newHarness(t, fixture{opts: func(o *Options) {
+		o.RunStore = store
+		o.Tracing = &runtrace.Options{}
+	}})
+	if res := h2.ok(ToolRunPrompt, map[string]any{"prompt": "echo", "args": "x"}); !res.IsError {
+		t.Fatalf("the refusing store's launch was not refused: %+v", res)
+	}
+	if live, recent := h2.srv.traceRuns(10); len(live) != 0 || len(recent) != 0 {
+		t.Fatalf("status page runs %+v %+v after a refused launch; want none", live, recent)
+	}
+}
