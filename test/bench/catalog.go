@@ -23,7 +23,7 @@ func pageCall() *mcp.CallToolParams {
 func catalogPages(ctx context.Context, o options, prompts string) error {
 	versions := strings.FieldsFunc(o.stdioVersions, func(r rune) bool { return r == ',' })
 	fmt.Printf("  list_prompts page (100 entries, cursor 5000) through the full client round trip, 1 client, %s per server in %d interleaved rounds:\n", o.duration, o.rounds)
-	fmt.Printf("  %-22s %-27s %9s %9s %9s %9s %9s   %s\n", "transport", "server", "calls/s", "p50", "p90", "p99", "cpu/call", "ours / baseline: p50, server cpu per call")
+	fmt.Printf("  %-26s %-27s %9s %9s %9s %9s %9s   %s\n", "transport", "server", "calls/s", "p50", "p90", "p99", "cpu/call", "ours / baseline: p50, server cpu per call")
 	for _, tr := range strings.FieldsFunc(o.only, func(r rune) bool { return r == ',' }) {
 		eras := []string{"2025-11-25"}
 		switch tr {
@@ -92,7 +92,7 @@ func catalogPage(ctx context.Context, o options, tr, version, prompts string) er
 			b := &results[0]
 			ratio = fmt.Sprintf("p50 %.2fx, cpu %.2fx", float64(s.pct(0.5))/float64(b.pct(0.5)), float64(s.cpuPerCall())/float64(b.cpuPerCall()))
 		}
-		fmt.Printf("  %-22s %-27s %9.0f %9s %9s %9s %9s   %s\n", label, t.name, s.rate(), us(s.pct(0.5)), us(s.pct(0.9)), us(s.pct(0.99)), us(s.cpuPerCall()), ratio)
+		fmt.Printf("  %-26s %-27s %9.0f %9s %9s %9s %9s   %s\n", label, t.name, s.rate(), us(s.pct(0.5)), us(s.pct(0.9)), us(s.pct(0.99)), us(s.cpuPerCall()), ratio)
 	}
 	return nil
 }
