@@ -283,6 +283,39 @@ func BenchmarkListPromptsPage(b *testing.B) {
 			}
 		}
 	})
+	b.Run("clientdecode", func(b *testing.B) {
+		// What the go-sdk client does with the reply's bytes, whichever
+		// server sent them: jsonrpc.DecodeMessage of the message, then
+		// CallToolResult.UnmarshalJSON of its result (the text unescaped,
+		// structuredContent built as maps), on one goroutine.
+		res, err := h.srv.listPrompts(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolListPrompts, Arguments: args}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw, err := json.Marshal(res)
+		if err != nil {
+			b.Fatal(err)
+		}
+		id, err := jsonrpc.MakeID(float64(1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		wire, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: raw})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			msg, err := jsonrpc.DecodeMessage(wire)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var got mcp.CallToolResult
+			if err := got.UnmarshalJSON(msg.(*jsonrpc.Response).Result); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("inmemory", func(b *testing.B) {
 		cpuPerOp(b, func() { callLoop(b, h.session, &mcp.CallToolParams{Name: ToolListPrompts, Arguments: args}) })
 	})
