@@ -51,10 +51,9 @@ func (p *encodedPage) result() *mcp.CallToolResult {
 // listing would find.
 func (s *Server) renderPage(ctx context.Context, gen *catalog.Generation, models []gateway.Model, ts []tools.Tool, offset int) (*encodedPage, bool, error) {
 	cat := gen.Catalog()
-	end := min(cat.Len(), offset+listPageSize)
-	out := listing{Prompts: make([]listingEntry, 0, max(0, end-offset))}
-	for i := offset; i < end; i++ {
-		e := cat.At(i)
+	entries := cat.Page(offset, listPageSize)
+	out := listing{Prompts: make([]listingEntry, 0, len(entries))}
+	for _, e := range entries {
 		le := listingEntry{Name: e.Name(), Description: e.Description()}
 		if e.Broken() {
 			problem := e.Problem()
@@ -70,7 +69,7 @@ func (s *Server) renderPage(ctx context.Context, gen *catalog.Generation, models
 		}
 		out.Prompts = append(out.Prompts, le)
 	}
-	if end < cat.Len() {
+	if end := offset + listPageSize; end < cat.Len() {
 		out.NextCursor = strconv.Itoa(end)
 	}
 	body, err := marshal(out)
