@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,9 +11,11 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
@@ -228,7 +231,10 @@ func BenchmarkConstToolHTTPStateless16Clients(b *testing.B) {
 }
 
 // BenchmarkListPromptsPage serves one 100-entry page of a 10,000-prompt
-// catalog: through the handler alone, and as a whole in-memory MCP call.
+// catalog: through the handler alone, as a whole in-memory MCP call, and
+// through the real go-sdk client over the stdio line handling (io.Pipe)
+// and over loopback streamable HTTP (the client's decoding of the page is
+// part of each call, as it is of the round trip callers see).
 func BenchmarkListPromptsPage(b *testing.B) {
 	files := make(map[string]string, 10000)
 	for i := range 10000 {
@@ -246,9 +252,93 @@ func BenchmarkListPromptsPage(b *testing.B) {
 			}
 		}
 	})
-	b.Run("inmemory", func(b *testing.B) {
-		callLoop(b, h.session, &mcp.CallToolParams{Name: ToolListPrompts, Arguments: args})
+	b.Run("encode", func(b *testing.B) {
+		// The server's side of one call on the SDK's stateful HTTP path,
+		// on one goroutine: the handler behind the middleware that hands
+		// the SDK the page's bytes, then what jsonrpc2 does with the
+		// result (NewResponse's marshalToRaw: an encoding/json Encoder
+		// without HTML escaping, and EncodeMessage of the response).
+		chain := h.srv.pagesMiddleware(func(ctx context.Context, _ string, r mcp.Request) (mcp.Result, error) {
+			return h.srv.listPrompts(ctx, r.(*mcp.CallToolRequest))
+		})
+		call := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolListPrompts, Arguments: args}}
+		id, err := jsonrpc.MakeID(float64(1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := chain(context.Background(), "tools/call", call)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(res); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: bytes.TrimRight(buf.Bytes(), "\n")}); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
+	b.Run("clientdecode", func(b *testing.B) {
+		// What the go-sdk client does with the reply's bytes, whichever
+		// server sent them: jsonrpc.DecodeMessage of the message, then
+		// CallToolResult.UnmarshalJSON of its result (the text unescaped,
+		// structuredContent built as maps), on one goroutine.
+		res, err := h.srv.listPrompts(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolListPrompts, Arguments: args}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw, err := json.Marshal(res)
+		if err != nil {
+			b.Fatal(err)
+		}
+		id, err := jsonrpc.MakeID(float64(1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		wire, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: raw})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			msg, err := jsonrpc.DecodeMessage(wire)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var got mcp.CallToolResult
+			if err := got.UnmarshalJSON(msg.(*jsonrpc.Response).Result); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("inmemory", func(b *testing.B) {
+		cpuPerOp(b, func() { callLoop(b, h.session, &mcp.CallToolParams{Name: ToolListPrompts, Arguments: args}) })
+	})
+	b.Run("stdio", func(b *testing.B) {
+		cs := stdioSession(b, h, h.srv.MCP())
+		cpuPerOp(b, func() { callLoop(b, cs, &mcp.CallToolParams{Name: ToolListPrompts, Arguments: args}) })
+	})
+	b.Run("http", func(b *testing.B) {
+		cs := httpSession(b, serveHTTPFor(b, h, h.srv.MCP()), stateful)
+		cpuPerOp(b, func() { callLoop(b, cs, &mcp.CallToolParams{Name: ToolListPrompts, Arguments: args}) })
+	})
+}
+
+// cpuPerOp runs loop and reports the process's CPU time (user and system,
+// every goroutine's: client, server and collector) per iteration, which a
+// loaded machine changes far less than it changes the time per call.
+func cpuPerOp(b *testing.B, loop func()) {
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	loop()
+	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	used := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+	b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkRunsInFlight holds 1,000 run_prompt calls in flight at a gated

@@ -30,6 +30,12 @@
 // token) read it there. The page is server-rendered and refreshes itself; it
 // starts no goroutine.
 //
+// list_prompts pages (listing.go) are rendered once per catalog
+// generation, model list and tool set and kept with the bytes the SDK
+// would write for them; a receiving middleware (pagesMiddleware) hands
+// the SDK those bytes instead of a result to encode again. The cache is
+// emptied by the next listing under other inputs; it starts no goroutine.
+//
 // Decisions that differ from the reference server (design §3 wins):
 //
 //   - A call that is cancelled (notifications/cancelled, or an HTTP client

@@ -11,7 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/promptforge-go/promptforge/internal/catalog"
-	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/humantime"
 	"github.com/promptforge-go/promptforge/internal/jsonwire"
 	"github.com/promptforge-go/promptforge/internal/prompt"
@@ -134,39 +133,14 @@ func (s *Server) listPrompts(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	if err != nil {
 		return nil, err
 	}
-	gen := s.catalog.Current()
-	cat := gen.Catalog()
-	// The list binding would use now, without fetching it again: a
-	// listing never contacts the model server.
-	var models []gateway.Model
-	if s.models != nil {
-		models = s.models.Snapshot().Models
-	}
-	out := listing{Prompts: make([]listingEntry, 0, min(listPageSize, max(0, cat.Len()-offset)))}
-	for _, e := range cat.Page(offset, listPageSize) {
-		le := listingEntry{Name: e.Name(), Description: e.Description()}
-		if e.Broken() {
-			problem := e.Problem()
-			le.Problem = &problem
-		} else if p := e.Prompt(); p != nil {
-			le.Input, le.Output = declOf(p.Frontmatter.Input), declOf(p.Frontmatter.Output)
-			le.Arguments = argumentsOf(p.Frontmatter.Arguments)
-			if problem := s.problems.problem(ctx, gen, models, s.tools, e); problem != "" {
-				// A copy, so that only a listed problem is allocated.
-				listed := problem
-				le.Problem = &listed
-			}
-		}
-		out.Prompts = append(out.Prompts, le)
-	}
-	if end := offset + listPageSize; end < cat.Len() {
-		out.NextCursor = strconv.Itoa(end)
-	}
-	body, err := marshal(out)
+	page, err := s.listingPage(ctx, offset)
 	if err != nil {
-		return nil, internalError("render the prompt listing: %v", err)
+		return nil, err
 	}
-	return structured(body, string(body), false), nil
+	if slot, ok := ctx.Value(pageSlotKey{}).(*pageSlot); ok {
+		slot.page = page
+	}
+	return page.result(), nil
 }
 
 type candidate struct {

@@ -10,12 +10,12 @@ import (
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
-// bindingProblems caches, per catalog generation and model list, the
-// binding problem engine.Probe finds in each healthy prompt list_prompts
-// has shown: a prompt whose model need binds to nothing is listed with
-// that problem before a caller runs it. Only the prompts of the pages
-// actually listed are probed, once each; a new generation or a new model
-// list starts an empty cache.
+// bindingProblems caches, per catalog generation, model list and tool
+// set, the binding problem engine.Probe finds in each healthy prompt
+// list_prompts has shown: a prompt whose model need binds to nothing is
+// listed with that problem before a caller runs it. Only the prompts of
+// the pages actually listed are probed, once each; a new generation, model
+// list or tool set starts an empty cache.
 type bindingProblems struct {
 	// ranking is the server's, so a problem is judged as runs bind.
 	ranking engine.Ranking
@@ -23,6 +23,7 @@ type bindingProblems struct {
 	mu     sync.Mutex
 	gen    *catalog.Generation
 	models []gateway.Model
+	tools  []tools.Tool
 	found  map[string]string // prompt name → problem ("" for none)
 }
 
@@ -34,8 +35,8 @@ func (b *bindingProblems) problem(ctx context.Context, gen *catalog.Generation, 
 		return ""
 	}
 	b.mu.Lock()
-	if b.gen != gen || !sameList(b.models, models) || b.found == nil {
-		b.gen, b.models, b.found = gen, models, map[string]string{}
+	if b.gen != gen || !sameList(b.models, models) || !sameTools(b.tools, ts) || b.found == nil {
+		b.gen, b.models, b.tools, b.found = gen, models, ts, map[string]string{}
 	}
 	if problem, ok := b.found[e.Name()]; ok {
 		b.mu.Unlock()
@@ -53,7 +54,7 @@ func (b *bindingProblems) problem(ctx context.Context, gen *catalog.Generation, 
 		return problem
 	}
 	b.mu.Lock()
-	if b.gen == gen && sameList(b.models, models) {
+	if b.gen == gen && sameList(b.models, models) && sameTools(b.tools, ts) {
 		b.found[e.Name()] = problem
 	}
 	b.mu.Unlock()

@@ -124,6 +124,8 @@ type Server struct {
 	followed   *catalog.Catalog // the catalog follow last made them match
 	// problems holds list_prompts' binding problems (see bindingProblems).
 	problems bindingProblems
+	// pages holds list_prompts' rendered pages (listing.go).
+	pages pageCache
 	// renderers: how each run answered as a task renders (tasks.go).
 	renderers taskRenderers
 
@@ -256,7 +258,7 @@ func New(opts Options) (*Server, error) {
 	for _, t := range s.builtins {
 		s.mcp.AddTool(t, s.calls.Track(handlers[t.Name]))
 	}
-	s.mcp.AddReceivingMiddleware(s.toolsListMiddleware, s.promptsGetMiddleware)
+	s.mcp.AddReceivingMiddleware(s.toolsListMiddleware, s.promptsGetMiddleware, s.pagesMiddleware)
 	if err := s.registerTasks(s.mcp); err != nil {
 		return nil, fmt.Errorf("create the MCP server: %w", err)
 	}

@@ -55,6 +55,7 @@ type options struct {
 	// server (alternating with the baseline's).
 	scaleRounds int
 	catalog     bool   // the 10,000-prompt catalog measurements (with scale)
+	catalogOnly bool   // only the catalog measurements
 	only        string // comma-separated transports
 	profile     string // directory for CPU profiles of the servers, "" for none
 	baseline    string // a git revision whose server is measured beside ours, "" for none
@@ -76,6 +77,7 @@ func main() {
 	flag.StringVar(&o.baseline, "baseline", "", "also measure run_prompt of the server built at this git revision (before/after in one run)")
 	flag.IntVar(&o.scaleRounds, "scale-rounds", 1, "rounds of the prose-at-scale measurements per server (alternating with the baseline's)")
 	flag.BoolVar(&o.catalog, "catalog", true, "with -scale, also measure the 10,000-prompt catalog")
+	flag.BoolVar(&o.catalogOnly, "catalog-only", false, "measure only the 10,000-prompt catalog (its list_prompts page over each of -transports, beside -baseline's)")
 	flag.BoolVar(&o.scale, "scale", true, "also run the scale measurements (prose runs in flight, the 10,000-prompt catalog)")
 	// Hosts that start stdio servers (Claude Code, Cursor, VS Code: the
 	// TypeScript SDK's client) speak 2025-11-25 at the newest, and the
@@ -141,6 +143,12 @@ func run(ctx context.Context, o options) error {
 	}
 	fmt.Printf("machine: %d CPUs; %s per server and configuration in %d interleaved rounds; stdio sessions ask for protocol %s\n\n", cpus(), o.duration, o.rounds, strings.Join(versions, ", "))
 
+	if o.catalogOnly {
+		if err := bigCatalog(ctx, o); err != nil {
+			return fmt.Errorf("the 10,000-prompt catalog: %w", err)
+		}
+		return nil
+	}
 	prompts := filepath.Join(o.dir, "prompts")
 	if err := writePrompts(prompts, map[string]string{"echo.md": echoPrompt}); err != nil {
 		return err
@@ -224,36 +232,9 @@ func compare(ctx context.Context, o options, tr string, clients int, prompts str
 	if err != nil {
 		return err
 	}
-	sessions := make([][]*mcp.ClientSession, len(targets))
-	for i, t := range targets {
-		sessions[i], err = sessionsFor(ctx, t, tr, clients)
-		if err != nil {
-			return fmt.Errorf("%s: %w", t.name, err)
-		}
-		defer func() {
-			for _, cs := range sessions[i] {
-				cs.Close()
-			}
-		}()
-		// Warm up: connection pools, lazily built state, the JIT of Node.
-		if _, err := drive(ctx, sessions[i], clients, t.call, 300*time.Millisecond); err != nil {
-			return fmt.Errorf("%s: %w", t.name, err)
-		}
-	}
-	results := make([]sample, len(targets))
-	for r := range o.rounds {
-		for k := range targets {
-			i := (k + r) % len(targets)
-			cpu0 := cpuTime(targets[i].pids())
-			s, err := drive(ctx, sessions[i], clients, targets[i].call, o.duration/time.Duration(o.rounds))
-			if err != nil {
-				return fmt.Errorf("%s: %w", targets[i].name, err)
-			}
-			results[i].cpu += cpuTime(targets[i].pids()) - cpu0
-			results[i].calls += s.calls
-			results[i].took += s.took
-			results[i].lat = append(results[i].lat, s.lat...)
-		}
+	results, err := measure(ctx, o, targets, tr, clients)
+	if err != nil {
+		return err
 	}
 	var floor *sample
 	for i, t := range targets {
@@ -274,6 +255,45 @@ func compare(ctx context.Context, o options, tr string, clients int, prompts str
 		fmt.Printf("%-17s %-8d %-27s %9.0f %9s %9s %9s %9s   %s\n", label, clients, t.name, s.rate(), us(s.pct(0.5)), us(s.pct(0.9)), us(s.pct(0.99)), us(s.cpuPerCall()), ratio)
 	}
 	return nil
+}
+
+// measure opens the sessions of every target, warms each up, then runs
+// o.rounds interleaved rounds of clients callers (the order rotating, so
+// machine load falls on all alike) and returns each target's sample.
+func measure(ctx context.Context, o options, targets []target, tr string, clients int) ([]sample, error) {
+	var err error
+	sessions := make([][]*mcp.ClientSession, len(targets))
+	for i, t := range targets {
+		sessions[i], err = sessionsFor(ctx, t, tr, clients)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", t.name, err)
+		}
+		defer func() {
+			for _, cs := range sessions[i] {
+				cs.Close()
+			}
+		}()
+		// Warm up: connection pools, lazily built state, the JIT of Node.
+		if _, err := drive(ctx, sessions[i], clients, t.call, 300*time.Millisecond); err != nil {
+			return nil, fmt.Errorf("%s: %w", t.name, err)
+		}
+	}
+	results := make([]sample, len(targets))
+	for r := range o.rounds {
+		for k := range targets {
+			i := (k + r) % len(targets)
+			cpu0 := cpuTime(targets[i].pids())
+			s, err := drive(ctx, sessions[i], clients, targets[i].call, o.duration/time.Duration(o.rounds))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", targets[i].name, err)
+			}
+			results[i].cpu += cpuTime(targets[i].pids()) - cpu0
+			results[i].calls += s.calls
+			results[i].took += s.took
+			results[i].lat = append(results[i].lat, s.lat...)
+		}
+	}
+	return results, nil
 }
 
 // sessionsFor opens the client sessions of one configuration: over stdio

@@ -480,10 +480,11 @@ func (s *scaleServer) snapshot(o options, name, path string) {
 }
 
 // bigCatalog measures a 10,000-prompt catalog through the process
-// boundary over stdio: boot (spawn to the initialize reply), a
-// list_prompts page through the full client round trip, and the reload
-// after one saved file (the write to the server's "reloaded the catalog"
-// line, with a 0 s watch debounce) against a full resolve (the boot).
+// boundary: over stdio, boot (spawn to the initialize reply) and the
+// reload after one saved file (the write to the server's "reloaded the
+// catalog" line, with a 0 s watch debounce) against a full resolve (the
+// boot); then a list_prompts page through the full client round trip
+// (catalogPages).
 func bigCatalog(ctx context.Context, o options) error {
 	prompts := filepath.Join(o.dir, "prompts-10k")
 	files := make(map[string]string, catalogSize)
@@ -520,14 +521,6 @@ func bigCatalog(ctx context.Context, o options) error {
 	slices.Sort(boots)
 	boot := boots[len(boots)/2]
 
-	page := func() *mcp.CallToolParams {
-		return &mcp.CallToolParams{Name: "list_prompts", Arguments: map[string]any{"cursor": "5000"}}
-	}
-	s, err := drive(ctx, []*mcp.ClientSession{cs}, 1, page, o.duration)
-	if err != nil {
-		return err
-	}
-
 	var reloads []time.Duration
 	for i := range 5 {
 		if !logs.ready() {
@@ -552,9 +545,8 @@ func bigCatalog(ctx context.Context, o options) error {
 	reload := reloads[len(reloads)/2]
 	fmt.Printf("catalog of %d prompts over stdio (through the process boundary):\n", catalogSize)
 	fmt.Printf("  boot (spawn to the initialize reply, median of 3) %s\n", us(boot))
-	fmt.Printf("  list_prompts page (100 entries, full client round trip): %.0f calls/s, p50 %s p90 %s p99 %s\n", s.rate(), us(s.pct(0.5)), us(s.pct(0.9)), us(s.pct(0.99)))
 	fmt.Printf("  reload after one saved file (the save to the reload's log line, median of 5) %s = %.4f of the boot\n", us(reload), float64(reload)/float64(boot))
-	return nil
+	return catalogPages(ctx, o, prompts)
 }
 
 // scrape reads the gauges of the server's /metrics (nil on failure).
