@@ -513,14 +513,16 @@ func httpStarter(argv []string, port, version string, env []string) starter {
 // startHTTP starts argv, serving on port, and returns how to connect
 // sessions of protocol version to it, how to stop it, and its pid.
 func startHTTP(argv []string, port, version string, env []string) (func(context.Context) (*mcp.ClientSession, error), func(), int, error) {
-	return startHTTPClients(argv, port, version, env, 256)
+	return startHTTPClients(argv, port, version, env, 256, nil)
 }
 
 // startHTTPClients is startHTTP whose sessions keep up to idle
-// connections open between calls, as that many separate clients would.
-func startHTTPClients(argv []string, port, version string, env []string, idle int) (func(context.Context) (*mcp.ClientSession, error), func(), int, error) {
+// connections open between calls, as that many separate clients would;
+// stderr, if not nil, receives the server's log (the scale census).
+func startHTTPClients(argv []string, port, version string, env []string, idle int, stderr io.Writer) (func(context.Context) (*mcp.ClientSession, error), func(), int, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
+	cmd.Stderr = stderr
 	// The server's log goes nowhere, as an MCP host keeps it away from
 	// the terminal; the benchmark checks every call's reply instead.
 	if err := cmd.Start(); err != nil {

@@ -42,6 +42,9 @@ type scaleServer struct {
 	css         []*mcp.ClientSession
 	stop        func()
 	idle        footprint
+	// stderr is the server's log, kept for the stack census (with
+	// -profile), nil otherwise.
+	stderr *serverLog
 }
 
 // footprint is a server's memory after a full collection with every free
@@ -177,6 +180,11 @@ func proseAtScale(ctx context.Context, o options) error {
 			ratio(func(x scaleRound) float64 { return x.inFlight.heap }),
 			ratio(func(x scaleRound) float64 { return x.inFlight.stack }))
 	}
+	for _, s := range servers {
+		if err := s.census(ctx, o); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
 	fmt.Println()
 	return nil
 }
@@ -198,11 +206,21 @@ func startScaleServer(ctx context.Context, o options, name, bin, gw string) (*sc
 		return nil, err
 	}
 	env := append(os.Environ(), "PROMPTFORGE_DEBUG_ADDR=127.0.0.1:"+debugPort)
-	connect, stop, pid, err := startHTTPClients([]string{bin, "serve", cfg}, port, "2025-11-25", env, inFlight)
+	var slog *serverLog
+	var stderr *os.File
+	if o.profile != "" {
+		// Frame pointers in the SIGQUIT dump, for the census.
+		env = append(env, "GOTRACEBACK=system")
+		if slog, stderr, err = newServerLog(o, name); err != nil {
+			return nil, err
+		}
+		defer stderr.Close() // the child keeps its own descriptor
+	}
+	connect, stop, pid, err := startHTTPClients([]string{bin, "serve", cfg}, port, "2025-11-25", env, inFlight, stderr)
 	if err != nil {
 		return nil, err
 	}
-	s := &scaleServer{name: name, pid: pid, port: port, debug: debugPort, stop: stop}
+	s := &scaleServer{name: name, pid: pid, port: port, debug: debugPort, stop: stop, stderr: slog}
 	for range sessions {
 		cs, err := connect(ctx)
 		if err != nil {

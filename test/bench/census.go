@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// stackCensus answers "which goroutine holds how much stack, and why"
+// for a server with 1,000 runs held: the runtime reports only the total
+// (stack_inuse), and no profile gives a goroutine's stack size. A Go
+// process sent SIGQUIT with GOTRACEBACK=system prints every goroutine's
+// frames with their stack and frame pointers (sp=, fp=), so the bytes
+// each goroutine's frames occupy where it waits are the distance from its
+// innermost sp to its outermost fp. The collector halves a stack while
+// less than a quarter of it (plus an 800-byte guard) is used, so after a
+// few collections a goroutine waiting with u bytes of frames holds a
+// stack of the largest power of two at most 4(u+800), at least 2 KiB,
+// and no larger than it grew to: cutting the frames a goroutine waits in
+// below a power-of-two boundary is what shrinks its stack.
+//
+// The census ends the server (the -profile run's last step, after every
+// round); its dump is saved as scale-<server>-census.txt.
+func (s *scaleServer) census(ctx context.Context, o options) error {
+	if s.stderr == nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i := range inFlight {
+		wg.Go(func() { s.css[i%len(s.css)].CallTool(ctx, holdCall()) })
+	}
+	deadline := time.Now().Add(holdWait - time.Second)
+	for scrape(s.port)["promptforge_runs_in_flight"] < inFlight {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("census: fewer than %d runs in flight", inFlight)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Three collections first, as the memory phase does: stacks are
+	// counted at the size they shrink to.
+	if _, err := s.footprint(); err != nil {
+		return err
+	}
+	p, err := os.FindProcess(s.pid)
+	if err != nil {
+		return err
+	}
+	if err := p.Signal(syscall.SIGQUIT); err != nil {
+		return err
+	}
+	s.stderr.wait(s.pid)
+	cancel()
+	dump := s.stderr.path
+	f, err := os.Open(dump)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	kinds := parseCensus(f)
+	fmt.Printf("%s: goroutine stacks with %d runs held (SIGQUIT dump in %s): frames in use where each waits, and the stack that implies after the collector's shrinking\n", s.name, inFlight, dump)
+	var total float64
+	for _, k := range kinds {
+		if k.count < inFlight/2 {
+			continue
+		}
+		slices.Sort(k.used)
+		u := k.used[len(k.used)/2]
+		size := shrunk(u)
+		total += float64(size) * float64(k.count) / inFlight
+		fmt.Printf("  %5d  used %5d B (max %5d), %2d frames → stack %2d KiB  %s\n", k.count, u, k.used[len(k.used)-1], k.frames, size>>10, k.name)
+	}
+	fmt.Printf("  per run: %.1f KiB of stacks implied (the memory phase's measured stacks include the rest of the process and any goroutine whose stack grew larger than its frames need)\n", total/1024)
+	return nil
+}
+
+// shrunk is the stack a goroutine waiting with used bytes of frames keeps
+// once collections have shrunk it (runtime shrinkstack: halve while
+// used+_StackLimit < size/4; at least 2 KiB).
+func shrunk(used int) int {
+	size := 2 << 10
+	for size*2/4 <= used+800 {
+		size *= 2
+	}
+	return size
+}
+
+type censusKind struct {
+	name   string
+	count  int
+	frames int
+	used   []int
+}
+
+// parseCensus groups the dump's goroutines by what created them and the
+// function they run, with the bytes of stack each one's frames use.
+func parseCensus(r io.Reader) []*censusKind {
+	byName := map[string]*censusKind{}
+	var order []*censusKind
+	var (
+		in            bool
+		lo, hi        uint64
+		frames        int
+		entry, create string
+		lastFunc      string
+	)
+	flush := func() {
+		if !in || hi == 0 {
+			in = false
+			return
+		}
+		name := entry + " (created by " + create + ")"
+		k := byName[name]
+		if k == nil {
+			k = &censusKind{name: name}
+			byName[name] = k
+			order = append(order, k)
+		}
+		k.count++
+		k.frames = frames
+		k.used = append(k.used, int(hi-lo))
+		in = false
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "goroutine "):
+			flush()
+			in, lo, hi, frames, entry, create = true, ^uint64(0), 0, 0, "", ""
+		case !in:
+		case strings.HasPrefix(line, "created by "):
+			create = strings.Fields(strings.TrimPrefix(line, "created by "))[0]
+		case strings.HasPrefix(line, "\t"):
+			if v := hexField(line, "sp="); v != 0 {
+				lo = min(lo, v)
+				frames++
+				if lastFunc != "runtime.goexit" && !strings.HasPrefix(lastFunc, "runtime.") {
+					entry = lastFunc
+				}
+			}
+			if v := hexField(line, "fp="); v != 0 {
+				hi = max(hi, v)
+			}
+		case line == "":
+			flush()
+		default:
+			if i := strings.LastIndexByte(line, '('); i > 0 {
+				lastFunc = line[:i]
+			}
+		}
+	}
+	flush()
+	slices.SortFunc(order, func(a, b *censusKind) int { return b.count - a.count })
+	return order
+}
+
+func hexField(line, key string) uint64 {
+	i := strings.Index(line, key)
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(line[i+len(key):])[0]
+	v, _ := strconv.ParseUint(strings.TrimPrefix(f, "0x"), 16, 64)
+	return v
+}
+
+// serverLog is a server's stderr saved to a file, for the census.
+type serverLog struct{ path string }
+
+func newServerLog(o options, name string) (*serverLog, *os.File, error) {
+	path := filepath.Join(o.profile, "scale-"+strings.Fields(name)[0]+"-census.txt")
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &serverLog{path: path}, f, nil
+}
+
+// wait waits (at most 30 s) for process pid to have exited, its dump
+// written: Linux shows it as a zombie (state Z) until the benchmark's
+// stop reaps it.
+func (l *serverLog) wait(pid int) {
+	for range 1500 {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return
+		}
+		if _, after, ok := strings.Cut(string(b), ") "); ok && strings.HasPrefix(after, "Z") {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
