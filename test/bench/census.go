@@ -29,9 +29,9 @@ import (
 // below a power-of-two boundary is what shrinks its stack.
 //
 // The census ends the server (the -profile run's last step, after every
-// round); its dump is saved as scale-<server>-census.txt.
+// round); its dump is at the end of scale-<server>-log.txt.
 func (s *scaleServer) census(ctx context.Context, o options) error {
-	if s.stderr == nil {
+	if o.profile == "" {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -177,16 +177,65 @@ func hexField(line, key string) uint64 {
 	return v
 }
 
-// serverLog is a server's stderr saved to a file, for the census.
+// serverLog is a server's stderr saved to a file: its log, which times
+// each run, and the census's dump. It is kept in the -profile directory
+// as scale-<server>-log.txt, else in the benchmark's own.
 type serverLog struct{ path string }
 
 func newServerLog(o options, name string) (*serverLog, *os.File, error) {
-	path := filepath.Join(o.profile, "scale-"+strings.Fields(name)[0]+"-census.txt")
+	dir := o.profile
+	if dir == "" {
+		dir = o.dir
+	}
+	path := filepath.Join(dir, "scale-"+strings.Fields(name)[0]+"-log.txt")
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	return &serverLog{path: path}, f, nil
+}
+
+// size is how much the server has logged so far.
+func (l *serverLog) size() int64 {
+	fi, err := os.Stat(l.path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// elapsed is the run durations the server logged after offset from for
+// runs of prompt: each run's terminal line carries elapsed_ms, from its
+// registration to its terminal record (runs.Registry).
+func (l *serverLog) elapsed(from int64, prompt string) sample {
+	var out sample
+	f, err := os.Open(l.path)
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return out
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, `msg="run reached its terminal state"`) || !strings.Contains(line, " prompt="+prompt+" ") {
+			continue
+		}
+		_, v, ok := strings.Cut(line, " elapsed_ms=")
+		if !ok {
+			continue
+		}
+		ms, err := strconv.Atoi(strings.Fields(v)[0])
+		if err != nil {
+			continue
+		}
+		out.lat = append(out.lat, time.Duration(ms)*time.Millisecond)
+	}
+	out.calls = len(out.lat)
+	return out
 }
 
 // wait waits (at most 30 s) for process pid to have exited, its dump

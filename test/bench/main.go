@@ -54,11 +54,15 @@ type options struct {
 	// scaleRounds is how many times the scale load runs against each
 	// server (alternating with the baseline's).
 	scaleRounds int
-	catalog     bool   // the 10,000-prompt catalog measurements (with scale)
-	only        string // comma-separated transports
-	profile     string // directory for CPU profiles of the servers, "" for none
-	baseline    string // a git revision whose server is measured beside ours, "" for none
-	node        string // "" when the TypeScript floor is not available
+	catalog     bool // the 10,000-prompt catalog measurements (with scale)
+	// scaleEnv is environment settings (comma-separated NAME=value) for
+	// our server under the scale load only, not the baseline's: a
+	// collector or runtime setting tried side by side with the default.
+	scaleEnv string
+	only     string // comma-separated transports
+	profile  string // directory for CPU profiles of the servers, "" for none
+	baseline string // a git revision whose server is measured beside ours, "" for none
+	node     string // "" when the TypeScript floor is not available
 	// stdioVersions are the protocol versions the stdio sessions ask for,
 	// one block of lines each; stdioVersion is the one being measured.
 	stdioVersions string
@@ -75,6 +79,7 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of each Go server process into this directory (builds ours with -tags benchprofile)")
 	flag.StringVar(&o.baseline, "baseline", "", "also measure run_prompt of the server built at this git revision (before/after in one run)")
 	flag.IntVar(&o.scaleRounds, "scale-rounds", 1, "rounds of the prose-at-scale measurements per server (alternating with the baseline's)")
+	flag.StringVar(&o.scaleEnv, "scale-env", "", `environment for our server under the scale load only, e.g. "GOGC=50" or "GODEBUG=adaptivestackstart=1" (comma-separated), the baseline keeping the defaults`)
 	flag.BoolVar(&o.catalog, "catalog", true, "with -scale, also measure the 10,000-prompt catalog")
 	flag.BoolVar(&o.scale, "scale", true, "also run the scale measurements (prose runs in flight, the 10,000-prompt catalog)")
 	// Hosts that start stdio servers (Claude Code, Cursor, VS Code: the
