@@ -592,7 +592,7 @@ func TestFanout_PreCancelled(t *testing.T) {
 	cause := errors.New("cancelled before the fanout")
 	cancel(cause)
 	rec := &recorder{}
-	r, err := newRun(p, "", nil, &Options{Observer: rec})
+	r, err := newRun(p, "", nil, Options{Observer: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func Probe(ctx context.Context, p *prompt.Prompt, cfg Options) ProbeResult {
 	for i, t := range live {
 		cfg.Tools[i] = refusingTool{t.Descriptor()}
 	}
-	r, err := newRun(p, "", nil, &cfg)
+	r, err := newRun(p, "", nil, cfg)
 	if err != nil {
 		res.Unchecked = err
 		return res

@@ -71,7 +71,7 @@ func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cf
 	if v := p.Frontmatter.Version; v != 1 {
 		return Result{}, &Error{Kind: KindVersion, Err: fmt.Errorf("unsupported promptforge version: %d (this build supports major 1)", v)}
 	}
-	r, err := newRun(p, args, st, &cfg)
+	r, err := newRun(p, args, st, cfg)
 	if err != nil {
 		return Result{}, err
 	}
@@ -93,12 +93,8 @@ func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cf
 
 // newRun prepares the state of one run: defaults, limits, the guard nonce
 // and the checked tool registry.
-//
-// cfg is a pointer because Options is large: passed by value it would be
-// copied into Run's frame, which stays on the stack through every model
-// turn of the run (see newVM).
-func newRun(p *prompt.Prompt, args string, st *store.Store, cfg *Options) (*run, error) {
-	r := &run{p: p, args: args, store: st, cfg: *cfg, execution: cfg.Execution, now: cfg.Now}
+func newRun(p *prompt.Prompt, args string, st *store.Store, cfg Options) (*run, error) {
+	r := &run{p: p, args: args, store: st, cfg: cfg, execution: cfg.Execution, now: cfg.Now}
 	if r.store == nil {
 		r.store = store.New()
 	}

@@ -96,79 +96,45 @@ func (u *unit) loop(ctx context.Context, mb *modelBinding, sc *scope, text strin
 	}
 	dispatched := 0
 	for range rounds {
-		// What a round does with the model's answer is in functions of
-		// their own (never inlined), so that this frame, on the stack
-		// through every wait for the model, holds only the loop's state
-		// (see newVM).
 		comp, err := u.complete(ctx, mb, u.conv, sc.specs)
 		if err != nil {
-			return u.roundFailed(ctx, mb, err, dispatched)
+			var ge *gateway.Error
+			if errors.As(err, &ge) && ge.Kind == gateway.KindEmptyReply && ge.FinishReason == "stop" && dispatched > 0 {
+				// A model that answers a tool result with an empty stop
+				// has nothing to add: a clean end with an empty reply.
+				var info *Info
+				if r.tracingTurns() {
+					info = u.completionInfo(mb, "", "stop", nil, ge.Usage)
+				}
+				u.turnCompleted(ge.RequestJSON, ge.ResponseJSON, "stop", "", ge.Usage, info)
+				empty := ""
+				return roundResult{text: &empty, finish: "stop"}, nil
+			}
+			return roundResult{}, u.turnFailed(ctx, err)
 		}
+		u.completed(mb, comp)
 		if len(comp.ToolCalls) == 0 {
-			return u.answered(mb, comp), nil
+			if comp.FinishReason == "length" {
+				u.observe(ModelTurnTruncated)
+			}
+			t := comp.Text
+			return roundResult{text: &t, finish: comp.FinishReason}, nil
 		}
-		n, err := u.toolRound(ctx, mb, sc, comp)
-		dispatched += n
-		if err != nil {
-			return roundResult{}, err
+		results := make([]string, len(comp.ToolCalls))
+		for i, call := range comp.ToolCalls {
+			out, err := u.dispatch(ctx, sc, call)
+			if err != nil {
+				return roundResult{}, err
+			}
+			results[i] = out
+			dispatched++
 		}
+		u.conv = append(u.conv, gateway.EchoToolResults(mb.model.Dialect, comp.ToolCalls, results)...)
 		if singleShot {
 			return roundResult{finish: comp.FinishReason}, nil
 		}
 	}
 	return roundResult{}, &Error{Kind: KindTool, Err: &loopExhaustedError{rounds: rounds}}
-}
-
-// roundFailed ends a prose block whose model round failed with err, after
-// dispatched tool calls: an empty stop after tool results is a clean end
-// with an empty reply, anything else the turn's failure.
-//
-//go:noinline
-func (u *unit) roundFailed(ctx context.Context, mb *modelBinding, err error, dispatched int) (roundResult, error) {
-	var ge *gateway.Error
-	if errors.As(err, &ge) && ge.Kind == gateway.KindEmptyReply && ge.FinishReason == "stop" && dispatched > 0 {
-		// A model that answers a tool result with an empty stop
-		// has nothing to add: a clean end with an empty reply.
-		var info *Info
-		if u.r.tracingTurns() {
-			info = u.completionInfo(mb, "", "stop", nil, ge.Usage)
-		}
-		u.turnCompleted(ge.RequestJSON, ge.ResponseJSON, "stop", "", ge.Usage, info)
-		empty := ""
-		return roundResult{text: &empty, finish: "stop"}, nil
-	}
-	return roundResult{}, u.turnFailed(ctx, err)
-}
-
-// answered ends a prose block whose model round answered without tool
-// calls.
-//
-//go:noinline
-func (u *unit) answered(mb *modelBinding, comp *gateway.Completion) roundResult {
-	u.completed(mb, comp)
-	if comp.FinishReason == "length" {
-		u.observe(ModelTurnTruncated)
-	}
-	t := comp.Text
-	return roundResult{text: &t, finish: comp.FinishReason}
-}
-
-// toolRound runs the tool calls of comp and adds their results to the
-// conversation; it returns how many it dispatched.
-//
-//go:noinline
-func (u *unit) toolRound(ctx context.Context, mb *modelBinding, sc *scope, comp *gateway.Completion) (int, error) {
-	u.completed(mb, comp)
-	results := make([]string, len(comp.ToolCalls))
-	for i, call := range comp.ToolCalls {
-		out, err := u.dispatch(ctx, sc, call)
-		if err != nil {
-			return i, err
-		}
-		results[i] = out
-	}
-	u.conv = append(u.conv, gateway.EchoToolResults(mb.model.Dialect, comp.ToolCalls, results)...)
-	return len(comp.ToolCalls), nil
 }
 
 // loopExhaustedError is a tool loop that ran out of rounds. It is a typed
@@ -255,16 +221,8 @@ func (u *unit) callSucceeded(call gateway.ToolCall, result string) {
 
 // complete sends one chat request for mb.
 func (u *unit) complete(ctx context.Context, mb *modelBinding, msgs []gateway.Message, specs []gateway.ToolSpec) (*gateway.Completion, error) {
-	u.turnStarted(mb, msgs, specs)
-	// The request is built in the call, not in a variable: a variable
-	// would be a second copy in this frame, which is on the stack through
-	// the whole wait for the model (see newVM).
-	return u.r.cfg.Client.Complete(ctx, chatRequest(mb, msgs, specs))
-}
-
-// chatRequest is the request of a turn of mb.
-func chatRequest(mb *modelBinding, msgs []gateway.Message, specs []gateway.ToolSpec) gateway.ChatRequest {
-	return gateway.ChatRequest{
+	c := u.r.cfg.Client
+	req := gateway.ChatRequest{
 		Model:       mb.model.ID,
 		Dialect:     mb.model.Dialect,
 		Messages:    msgs,
@@ -275,19 +233,12 @@ func chatRequest(mb *modelBinding, msgs []gateway.Message, specs []gateway.ToolS
 		// The bound model's own switch, if prompts.toml names one.
 		ThinkingSwitch: mb.model.ThinkingSwitch,
 	}
-}
-
-// turnStarted reports the start of a turn of mb. It is not inlined, so
-// that its temporaries are not in complete's frame (see newVM).
-//
-//go:noinline
-func (u *unit) turnStarted(mb *modelBinding, msgs []gateway.Message, specs []gateway.ToolSpec) {
 	var info *Info
 	if u.r.tracing() {
-		req := chatRequest(mb, msgs, specs)
 		info = u.turnInfo(&req)
 	}
 	u.emit(ModelTurnStarted, mb.alias+", "+mb.model.ID, "", info)
+	return c.Complete(ctx, req)
 }
 
 // completed reports comp, a turn of mb that returned a completion.

@@ -121,25 +121,6 @@ func (u *unit) vmOptions(kind luavm.Kind, id int, when string, reply *string, v 
 	}
 }
 
-// newVM makes the unit's VM. It is a function of its own, never inlined,
-// so that the VM's options (about 500 bytes) are built in its frame, gone
-// once it returns, not in runSection's or runH1's, which stay on the stack
-// through every model turn of the unit.
-//
-// A run goroutine waits for the gateway below every frame of the engine
-// and the gateway client, and the collector only halves a waiting
-// goroutine's stack while its frames fill less than a quarter of it: at
-// 9 KB of frames a run's stack stayed at 32 KiB, under 7.4 KB it shrinks
-// to 16 KiB, 16 KiB less per run in flight (docs/benchmarks.md, "The run
-// goroutine's stack"). The other functions marked so in the engine and
-// in gateway's Complete and send are split for the same reason, and
-// TestTurnWaitFrames holds their sum.
-//
-//go:noinline
-func (u *unit) newVM(ctx context.Context, kind luavm.Kind, id int, when string, reply *string, v *luavm.Var) *luavm.VM {
-	return luavm.New(ctx, u.vmOptions(kind, id, when, reply, v))
-}
-
 // teardown closes the VM; teardown is observed whether or not the unit
 // succeeded.
 func (u *unit) teardown() {
@@ -160,11 +141,10 @@ func (u *unit) runH1(ctx context.Context) (walkEnd, *luavm.Var, error) {
 		return walkEnd{}, luavm.NewVar(), nil
 	}
 	when := r.timestamp()
-	u.vm = u.newVM(ctx, luavm.KindH1, 0, when, nil, nil)
+	u.vm = luavm.New(ctx, u.vmOptions(luavm.KindH1, 0, when, nil, nil))
 	var reply *string
 	var err error
-	for i := range r.p.H1 {
-		b := &r.p.H1[i]
+	for _, b := range r.p.H1 {
 		if b.Kind == prompt.BlockLua {
 			u.vm.InstallH1Tables()
 			u.observe(LuaChunkStarted)
@@ -206,7 +186,7 @@ func (u *unit) runSection(ctx context.Context, reply *string, v *luavm.Var) (flo
 	id := int(r.ids.Add(1))
 	u.incoming = reply
 	u.observe(SectionStarted)
-	u.vm = u.newVM(ctx, luavm.KindSection, id, r.walkAt, reply, v)
+	u.vm = luavm.New(ctx, u.vmOptions(luavm.KindSection, id, r.walkAt, reply, v))
 	f, err := u.blocks(ctx, reply)
 	u.teardown()
 	if err != nil {
@@ -231,17 +211,31 @@ func (u *unit) blocks(ctx context.Context, reply *string) (flow, error) {
 	u.vm.InstallAliases(r.bind.aliasHandles())
 
 	rolling := reply
-	for i := range u.sec.Blocks {
-		b := &u.sec.Blocks[i]
+	for i, b := range u.sec.Blocks {
 		if b.Kind == prompt.BlockLua {
-			// A Lua block is run by a function of its own (never inlined),
-			// so that what it needs is not in this frame, which stays on
-			// the stack through the section's model turns (see newVM).
-			f, end, err := u.luaBlock(b)
-			if err != nil || end {
-				return f, err
+			u.observe(LuaChunkStarted)
+			out, err := u.vm.RunChunk(b.Lua)
+			if err != nil {
+				u.observe(LuaChunkFailed)
+				return flow{}, err
 			}
-			rolling = f.reply
+			u.observe(LuaChunkSucceeded)
+			if out.Returned {
+				if _, err := u.vm.Var(); err != nil {
+					return flow{}, err
+				}
+				return flow{returned: true, value: out.Value}, nil
+			}
+			if rolling, err = u.vm.Reply(); err != nil {
+				return flow{}, err
+			}
+			if out.Jumped {
+				if _, err := u.vm.Var(); err != nil {
+					return flow{}, err
+				}
+				t := out.Target.(place)
+				return flow{reply: rolling, jump: &t}, nil
+			}
 			continue
 		}
 		if err := u.prose(ctx, b, i == len(u.sec.Blocks)-1); err != nil {
@@ -264,42 +258,9 @@ func (u *unit) blocks(ctx context.Context, reply *string) (flow, error) {
 	return flow{reply: rolling}, nil
 }
 
-// luaBlock runs one Lua block of the section; end reports that the
-// section ends with f (a return or a jump), else f.reply is the rolling
-// reply after it.
-//
-//go:noinline
-func (u *unit) luaBlock(b *prompt.Block) (f flow, end bool, err error) {
-	u.observe(LuaChunkStarted)
-	out, err := u.vm.RunChunk(b.Lua)
-	if err != nil {
-		u.observe(LuaChunkFailed)
-		return flow{}, true, err
-	}
-	u.observe(LuaChunkSucceeded)
-	if out.Returned {
-		if _, err := u.vm.Var(); err != nil {
-			return flow{}, true, err
-		}
-		return flow{returned: true, value: out.Value}, true, nil
-	}
-	rolling, err := u.vm.Reply()
-	if err != nil {
-		return flow{}, true, err
-	}
-	if out.Jumped {
-		if _, err := u.vm.Var(); err != nil {
-			return flow{}, true, err
-		}
-		t := out.Target.(place)
-		return flow{reply: rolling, jump: &t}, true, nil
-	}
-	return flow{reply: rolling}, false, nil
-}
-
 // prose runs one prose block: scope, substitution, model rounds, reply
 // binding. last is set for a section's last block: see releaseForTurn.
-func (u *unit) prose(ctx context.Context, b *prompt.Block, last bool) error {
+func (u *unit) prose(ctx context.Context, b prompt.Block, last bool) error {
 	r := u.r
 	// A script that replaced var fails here, before the model is called,
 	// whether or not the prose names var (prompt-language §2.4: the host's

@@ -24,25 +24,10 @@ func (c *Client) Complete(ctx context.Context, req ChatRequest) (*Completion, er
 	if c.disabled != "" {
 		return nil, c.disabledError(opChat)
 	}
-	body, cerr := c.chatBody(&req)
-	if cerr != nil {
-		return nil, cerr
-	}
-	// The wait for the model is below this call: what is built before it
-	// and read after it are in the functions around it, so that their
-	// frames are not on the stack while the gateway thinks (send).
-	status, resp, herr := c.do(ctx, "POST", PathChat, opChat, body, c.timeout)
-	return c.chatReply(&req, body, status, resp, herr)
-}
-
-// chatBody is the wire body of req, within the request size limit.
-//
-//go:noinline
-func (c *Client) chatBody(req *ChatRequest) ([]byte, *Error) {
 	if req.ThinkingSwitch == "" {
 		req.ThinkingSwitch = c.switchDefault
 	}
-	body, cerr := encodeChat(*req)
+	body, cerr := encodeChat(req)
 	if cerr != nil {
 		return nil, cerr
 	}
@@ -51,19 +36,13 @@ func (c *Client) chatBody(req *ChatRequest) ([]byte, *Error) {
 			"chat request is %d bytes, over the %d-byte request limit; nothing was sent: send less (shorter prose blocks, fewer or smaller tool results) or raise [limits].max_request_size in prompts.toml",
 			len(body), c.maxRequest))
 	}
-	return body, nil
-}
-
-// chatReply is the completion of req's exchange, or its error.
-//
-//go:noinline
-func (c *Client) chatReply(req *ChatRequest, body []byte, status int, resp []byte, herr *Error) (*Completion, error) {
+	status, resp, herr := c.do(ctx, "POST", PathChat, opChat, body, c.timeout)
 	if herr == nil && (status < 200 || status > 299) {
 		herr = statusError(opChat, status, resp, c.key.Reveal())
 	}
 	var comp *Completion
 	if herr == nil {
-		comp, herr = parseChat(resp, *req)
+		comp, herr = parseChat(resp, req)
 	}
 	if herr != nil {
 		herr.RequestJSON, herr.ResponseJSON = body, resp

@@ -270,7 +270,7 @@ func (e *errTimeout) Error() string {
 
 // do sends one request with the client's usual reply bounds (see send).
 func (c *Client) do(ctx context.Context, method, path, op string, body []byte, timeout time.Duration) (int, []byte, *Error) {
-	return c.send(ctx, &exchange{method: method, path: path, op: op, body: body, timeout: timeout,
+	return c.send(ctx, exchange{method: method, path: path, op: op, body: body, timeout: timeout,
 		replyLimit: MaxReplyBytes, errorLimit: maxErrorRead})
 }
 
@@ -295,42 +295,22 @@ type exchange struct {
 // send sends one request and returns the status and body: the full body
 // (at most x.replyLimit) for 2xx, a bounded prefix otherwise. Every
 // failure is classified here.
-//
-// Building the request and reading the reply are functions of their own,
-// never inlined, so that this frame, which stays on the run goroutine's
-// stack while the gateway thinks (every model turn's wait is below it),
-// holds only what the wait needs: the collector keeps a waiting
-// goroutine's stack at a size its frames fit in (docs/benchmarks.md, "the
-// run goroutine's stack").
-func (c *Client) send(ctx context.Context, x *exchange) (int, []byte, *Error) {
+func (c *Client) send(ctx context.Context, x exchange) (int, []byte, *Error) {
+	op := x.op
 	if err := ctx.Err(); err != nil {
-		return 0, nil, cancelled(ctx, x.op)
+		return 0, nil, cancelled(ctx, op)
 	}
 	cause := &errTimeout{d: x.timeout}
 	reqCtx, cancel := context.WithTimeoutCause(ctx, x.timeout, cause)
 	defer cancel()
-	req, e := c.newRequest(reqCtx, x)
-	if e != nil {
-		return 0, nil, e
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, nil, c.transportFailure(ctx, reqCtx, cause, x.op, err)
-	}
-	return c.readReply(ctx, reqCtx, cause, x, resp)
-}
 
-// newRequest builds x's request under reqCtx with the client's headers.
-//
-//go:noinline
-func (c *Client) newRequest(reqCtx context.Context, x *exchange) (*http.Request, *Error) {
 	var rd io.Reader
 	if x.body != nil {
 		rd = bytes.NewReader(x.body)
 	}
 	req, err := http.NewRequestWithContext(reqCtx, x.method, c.base+x.path, rd)
 	if err != nil {
-		return nil, &Error{Kind: KindConfig, Op: x.op, msg: "cannot build the gateway request " + x.op + ": " + err.Error(), err: err}
+		return 0, nil, &Error{Kind: KindConfig, Op: op, msg: "cannot build the gateway request " + op + ": " + err.Error(), err: err}
 	}
 	if c.auth != "" {
 		req.Header.Set("Authorization", c.auth)
@@ -342,15 +322,13 @@ func (c *Client) newRequest(reqCtx context.Context, x *exchange) (*http.Request,
 	if x.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	return req, nil
-}
 
-// readReply reads resp's body under x's bounds and closes it.
-//
-//go:noinline
-func (c *Client) readReply(ctx, reqCtx context.Context, cause *errTimeout, x *exchange, resp *http.Response) (int, []byte, *Error) {
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, c.transportFailure(ctx, reqCtx, cause, op, err)
+	}
 	defer resp.Body.Close()
-	op := x.op
+
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// A short or broken error body still leaves the status, which is
 		// what the caller acts on.

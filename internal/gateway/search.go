@@ -46,7 +46,7 @@ func (c *Client) Search(ctx context.Context, query json.RawMessage) (json.RawMes
 	if c.disabled != "" {
 		return nil, c.disabledError(opSearch)
 	}
-	status, data, herr := c.send(ctx, &exchange{
+	status, data, herr := c.send(ctx, exchange{
 		method: "POST", path: PathSearch, op: opSearch, body: query, timeout: SearchTimeout,
 		replyLimit: MaxSearchReplyBytes, errorLimit: MaxSearchReplyBytes + 1, errorReadFails: true,
 	})

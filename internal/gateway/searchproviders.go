@@ -156,7 +156,7 @@ func (b *SearchBackend) Search(ctx context.Context, query json.RawMessage) (json
 		return nil, &Error{Kind: KindConfig, Op: b.op(), msg: "the search arguments are not an object with a query"}
 	}
 	path := b.request(a)
-	status, data, herr := b.c.send(ctx, &exchange{
+	status, data, herr := b.c.send(ctx, exchange{
 		method: "GET", path: path, op: b.op(), timeout: SearchTimeout, header: b.header,
 		replyLimit: MaxSearchReplyBytes, errorLimit: MaxSearchReplyBytes + 1, errorReadFails: true,
 	})
