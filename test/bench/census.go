@@ -24,9 +24,8 @@ import (
 // innermost sp to its outermost fp. The collector halves a stack while
 // less than a quarter of it (plus an 800-byte guard) is used, so after a
 // few collections a goroutine waiting with u bytes of frames holds a
-// stack of the largest power of two at most 4(u+800), at least 2 KiB,
-// and no larger than it grew to: cutting the frames a goroutine waits in
-// below a power-of-two boundary is what shrinks its stack.
+// stack between the least power of two above u+800 and the largest at
+// most 4(u+800), at least 2 KiB, depending on how far it grew before.
 //
 // The census ends the server (the -profile run's last step, after every
 // round); its dump is at the end of scale-<server>-log.txt.
@@ -69,31 +68,39 @@ func (s *scaleServer) census(ctx context.Context, o options) error {
 	}
 	defer f.Close()
 	kinds := parseCensus(f)
-	fmt.Printf("%s: goroutine stacks with %d runs held (SIGQUIT dump in %s): frames in use where each waits, and the stack that implies after the collector's shrinking\n", s.name, inFlight, dump)
-	var total float64
+	fmt.Printf("%s: goroutine stacks with %d runs held (SIGQUIT dump at the end of %s): the frames each waits in, the least stack that holds them, and the most the collector leaves it at if it grew that far\n", s.name, inFlight, dump)
+	var least, most float64
 	for _, k := range kinds {
 		if k.count < inFlight/2 {
 			continue
 		}
 		slices.Sort(k.used)
 		u := k.used[len(k.used)/2]
-		size := shrunk(u)
-		total += float64(size) * float64(k.count) / inFlight
-		fmt.Printf("  %5d  used %5d B (max %5d), %2d frames → stack %2d KiB  %s\n", k.count, u, k.used[len(k.used)-1], k.frames, size>>10, k.name)
+		lo, hi := stackBounds(u)
+		least += float64(lo) * float64(k.count) / inFlight
+		most += float64(hi) * float64(k.count) / inFlight
+		fmt.Printf("  %5d  frames %5d B (max %5d), %2d of them: stack %2d to %2d KiB  %s\n", k.count, u, k.used[len(k.used)-1], k.frames, lo>>10, hi>>10, k.name)
 	}
-	fmt.Printf("  per run: %.1f KiB of stacks implied (the memory phase's measured stacks include the rest of the process and any goroutine whose stack grew larger than its frames need)\n", total/1024)
+	fmt.Printf("  per run: %.0f to %.0f KiB of stacks (the memory phase measures where in between)\n", least/1024, most/1024)
 	return nil
 }
 
-// shrunk is the stack a goroutine waiting with used bytes of frames keeps
-// once collections have shrunk it (runtime shrinkstack: halve while
-// used+_StackLimit < size/4; at least 2 KiB).
-func shrunk(used int) int {
-	size := 2 << 10
-	for size*2/4 <= used+800 {
-		size *= 2
+// stackBounds is the least stack that holds a goroutine waiting with used
+// bytes of frames (with the runtime's 800-byte guard), and the most the
+// collector leaves it at (runtime shrinkstack halves a stack while
+// used+guard is under a quarter of it; at least 2 KiB). Where in between
+// it is depends on how far it grew before.
+func stackBounds(used int) (least, most int) {
+	need := used + 800
+	least = 2 << 10
+	for least <= need {
+		least *= 2
 	}
-	return size
+	most = least
+	for most*2/4 <= need {
+		most *= 2
+	}
+	return least, most
 }
 
 type censusKind struct {
