@@ -40,12 +40,8 @@ func (s *scaleServer) census(ctx context.Context, o options) error {
 	for i := range inFlight {
 		wg.Go(func() { s.css[i%len(s.css)].CallTool(ctx, holdCall()) })
 	}
-	deadline := time.Now().Add(holdWait - time.Second)
-	for scrape(s.port)["promptforge_runs_in_flight"] < inFlight {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("census: fewer than %d runs in flight", inFlight)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := s.waitHeld(); err != nil {
+		return fmt.Errorf("census: %w", err)
 	}
 	// Three collections first, as the memory phase does: stacks are
 	// counted at the size they shrink to.

@@ -433,13 +433,9 @@ func (s *scaleServer) hold(ctx context.Context, o options, x *scaleRound) error 
 			errs[i] = err
 		})
 	}
-	deadline := time.Now().Add(holdWait - time.Second)
-	for scrape(s.port)["promptforge_runs_in_flight"] < inFlight {
-		if time.Now().After(deadline) {
-			wg.Wait()
-			return fmt.Errorf("fewer than %d runs in flight %s after starting them", inFlight, holdWait-time.Second)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := s.waitHeld(); err != nil {
+		wg.Wait()
+		return err
 	}
 	held, err := s.footprint()
 	if err == nil {
@@ -478,6 +474,19 @@ func (s *scaleServer) hold(ctx context.Context, o options, x *scaleRound) error 
 	// the clients and the gateway transport keep open for the next runs.
 	x.retained = retained.perRun(expired, inFlight)
 	x.expired = expired.perRun(s.idle, 1)
+	return nil
+}
+
+// waitHeld waits until the server counts 1,000 runs in flight, or fails
+// a second before the gateway starts answering them.
+func (s *scaleServer) waitHeld() error {
+	deadline := time.Now().Add(holdWait - time.Second)
+	for scrape(s.port)["promptforge_runs_in_flight"] < inFlight {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("fewer than %d runs in flight %s after starting them", inFlight, holdWait-time.Second)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	return nil
 }
 
