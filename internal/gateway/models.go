@@ -211,6 +211,11 @@ func optString(fields map[string]json.RawMessage, key string) (s string, present
 	if !found || jsonKind(v) == 'n' {
 		return "", false, true
 	}
+	// Fields hold valid JSON (they come from a decoded object), so a plain
+	// string is read in place (scan.go).
+	if s, ok := plainString(v); ok {
+		return s, true, true
+	}
 	if err := json.Unmarshal(v, &s); err != nil {
 		return "", true, false
 	}
