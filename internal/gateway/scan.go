@@ -8,7 +8,7 @@ import (
 // A chat reply was read by encoding/json five times over: the body into a
 // map of raw members, then choices, choices[0] and its message each again
 // (every call validates its input before decoding it and copies each
-// member), then every string member: about 50 allocations a turn and a
+// member), then every string member: 46 allocations a turn more and a
 // few scans of the same bytes, for the reply of every model turn
 // (docs/benchmarks.md, "Prose runs at scale"). The body is now validated
 // once (json.Valid), and its objects, arrays and plain strings are read in
