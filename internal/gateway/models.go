@@ -216,10 +216,13 @@ func optString(fields map[string]json.RawMessage, key string) (s string, present
 	if s, ok := plainString(v); ok {
 		return s, true, true
 	}
-	if err := json.Unmarshal(v, &s); err != nil {
+	// A variable of its own: decoding into the result would move the
+	// result to the heap on every call, the plain and absent ones too.
+	var decoded string
+	if err := json.Unmarshal(v, &decoded); err != nil {
 		return "", true, false
 	}
-	return s, true, true
+	return decoded, true, true
 }
 
 // checkModelID enforces what a catalog id may hold: it names the model on
