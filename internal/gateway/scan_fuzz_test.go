@@ -72,3 +72,14 @@ func TestParseChatAllocations(t *testing.T) {
 		t.Errorf("parseChat of a plain reply made %.0f allocations, want at most 15: the reply is read in place (scan.go)", allocs)
 	}
 }
+
+// BenchmarkParseChat is the per-turn cost of reading a plain reply.
+func BenchmarkParseChat(b *testing.B) {
+	body := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"The capital of France is Paris."},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":7,"total_tokens":16}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if comp, err := parseChat(body, ChatRequest{}); err != nil || comp.Text == "" {
+			b.Fatalf("parseChat = %+v, %v", comp, err)
+		}
+	}
+}
