@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// stackCensus answers "which goroutine holds how much stack, and why"
+// census answers "which goroutine holds how much stack, and why"
 // for a server with 1,000 runs held: the runtime reports only the total
 // (stack_inuse), and no profile gives a goroutine's stack size. A Go
 // process sent SIGQUIT with GOTRACEBACK=system prints every goroutine's
