@@ -277,27 +277,29 @@ func compactObject(b []byte) (json.RawMessage, bool) {
 func parseChat(body []byte, req ChatRequest) (*Completion, *Error) {
 	bad := func(detail string) (*Completion, *Error) { return nil, malformed(opChat, 200, detail) }
 
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil || top == nil {
+	// One validation, then the members are read in place (scan.go).
+	valid := json.Valid(body)
+	top, err := rawObject(body, valid)
+	if err != nil || top == nil {
 		return bad("the body is not a JSON object")
 	}
 	rawChoices, ok := top["choices"]
 	if !ok || jsonKind(rawChoices) != '[' {
 		return bad("choices is missing or not an array")
 	}
-	var choices []json.RawMessage
-	if err := json.Unmarshal(rawChoices, &choices); err != nil {
+	choices, err := rawArray(rawChoices, valid)
+	if err != nil {
 		return bad("choices is not an array")
 	}
 	if len(choices) == 0 {
 		return bad("choices is empty")
 	}
-	var choice map[string]json.RawMessage
-	if err := json.Unmarshal(choices[0], &choice); err != nil || choice == nil {
+	choice, err := rawObject(choices[0], valid)
+	if err != nil || choice == nil {
 		return bad("choices[0] is not an object")
 	}
-	var msg map[string]json.RawMessage
-	if err := json.Unmarshal(choice["message"], &msg); err != nil || msg == nil {
+	msg, err := rawObject(choice["message"], valid)
+	if err != nil || msg == nil {
 		return bad("choices[0].message is missing or not an object")
 	}
 	finish, _, ok := optString(choice, "finish_reason")
@@ -306,7 +308,10 @@ func parseChat(body []byte, req ChatRequest) (*Completion, *Error) {
 	}
 	var rawCalls []json.RawMessage
 	if v, present := msg["tool_calls"]; present && jsonKind(v) != 'n' {
-		if jsonKind(v) != '[' || json.Unmarshal(v, &rawCalls) != nil {
+		if jsonKind(v) != '[' {
+			return bad("choices[0].message.tool_calls is not an array")
+		}
+		if rawCalls, err = rawArray(v, valid); err != nil {
 			return bad("choices[0].message.tool_calls is not an array")
 		}
 	}

@@ -211,10 +211,18 @@ func optString(fields map[string]json.RawMessage, key string) (s string, present
 	if !found || jsonKind(v) == 'n' {
 		return "", false, true
 	}
-	if err := json.Unmarshal(v, &s); err != nil {
+	// Fields hold valid JSON (they come from a decoded object), so a plain
+	// string is read in place (scan.go).
+	if s, ok := plainString(v); ok {
+		return s, true, true
+	}
+	// A variable of its own: decoding into the result would move the
+	// result to the heap on every call, the plain and absent ones too.
+	var decoded string
+	if err := json.Unmarshal(v, &decoded); err != nil {
 		return "", true, false
 	}
-	return s, true, true
+	return decoded, true, true
 }
 
 // checkModelID enforces what a catalog id may hold: it names the model on

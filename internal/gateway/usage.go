@@ -24,8 +24,8 @@ const (
 // absent). Anything but an object gives the zero Usage, and a count that is
 // not a non-negative JSON integer reads as 0 without touching the other.
 //
-// It runs on every model turn over bytes encoding/json has already
-// validated (parseChat's top-level decode), so it scans them in place
+// It runs on every model turn over bytes already validated (parseChat
+// validates the body once, scan.go), so it scans them in place
 // rather than decoding them a second time: that decode cost five
 // allocations a turn. A key written with escapes, which no server sends,
 // takes the decoding path, decodeUsage, which defines the result; a fuzz

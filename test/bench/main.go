@@ -54,12 +54,16 @@ type options struct {
 	// scaleRounds is how many times the scale load runs against each
 	// server (alternating with the baseline's).
 	scaleRounds int
-	catalog     bool   // the 10,000-prompt catalog measurements (with scale)
-	catalogOnly bool   // only the catalog measurements
-	only        string // comma-separated transports
-	profile     string // directory for CPU profiles of the servers, "" for none
-	baseline    string // a git revision whose server is measured beside ours, "" for none
-	node        string // "" when the TypeScript floor is not available
+	catalog     bool // the 10,000-prompt catalog measurements (with scale)
+	catalogOnly bool // only the catalog measurements
+	// scaleEnv is environment settings (comma-separated NAME=value) for
+	// our server under the scale load only, not the baseline's: a
+	// collector or runtime setting tried side by side with the default.
+	scaleEnv string
+	only     string // comma-separated transports
+	profile  string // directory for CPU profiles of the servers, "" for none
+	baseline string // a git revision whose server is measured beside ours, "" for none
+	node     string // "" when the TypeScript floor is not available
 	// stdioVersions are the protocol versions the stdio sessions ask for,
 	// one block of lines each; stdioVersion is the one being measured.
 	stdioVersions string
@@ -76,6 +80,7 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of each Go server process into this directory (builds ours with -tags benchprofile)")
 	flag.StringVar(&o.baseline, "baseline", "", "also measure run_prompt of the server built at this git revision (before/after in one run)")
 	flag.IntVar(&o.scaleRounds, "scale-rounds", 1, "rounds of the prose-at-scale measurements per server (alternating with the baseline's)")
+	flag.StringVar(&o.scaleEnv, "scale-env", "", `environment for our server under the scale load only, e.g. "GOGC=50" or "GODEBUG=adaptivestackstart=1" (comma-separated), the baseline keeping the defaults`)
 	flag.BoolVar(&o.catalog, "catalog", true, "with -scale, also measure the 10,000-prompt catalog")
 	flag.BoolVar(&o.catalogOnly, "catalog-only", false, "measure only the 10,000-prompt catalog (its list_prompts page over each of -transports, beside -baseline's)")
 	flag.BoolVar(&o.scale, "scale", true, "also run the scale measurements (prose runs in flight, the 10,000-prompt catalog)")
@@ -533,14 +538,16 @@ func httpStarter(argv []string, port, version string, env []string) starter {
 // startHTTP starts argv, serving on port, and returns how to connect
 // sessions of protocol version to it, how to stop it, and its pid.
 func startHTTP(argv []string, port, version string, env []string) (func(context.Context) (*mcp.ClientSession, error), func(), int, error) {
-	return startHTTPClients(argv, port, version, env, 256)
+	return startHTTPClients(argv, port, version, env, 256, nil)
 }
 
 // startHTTPClients is startHTTP whose sessions keep up to idle
-// connections open between calls, as that many separate clients would.
-func startHTTPClients(argv []string, port, version string, env []string, idle int) (func(context.Context) (*mcp.ClientSession, error), func(), int, error) {
+// connections open between calls, as that many separate clients would;
+// stderr, if not nil, receives the server's log (the scale census).
+func startHTTPClients(argv []string, port, version string, env []string, idle int, stderr io.Writer) (func(context.Context) (*mcp.ClientSession, error), func(), int, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
+	cmd.Stderr = stderr
 	// The server's log goes nowhere, as an MCP host keeps it away from
 	// the terminal; the benchmark checks every call's reply instead.
 	if err := cmd.Start(); err != nil {

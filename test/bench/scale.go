@@ -42,6 +42,9 @@ type scaleServer struct {
 	css         []*mcp.ClientSession
 	stop        func()
 	idle        footprint
+	// stderr is the server's log, kept for the stack census (with
+	// -profile), nil otherwise.
+	stderr *serverLog
 }
 
 // footprint is a server's memory after a full collection with every free
@@ -58,7 +61,12 @@ func (a footprint) perRun(idle footprint, n int) footprint {
 
 // scaleRound is what one server did in one round.
 type scaleRound struct {
-	closed, open       sample
+	closed, open sample
+	// ownOpen is the open loop's runs as the server timed them, from
+	// registration to the terminal record (its log's elapsed_ms, whole
+	// milliseconds): the server's own share of the added latency, without
+	// the client's and the HTTP and SDK layers' (see proseAtScale).
+	ownOpen            sample
 	closedCPU, openCPU [3]float64 // µs per run: server, gateway, this client
 	closedRSS          int64      // median RSS under the closed loop
 	// allocs, allocBytes and gcs are the server's allocations, bytes
@@ -108,7 +116,11 @@ func proseAtScale(ctx context.Context, o options) error {
 	if err := writePrompts(prompts, map[string]string{"speak.md": speakPrompt, "hold.md": holdPrompt}); err != nil {
 		return err
 	}
-	bins := [][2]string{{"promptforge", filepath.Join(o.dir, "promptforge-mcp-server")}}
+	ours := "promptforge"
+	if o.scaleEnv != "" {
+		ours += " (" + o.scaleEnv + ")"
+	}
+	bins := [][2]string{{ours, filepath.Join(o.dir, "promptforge-mcp-server")}}
 	if o.baseline != "" {
 		bins = append([][2]string{{"baseline " + o.baseline, filepath.Join(o.dir, "promptforge-baseline")}}, bins...)
 	}
@@ -146,8 +158,12 @@ func proseAtScale(ctx context.Context, o options) error {
 			fmt.Printf("  round %d  closed loop, %d in flight: %5.0f runs/s, added over the gateway's p50 %s p99 %s; CPU per run: server %.0fµs, gateway %.0fµs, client %.0fµs; RSS under it %.1f MB\n",
 				r+1, inFlight, x.closed.rate(), us(x.closed.pct(0.5)-gatewayWait), us(x.closed.pct(0.99)-gatewayWait), x.closedCPU[0], x.closedCPU[1], x.closedCPU[2], mb(x.closedRSS))
 			fmt.Printf("           server allocations per run under it: %.0f (%.1f KB), %.4f collections; TCP connections opened per run (whole machine) %.2f\n", x.allocs, x.allocBytes/1024, x.gcs, x.opens)
-			fmt.Printf("           open loop, %d runs/s offered: %5.0f runs/s, added p50 %s p99 %s (%d of %d waited for a place); CPU per run: server %.0fµs\n",
-				offered, x.open.rate(), us(x.open.pct(0.5)-gatewayWait), us(x.open.pct(0.99)-gatewayWait), x.late, x.open.calls, x.openCPU[0])
+			fmt.Printf("           RSS under it less idle, per run in flight (the collector's headroom and garbage included, as the process runs): %.1f KB\n",
+				(float64(x.closedRSS)-s.idle.rss)/inFlight/1024)
+			fmt.Printf("           open loop, %d runs/s offered: %5.0f runs/s, added p50 %s p99 %s (%d of %d waited for a place); CPU per run: server %.0fµs, gateway %.0fµs, client %.0fµs\n",
+				offered, x.open.rate(), us(x.open.pct(0.5)-gatewayWait), us(x.open.pct(0.99)-gatewayWait), x.late, x.open.calls, x.openCPU[0], x.openCPU[1], x.openCPU[2])
+			fmt.Printf("           the same runs as the server timed them (registration to terminal record, its log, %d runs, whole ms): added p50 %s p99 %s\n",
+				x.ownOpen.calls, us(x.ownOpen.pct(0.5)-gatewayWait), us(x.ownOpen.pct(0.99)-gatewayWait))
 			fmt.Printf("           memory per in-flight run (%d held, after a full GC, less idle): RSS %.1f KB, live heap %.1f KB, stacks %.1f KB, %.2f goroutines\n",
 				inFlight, x.inFlight.rss/1024, x.inFlight.heap/1024, x.inFlight.stack/1024, x.inFlight.goroutines)
 			fmt.Printf("           retained per finished run (its record and trace, until retain_completed evicts them): live heap %.1f KB; after the window: live heap %+.1f MB, RSS %+.1f MB, %+.0f goroutines over idle (the idle connections kept for the next runs)\n",
@@ -163,7 +179,7 @@ func proseAtScale(ctx context.Context, o options) error {
 			}
 			return fmt.Sprintf("%.2fx", sn/sb)
 		}
-		fmt.Printf("ours / baseline, over the rounds: closed-loop runs/s %s, added p99 %s, server CPU per run %s, gateway CPU per run %s, allocations per run %s (bytes %s), TCP connections opened per run %s; open-loop added p50 %s, p99 %s; memory per in-flight run: RSS %s, live heap %s, stacks %s\n",
+		fmt.Printf("ours / baseline, over the rounds: closed-loop runs/s %s, added p99 %s, server CPU per run %s, gateway CPU per run %s, allocations per run %s (bytes %s), TCP connections opened per run %s, RSS under it %s; open-loop added p50 %s, p99 %s, as the server timed them p50 %s, p99 %s; memory per in-flight run: RSS %s, live heap %s, stacks %s\n",
 			ratio(func(x scaleRound) float64 { return x.closed.rate() }),
 			ratio(func(x scaleRound) float64 { return float64(x.closed.pct(0.99) - gatewayWait) }),
 			ratio(func(x scaleRound) float64 { return x.closedCPU[0] }),
@@ -171,11 +187,19 @@ func proseAtScale(ctx context.Context, o options) error {
 			ratio(func(x scaleRound) float64 { return x.allocs }),
 			ratio(func(x scaleRound) float64 { return x.allocBytes }),
 			ratio(func(x scaleRound) float64 { return x.opens }),
+			ratio(func(x scaleRound) float64 { return float64(x.closedRSS) }),
 			ratio(func(x scaleRound) float64 { return float64(x.open.pct(0.5) - gatewayWait) }),
 			ratio(func(x scaleRound) float64 { return float64(x.open.pct(0.99) - gatewayWait) }),
+			ratio(func(x scaleRound) float64 { return float64(x.ownOpen.pct(0.5) - gatewayWait) }),
+			ratio(func(x scaleRound) float64 { return float64(x.ownOpen.pct(0.99) - gatewayWait) }),
 			ratio(func(x scaleRound) float64 { return x.inFlight.rss }),
 			ratio(func(x scaleRound) float64 { return x.inFlight.heap }),
 			ratio(func(x scaleRound) float64 { return x.inFlight.stack }))
+	}
+	for _, s := range servers {
+		if err := s.census(ctx, o); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
 	}
 	fmt.Println()
 	return nil
@@ -198,11 +222,23 @@ func startScaleServer(ctx context.Context, o options, name, bin, gw string) (*sc
 		return nil, err
 	}
 	env := append(os.Environ(), "PROMPTFORGE_DEBUG_ADDR=127.0.0.1:"+debugPort)
-	connect, stop, pid, err := startHTTPClients([]string{bin, "serve", cfg}, port, "2025-11-25", env, inFlight)
+	if o.profile != "" {
+		// Frame pointers in the SIGQUIT dump, for the census.
+		env = append(env, "GOTRACEBACK=system")
+	}
+	if o.scaleEnv != "" && !strings.HasPrefix(name, "baseline") {
+		env = append(env, strings.Split(o.scaleEnv, ",")...)
+	}
+	slog, stderr, err := newServerLog(o, name)
 	if err != nil {
 		return nil, err
 	}
-	s := &scaleServer{name: name, pid: pid, port: port, debug: debugPort, stop: stop}
+	defer stderr.Close() // the child keeps its own descriptor
+	connect, stop, pid, err := startHTTPClients([]string{bin, "serve", cfg}, port, "2025-11-25", env, inFlight, stderr)
+	if err != nil {
+		return nil, err
+	}
+	s := &scaleServer{name: name, pid: pid, port: port, debug: debugPort, stop: stop, stderr: slog}
 	for range sessions {
 		cs, err := connect(ctx)
 		if err != nil {
@@ -309,11 +345,13 @@ func scaleOnce(ctx context.Context, o options, s *scaleServer, gwPid int) (scale
 	}
 
 	cpu0 = cpuNow()
+	logAt := s.stderr.size()
 	x.open, x.late, err = openLoop(ctx, s.css, o.duration)
 	x.openCPU = cpuPerRun(cpu0, x.open.calls)
 	if err != nil {
 		return x, err
 	}
+	x.ownOpen = s.stderr.elapsed(logAt, "speak")
 
 	err = s.hold(ctx, o, &x)
 	return x, err
@@ -395,13 +433,9 @@ func (s *scaleServer) hold(ctx context.Context, o options, x *scaleRound) error 
 			errs[i] = err
 		})
 	}
-	deadline := time.Now().Add(holdWait - time.Second)
-	for scrape(s.port)["promptforge_runs_in_flight"] < inFlight {
-		if time.Now().After(deadline) {
-			wg.Wait()
-			return fmt.Errorf("fewer than %d runs in flight %s after starting them", inFlight, holdWait-time.Second)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := s.waitHeld(); err != nil {
+		wg.Wait()
+		return err
 	}
 	held, err := s.footprint()
 	if err == nil {
@@ -440,6 +474,19 @@ func (s *scaleServer) hold(ctx context.Context, o options, x *scaleRound) error 
 	// the clients and the gateway transport keep open for the next runs.
 	x.retained = retained.perRun(expired, inFlight)
 	x.expired = expired.perRun(s.idle, 1)
+	return nil
+}
+
+// waitHeld waits until the server counts 1,000 runs in flight, or fails
+// a second before the gateway starts answering them.
+func (s *scaleServer) waitHeld() error {
+	deadline := time.Now().Add(holdWait - time.Second)
+	for scrape(s.port)["promptforge_runs_in_flight"] < inFlight {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("fewer than %d runs in flight %s after starting them", inFlight, holdWait-time.Second)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	return nil
 }
 
