@@ -75,30 +75,10 @@ const directCallMethod = "tools/call"
 // itself (see there); ok is false for everything the SDK must see.
 func directCall(r *http.Request) (req *jsonrpc.Request, ok bool) {
 	h := r.Header
-	if r.Method != http.MethodPost ||
-		h.Get(headerProtocolVersion) != protocolStateless ||
-		len(h.Values("Last-Event-ID")) > 0 ||
-		h.Get("Mcp-Method") != directCallMethod {
+	if h.Get(headerProtocolVersion) != protocolStateless || h.Get("Mcp-Method") != directCallMethod {
 		return nil, false
 	}
-	if ct, _, err := mime.ParseMediaType(h.Get("Content-Type")); err != nil || ct != "application/json" {
-		return nil, false
-	}
-	if jsonOK, streamOK := acceptsBoth(h.Values("Accept")); !jsonOK || !streamOK {
-		return nil, false
-	}
-	body, ok := bufferedBody(r)
-	if !ok || !json.Valid(body) {
-		return nil, false
-	}
-	if i := skipSpace(body, 0); i >= len(body) || body[i] != '{' {
-		return nil, false // a batch is the SDK's to refuse
-	}
-	if code, _, _ := requestProblem(body); code != 0 {
-		return nil, false
-	}
-	req, ok = decodeRequest(body)
-	if !ok || !req.IsCall() || req.Method != directCallMethod {
+	if req, ok = oneCall(r); !ok {
 		return nil, false
 	}
 	// params: exactly the members CallToolParams decodes without fail
@@ -119,6 +99,39 @@ func directCall(r *http.Request) (req *jsonrpc.Request, ok bool) {
 	}
 	name := params["name"]
 	if !plainString(name) || len(name) == 2 || h.Get(headerMcpName) != string(name[1:len(name)-1]) {
+		return nil, false
+	}
+	return req, true
+}
+
+// oneCall is the one tools/call request of r, a POST in the common
+// spelling whose Content-Type and Accept the SDK accepts and that carries
+// no Last-Event-ID, decoded from its body as bufferBody read it; false
+// for anything else (a batch, a notification, another method, an escaped
+// or repeated envelope member), which the SDK must see.
+func oneCall(r *http.Request) (*jsonrpc.Request, bool) {
+	h := r.Header
+	if r.Method != http.MethodPost || len(h.Values("Last-Event-ID")) > 0 {
+		return nil, false
+	}
+	if ct, _, err := mime.ParseMediaType(h.Get("Content-Type")); err != nil || ct != "application/json" {
+		return nil, false
+	}
+	if jsonOK, streamOK := acceptsBoth(h.Values("Accept")); !jsonOK || !streamOK {
+		return nil, false
+	}
+	body, ok := bufferedBody(r)
+	if !ok || !json.Valid(body) {
+		return nil, false
+	}
+	if i := skipSpace(body, 0); i >= len(body) || body[i] != '{' {
+		return nil, false // a batch is the SDK's to refuse
+	}
+	if code, _, _ := requestProblem(body); code != 0 {
+		return nil, false
+	}
+	req, ok := decodeRequest(body)
+	if !ok || !req.IsCall() || req.Method != directCallMethod {
 		return nil, false
 	}
 	return req, true
