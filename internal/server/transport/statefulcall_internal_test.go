@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -253,4 +254,209 @@ func readReply(t *testing.T, resp *http.Response) reply {
 	}
 	return reply{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"),
 		resp.Header.Get("Connection"), resp.Header.Get(headerSessionID), b.String()}
+}
+
+// The go-sdk client's own stateful calls, with and without a progress
+// token, are the ones statefulCalls takes, and the progress reaches the
+// client.
+func TestGoSDKClientStatefulCallsAreAnsweredDirectly(t *testing.T) {
+	taken := &atomic.Int64{}
+	h, err := httpHandler(Backend{MCP: statefulServer(make(chan struct{}, 1)), Calls: &Calls{}},
+		HTTPOptions{APIKey: "k", AllowedHosts: []string{"127.0.0.1"}}, pathKnobs{taken: taken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	progress := make(chan float64, 4)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			progress <- req.Params.Progress
+		},
+	}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, token := range []any{nil, "tok"} {
+		params := &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{"a": 1}}
+		if token != nil {
+			params.SetProgressToken(token)
+		}
+		if res, err := cs.CallTool(context.Background(), params); err != nil || res.IsError {
+			t.Fatalf("call: %v %+v", err, res)
+		}
+	}
+	if n := taken.Load(); n != 2 {
+		t.Errorf("%d calls answered directly, want both", n)
+	}
+	for want := range 2 {
+		select {
+		case got := <-progress:
+			if got != float64(want) {
+				t.Errorf("progress %v, want %v", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("progress %d never arrived", want)
+		}
+	}
+}
+
+// A session busy only with calls statefulCalls answers is not idle, not
+// even during a call longer than SessionIdleTimeout; once nobody uses it
+// for SessionIdleTimeout it is closed, as the SDK's timer closed it.
+func TestStatefulCallsKeepTheirSessionAlive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		started := make(chan struct{}, 1)
+		srv := statefulServer(started)
+		taken := &atomic.Int64{}
+		hd, err := httpHandler(Backend{MCP: srv, Calls: &Calls{}}, HTTPOptions{APIKey: "k", AllowedHosts: []string{"localhost"}}, pathKnobs{taken: taken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		post := func(ctx context.Context, sid, body string) *httptest.ResponseRecorder {
+			req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://localhost/mcp", strings.NewReader(body))
+			for k, v := range map[string]string{"Authorization": "Bearer k", "Content-Type": "application/json",
+				"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-11-25"} {
+				req.Header.Set(k, v)
+			}
+			if sid != "" {
+				req.Header.Set(headerSessionID, sid)
+			}
+			rec := httptest.NewRecorder()
+			hd.ServeHTTP(rec, req)
+			return rec
+		}
+		bg := context.Background()
+		rec := post(bg, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		sid := rec.Header().Get(headerSessionID)
+		if sid == "" {
+			t.Fatalf("initialize: %d %s", rec.Code, rec.Body)
+		}
+		post(bg, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		alive := func() bool { return post(bg, sid, `{"jsonrpc":"2.0","id":"p","method":"ping"}`).Code == http.StatusOK }
+
+		// Calls every half timeout, for two timeouts.
+		for range 4 {
+			time.Sleep(SessionIdleTimeout / 2)
+			if rec := post(bg, sid, toolCall("1", "const", `{}`, "")); !strings.Contains(rec.Body.String(), "hello") {
+				t.Fatalf("call on a session in use: %d %s", rec.Code, rec.Body)
+			}
+		}
+		// One call longer than the timeout.
+		ctx, cancel := context.WithCancel(bg)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			post(ctx, sid, toolCall("2", "slow", `{}`, ""))
+		}()
+		<-started
+		time.Sleep(SessionIdleTimeout + time.Minute)
+		synctest.Wait()
+		if n := taken.Load(); n != 5 {
+			t.Fatalf("%d calls answered by statefulCalls, want 5", n)
+		}
+		cancel()
+		<-done
+		if !alive() {
+			t.Fatal("a session in use was closed as idle")
+		}
+		time.Sleep(SessionIdleTimeout + time.Second)
+		synctest.Wait()
+		if alive() {
+			t.Fatal("an idle session was not closed")
+		}
+	})
+}
+
+// Whatever the body and protocol header of a POST on an established
+// stateful session, the transport answers it as the SDK's stateful
+// handler does (status, headers, body), whether statefulCalls takes it or
+// not: the two sides get the same sequence of inputs, so the sessions'
+// state (a log level, a tool added) stays the same on both.
+func FuzzStatefulCallsAnswerAsTheSDK(f *testing.F) {
+	for _, seed := range []struct{ body, version string }{
+		{toolCall("3", "const", `{}`, ""), "2025-11-25"},
+		{toolCall(`"x"`, "progress", `{"a":1}`, `{"progressToken":"t"}`), "2025-11-25"},
+		{toolCall("4", "progress", `{}`, `{"progressToken":4}`), "2025-06-18"},
+		{toolCall("5", "nope", "", ""), "2025-11-25"},
+		{toolCall("6", "typed", `{"n":"x"}`, ""), "2025-11-25"},
+		{toolCall("7", "goerror", `{}`, ""), "2025-11-25"},
+		{`{"jsonrpc":"2.0","id":"l","method":"logging/setLevel","params":{"level":"debug"}}`, "2025-11-25"},
+		{toolCall("8", "logging", `{}`, ""), "2025-11-25"},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"const","Name":"x"}}`, "2025-11-25"},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"const","_meta":{"progressToken":1.5}}}`, ""},
+	} {
+		f.Add(seed.body, seed.version)
+	}
+	side := func(sdkOnly bool) (http.Handler, string) {
+		s := callServer()
+		s.RemoveTools("asking") // waits for the client's answer
+		type in struct {
+			N int `json:"n"`
+		}
+		mcp.AddTool(s, &mcp.Tool{Name: "typed"}, func(context.Context, *mcp.CallToolRequest, in) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{}, nil, nil
+		})
+		s.AddTool(&mcp.Tool{Name: "goerror", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, errors.New("a plain error")
+		})
+		h, err := httpHandler(Backend{MCP: s, Calls: &Calls{}}, HTTPOptions{APIKey: "k", AllowedHosts: []string{"example.com"}}, pathKnobs{sdkOnly: sdkOnly})
+		if err != nil {
+			f.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodPost, "http://example.com/mcp", strings.NewReader(
+			`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		for k, v := range map[string]string{"Authorization": "Bearer k", "Content-Type": "application/json", "Accept": "application/json, text/event-stream"} {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		sid := rec.Header().Get(headerSessionID)
+		if sid == "" {
+			f.Fatalf("initialize: %d %s", rec.Code, rec.Body)
+		}
+		f.Cleanup(func() {
+			for ss := range s.Sessions() {
+				ss.Close()
+			}
+		})
+		return h, sid
+	}
+	direct, directSID := side(false)
+	sdk, sdkSID := side(true)
+	f.Fuzz(func(t *testing.T, body, version string) {
+		if strings.ContainsAny(version, "\r\n\x00") || version != strings.TrimSpace(version) {
+			return // not a header value net/http would deliver as is
+		}
+		for _, m := range messages([]byte(body)) {
+			if m.Method == "initialize" || isTaskMethod(m.Method) {
+				return // a second initialize fails the session; tasks are taskNameHeader's
+			}
+		}
+		answer := func(h http.Handler, sid string) (int, http.Header, string) {
+			req := httptest.NewRequest(http.MethodPost, "http://example.com/mcp", strings.NewReader(body))
+			for k, v := range map[string]string{"Authorization": "Bearer k", "Content-Type": "application/json",
+				"Accept": "application/json, text/event-stream", headerSessionID: sid} {
+				req.Header.Set(k, v)
+			}
+			if version != "" {
+				req.Header.Set(headerProtocolVersion, version)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			return rec.Code, rec.Header(), rec.Body.String()
+		}
+		gotCode, gotHeader, gotBody := answer(direct, directSID)
+		wantCode, wantHeader, wantBody := answer(sdk, sdkSID)
+		for _, k := range []string{"Content-Type", "Cache-Control", "Connection", headerSessionID} {
+			if gotHeader.Get(k) != wantHeader.Get(k) {
+				t.Errorf("%s: %q, the SDK's %q", k, gotHeader.Get(k), wantHeader.Get(k))
+			}
+		}
+		if gotCode != wantCode || gotBody != wantBody {
+			t.Errorf("answered %d %q\nthe SDK answers %d %q", gotCode, gotBody, wantCode, wantBody)
+		}
+	})
 }
