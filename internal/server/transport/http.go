@@ -110,11 +110,14 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 	return httpHandler(b, opts, pathKnobs{})
 }
 
-// pathKnobs are the tests' view of the stateful path: whether
-// statefulCalls answers at all, and how many calls it took.
+// pathKnobs are the tests' view of the paths that answer calls without
+// the SDK's handlers: whether statefulCalls answers at all, how many calls
+// it took, and how many 2026-07-28 calls stateless answered on a stand-in
+// session (nil: not counted).
 type pathKnobs struct {
-	sdkOnly bool
-	taken   *atomic.Int64
+	sdkOnly  bool
+	taken    *atomic.Int64
+	standIns *atomic.Int64
 }
 
 func httpHandler(b Backend, opts HTTPOptions, knobs pathKnobs) (http.Handler, error) {
@@ -175,10 +178,16 @@ func httpHandler(b Backend, opts HTTPOptions, knobs pathKnobs) (http.Handler, er
 	// crossOrigin answers a listed origin's CORS preflight before the
 	// bearer check (a browser sends no credentials on one) and marks every
 	// other reply to a listed origin readable (cors.go).
+	if b.MCP != nil {
+		// What a call answered without the SDK's session machinery
+		// sends in its course goes on its POST's stream (statefulCalls,
+		// stateless).
+		b.MCP.AddSendingMiddleware(routeToCall)
+	}
 	limit := newSessionLimit(b.MCP, b.Calls, log, opts.MaxSessions)
 	mux.Handle("/mcp", crossOrigin(hosts, origins, guard(bufferBody(taskNameHeader(byEra(
 		cancelOnDisconnect(b.Calls, log, exactIDs(limit.wrap(keepAliveSSE(keepAlive, statefulPath(b, limit, stateful, knobs))))),
-		exactIDs(keepAliveSSE(keepAlive, statelessPath(b, log, stateless))),
+		exactIDs(keepAliveSSE(keepAlive, statelessPath(b, log, stateless, knobs))),
 	))))))
 	mux.Handle("/metrics", guard(metrics))
 	if opts.Status != nil {

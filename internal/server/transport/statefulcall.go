@@ -86,14 +86,13 @@ type statefulCalls struct {
 }
 
 // statefulPath is the handler of stateful requests: statefulCalls in front
-// of the SDK's stateful handler. It adds routeToCall to b.MCP's sending
-// middlewares. Without a server (a Backend built for /healthz alone) it is
-// the SDK's handler.
+// of the SDK's stateful handler (b.MCP's sending middlewares must include
+// routeToCall). Without a server (a Backend built for /healthz alone) it
+// is the SDK's handler.
 func statefulPath(b Backend, limit *sessionLimit, stateful http.Handler, knobs pathKnobs) http.Handler {
 	if b.MCP == nil || knobs.sdkOnly {
 		return stateful
 	}
-	b.MCP.AddSendingMiddleware(routeToCall)
 	return &statefulCalls{
 		chain:    captureChain(b.MCP),
 		limit:    limit,
@@ -189,12 +188,12 @@ func (s *statefulCalls) serve(w http.ResponseWriter, r *http.Request, sid string
 		Header:         r.Header,
 		CloseSSEStream: st.close,
 	}})
-	data, err := encodeReply(req.ID, res, err)
+	resp, data, err := encodeReply(req.ID, res, err)
 	if err != nil {
 		// processResult writes nothing for a result it cannot encode.
 		return
 	}
-	st.write(data, true)
+	st.reply(resp, data)
 }
 
 // done forgets a call answered here.
@@ -313,7 +312,7 @@ func writeDuplicateID(w http.ResponseWriter, id jsonrpc.ID) {
 // answer (handleAsync, processResult), as the stdio lane builds it
 // (fastLane.run, reply): a handler that answered nothing an internal
 // error; an error when the result cannot be encoded, which gets no reply.
-func encodeReply(id jsonrpc.ID, res mcp.Result, err error) ([]byte, error) {
+func encodeReply(id jsonrpc.ID, res mcp.Result, err error) (*jsonrpc.Response, []byte, error) {
 	var result any
 	if err == nil && res != nil {
 		result = res
@@ -326,11 +325,13 @@ func encodeReply(id jsonrpc.ID, res mcp.Result, err error) ([]byte, error) {
 	}
 	raw, merr := marshalResult(result)
 	if merr != nil {
-		return nil, merr
+		return nil, nil, merr
 	}
 	// An error without a code goes out with code 0, as the SDK's does:
 	// keepAliveWriter gives both a valid one (validCodes).
-	return jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: raw, Error: err})
+	resp := &jsonrpc.Response{ID: id, Result: raw, Error: err}
+	data, err := jsonrpc.EncodeMessage(resp)
+	return resp, data, err
 }
 
 // callStreamKey marks the context of a call statefulCalls answers; its
@@ -342,6 +343,10 @@ type callStreamKey struct{}
 // reply, after CloseSSEStream, or once the POST's handler has returned.
 type callStream struct {
 	version string // the stream's protocol version (the request's header)
+	// statuses: a 2026-07-28 stream, whose error replies SEP-2575 maps to
+	// an HTTP status (errorStatus) go out as that status and the bare
+	// response.
+	statuses bool
 
 	mu     sync.Mutex
 	w      http.ResponseWriter
@@ -349,16 +354,34 @@ type callStream struct {
 	closed bool // CloseSSEStream
 }
 
-// write puts one encoded message on the stream; reply marks the last.
-func (st *callStream) write(data []byte, reply bool) error {
+// reply puts the call's encoded reply on the stream, the last thing on it.
+func (st *callStream) reply(resp *jsonrpc.Response, data []byte) {
+	status := 0
+	if st.statuses {
+		status = errorStatus(resp)
+	}
+	st.write(data, true, status)
+}
+
+// write puts one encoded message on the stream, or, with a status, as the
+// whole response; last marks the reply.
+func (st *callStream) write(data []byte, last bool, status int) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.ended {
 		return fmt.Errorf("%w: write to closed stream", errRejected)
 	}
-	st.ended = reply
+	st.ended = last
 	if st.closed {
 		return fmt.Errorf("%w: undelivered message: stream not connected or already closed", errRejected)
+	}
+	if status != 0 {
+		st.w.Header().Set("Content-Type", "application/json")
+		st.w.WriteHeader(status)
+		if _, err := st.w.Write(data); err != nil {
+			return fmt.Errorf("%w: %w", errRejected, err)
+		}
+		return nil
 	}
 	if err := writeSSE(st.w, data); err != nil {
 		return fmt.Errorf("%w: undelivered message: %w", errRejected, err)
@@ -405,6 +428,9 @@ func routeToCall(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		if !strings.HasPrefix(method, "notifications/") {
+			if st.statuses {
+				return nil, fmt.Errorf("%w: stateless servers cannot make requests", errRejected)
+			}
 			return nil, fmt.Errorf("%w: %s cannot reach the client from a call answered without the SDK's stream", errRejected, method)
 		}
 		var params json.RawMessage
@@ -419,6 +445,6 @@ func routeToCall(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil {
 			return nil, err
 		}
-		return nil, st.write(data, false)
+		return nil, st.write(data, false, 0)
 	}
 }

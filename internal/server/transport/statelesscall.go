@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -57,16 +58,165 @@ import (
 // SDK's to answer, as before. The x-mcp-header check (SEP-2243) needs the
 // tool's input schema, which mcp.Server does not export, so this path runs
 // only for a Backend whose tools declare none (Backend.NoParamHeaders).
-func statelessCalls(srv *mcp.Server, log *slog.Logger, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		call, ok := directCall(r)
-		if !ok {
-			next.ServeHTTP(w, r)
-			return
-		}
-		serveCall(w, r, srv, log, call)
-	})
+func statelessCalls(b Backend, log *slog.Logger, next http.Handler, standIns *atomic.Int64) http.Handler {
+	return &stateless{srv: b.MCP, impl: b.Impl, chain: captureChain(b.MCP), log: log, next: next,
+		sessions: map[string]*mcp.ServerSession{}, standIns: standIns}
 }
+
+// stateless is statelessCalls' handler. Once the SDK has answered one
+// call with a result on a session of serveCall's (which proves the server
+// serves 2026-07-28: mcp.Server does not export its versions), a call
+// whose _meta the stdio lane would take (newEraCallParams: the version,
+// client capabilities, optionally client info and a progressToken, no log
+// level) skips even that session: the chain is called on the POST's
+// goroutine (serveDirect) with a session standing for the request's
+// client, as the stateful path calls it (statefulCalls).
+type stateless struct {
+	srv   *mcp.Server
+	impl  *mcp.Implementation // nil: every call goes through serveCall
+	chain mcp.MethodHandler
+	log   *slog.Logger
+	next  http.Handler
+	// newOK is set once serveCall's session answered a call with a result.
+	newOK atomic.Bool
+	// standIns counts the calls serveDirect answered (tests; nil: not
+	// counted).
+	standIns *atomic.Int64
+
+	mu sync.Mutex
+	// sessions are the stand-in sessions by client (clientSession).
+	sessions map[string]*mcp.ServerSession
+}
+
+func (s *stateless) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	call, ok := directCall(r)
+	if !ok {
+		s.next.ServeHTTP(w, r)
+		return
+	}
+	if s.impl != nil && s.newOK.Load() {
+		if params, ok := newEraCallParams(call.Params); ok {
+			if ss := s.clientSession(params.Meta); ss != nil {
+				if s.standIns != nil {
+					s.standIns.Add(1)
+				}
+				s.serveDirect(w, r, ss, call, params)
+				return
+			}
+		}
+	}
+	if serveCall(w, r, s.srv, s.log, call) {
+		s.newOK.Store(true)
+	}
+}
+
+// maxClientSessions bounds the stand-in sessions kept (clientSession):
+// past it they are all dropped, and made again as calls need them.
+const maxClientSessions = 64
+
+// clientSession is the session a call whose _meta is meta (as
+// newEraCallParams decoded it) runs on: the state ServerSession.handle
+// gives a 2026-07-28 request's throwaway session (validateRequestMeta:
+// InitializeParams of the version, the client capabilities and the client
+// info, decoded as its decodeMetaValue decodes them; no log level), on a
+// connection that has already ended. Nothing reaches the connection: what
+// the call sends in its course is routeToCall's, a request to the client
+// is refused there, as the SDK's stateless connection refuses it, and a
+// notification to every session does not reach an ended one, as a
+// stateless POST has no stream for it. Sessions are kept by client, since
+// a client sends the same _meta with every call; an ended session holds no
+// goroutine. nil when the members do not decode (the SDK's to refuse).
+func (s *stateless) clientSession(meta mcp.Meta) *mcp.ServerSession {
+	caps, err := json.Marshal(meta[metaClientCapabilities])
+	if err != nil {
+		return nil
+	}
+	var info []byte
+	if v, ok := meta[metaClientInfo]; ok {
+		if info, err = json.Marshal(v); err != nil {
+			return nil
+		}
+	}
+	key := string(caps) + "\x00" + string(info)
+	s.mu.Lock()
+	ss := s.sessions[key]
+	s.mu.Unlock()
+	if ss != nil {
+		return ss
+	}
+	ip := &mcp.InitializeParams{ProtocolVersion: protocolStateless}
+	var v2 *clientCapabilitiesV2
+	if sdkUnmarshal(caps, &v2) != nil || v2 == nil {
+		return nil
+	}
+	ip.Capabilities = &v2.ClientCapabilities
+	// clientCapabilitiesV2.toV1 (mcp/protocol.go).
+	ip.Capabilities.RootsV2 = v2.Roots
+	if v2.Roots != nil {
+		ip.Capabilities.Roots = *v2.Roots
+	}
+	if info != nil && sdkUnmarshal(info, &ip.ClientInfo) != nil {
+		return nil
+	}
+	ss, err = s.srv.Connect(context.Background(), endedTransport{}, &mcp.ServerSessionOptions{State: &mcp.ServerSessionState{InitializeParams: ip}})
+	if err != nil {
+		return nil
+	}
+	// Its read loop ends at once (endedConn.Read): waited for, so that no
+	// goroutine of it outlives this call.
+	ss.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.sessions) >= maxClientSessions {
+		clear(s.sessions)
+	}
+	s.sessions[key] = ss
+	return ss
+}
+
+// serveDirect answers one call on ss, on the POST's goroutine, as
+// serveCall's session would: its notifications then its reply on the
+// POST's stream, the reply with the HTTP status SEP-2575 gives its error
+// (errorStatus), the result annotated with the server's Implementation
+// (annotateServerInfo), the call cancelled when its POST goes.
+func (s *stateless) serveDirect(w http.ResponseWriter, r *http.Request, ss *mcp.ServerSession, req *jsonrpc.Request, params *mcp.CallToolParamsRaw) {
+	st := &callStream{w: w, version: protocolStateless, statuses: true}
+	defer st.finish()
+	ctx := context.WithValue(r.Context(), callStreamKey{}, st)
+	hdr := w.Header()
+	hdr.Set("Cache-Control", "no-cache, no-transform")
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Connection", "keep-alive")
+	res, err := s.chain(ctx, methodCallTool, &mcp.CallToolRequest{Session: ss, Params: params, Extra: &mcp.RequestExtra{
+		TokenInfo:      auth.TokenInfoFromContext(r.Context()),
+		Header:         r.Header,
+		CloseSSEStream: func(mcp.CloseSSEStreamArgs) {},
+	}})
+	if err == nil && res != nil {
+		annotate(res, s.impl)
+	}
+	resp, data, err := encodeReply(req.ID, res, err)
+	if err != nil {
+		return
+	}
+	st.reply(resp, data)
+}
+
+// endedTransport connects a session to a connection that has ended.
+type endedTransport struct{}
+
+func (endedTransport) Connect(context.Context) (mcp.Connection, error) { return endedConn{}, nil }
+
+// endedConn is a connection whose peer has gone: nothing to read, nothing
+// delivered.
+type endedConn struct{}
+
+func (endedConn) Read(context.Context) (jsonrpc.Message, error) { return nil, io.EOF }
+func (endedConn) Write(_ context.Context, msg jsonrpc.Message) error {
+	return fmt.Errorf("%w: the connection has ended", errRejected)
+}
+func (endedConn) Close() error      { return nil }
+func (endedConn) SessionID() string { return "" }
 
 // directCallMethod is the one method statelessCalls answers itself.
 const directCallMethod = "tools/call"
@@ -193,8 +343,9 @@ func plainMembers(raw []byte) (map[string][]byte, bool) {
 
 // serveCall answers one call on a throwaway session, as serveStateless
 // does, and returns once the reply is written or the POST has gone; the
-// session is closed (its handler done) before it returns.
-func serveCall(w http.ResponseWriter, r *http.Request, srv *mcp.Server, log *slog.Logger, req *jsonrpc.Request) {
+// session is closed (its handler done) before it returns. It reports
+// whether the reply was a result.
+func serveCall(w http.ResponseWriter, r *http.Request, srv *mcp.Server, log *slog.Logger, req *jsonrpc.Request) (result bool) {
 	conn := &callConn{
 		post:     r.Context(),
 		w:        w,
@@ -212,7 +363,7 @@ func serveCall(w http.ResponseWriter, r *http.Request, srv *mcp.Server, log *slo
 	if err != nil {
 		log.Error("connect a session for a 2026-07-28 call", "error", err)
 		http.Error(w, "failed connection", http.StatusInternalServerError)
-		return
+		return false
 	}
 	defer ss.Close()
 	hdr := w.Header()
@@ -234,6 +385,9 @@ func serveCall(w http.ResponseWriter, r *http.Request, srv *mcp.Server, log *slo
 	// Nothing is written to w once serveCall has returned: a notification
 	// sent later (another goroutine's) finds the stream finished.
 	defer conn.finish()
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	return conn.replied && conn.result
 }
 
 // callTransport hands a session its one callConn.
@@ -257,6 +411,7 @@ type callConn struct {
 	mu       sync.Mutex
 	w        http.ResponseWriter
 	replied  bool
+	result   bool // the reply was a result
 	finished bool // serveCall has returned: w is no longer ours
 }
 
@@ -305,8 +460,8 @@ func (c *callConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if c.finished || c.replied {
 		return fmt.Errorf("%w: write to closed stream", errRejected)
 	}
-	if _, ok := msg.(*jsonrpc.Response); ok {
-		c.replied = true
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.replied, c.result = true, resp.Error == nil
 		defer close(c.answered)
 	}
 	// A failed write is the client gone, which the POST's context reports;
@@ -385,9 +540,9 @@ func writeSSE(w http.ResponseWriter, data []byte) error {
 // statelessPath is the handler of 2026-07-28 requests: statelessCalls in
 // front of the SDK's stateless handler when b's tools allow it (see
 // Backend.NoParamHeaders), the SDK's handler alone otherwise.
-func statelessPath(b Backend, log *slog.Logger, stateless http.Handler) http.Handler {
+func statelessPath(b Backend, log *slog.Logger, stateless http.Handler, knobs pathKnobs) http.Handler {
 	if !b.NoParamHeaders {
 		return stateless
 	}
-	return statelessCalls(b.MCP, log, stateless)
+	return statelessCalls(b, log, stateless, knobs.standIns)
 }
