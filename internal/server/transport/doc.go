@@ -223,8 +223,10 @@
 // handler returns. The calls statefulCalls and serveDirect answer run on
 // their POST's own goroutine; a stand-in session's read loop ends at
 // once, and is waited for when the session is made (clientSession).
-// sessionLimit owns one idle timer per session it opened (time.AfterFunc:
-// no goroutine until it fires), stopped when the session is gone.
+// sessionLimit owns, per session it opened, one idle timer (time.AfterFunc:
+// no goroutine until it fires) and one goroutine waiting for the session's
+// end (ServerSession.Wait), which a DELETE, the idle timer, the session
+// cap or the shutdown (stopSessions) brings; the timer stops then too.
 // [ServeStdio] owns one goroutine waiting on its session and returns only
 // after the session has ended; stdin is read on the SDK's own read loop
 // (stdioConn), which ends when the session closes the connection, closing

@@ -159,7 +159,7 @@ func (l *sessionLimit) touch(sid string, post bool, delta int) {
 		return
 	}
 	u.posts += delta
-	if u.idle == nil {
+	if u.idle == nil || u.ss == nil {
 		return
 	}
 	switch {
@@ -278,6 +278,23 @@ func (l *sessionLimit) opened(sid string) {
 		u.ss = ss
 		u.lastPost = time.Now()
 		u.idle = time.AfterFunc(SessionIdleTimeout, func() { l.idleTimeout(sid) })
+		// However the session ends (a DELETE, idle, the shutdown, the
+		// SDK's own close), statefulCalls must stop answering on it: the
+		// SDK answers 404 then. This goroutine ends with the session.
+		go func() {
+			ss.Wait()
+			l.ended(sid, ss)
+		}()
+	}
+}
+
+// ended forgets session ss, which has closed, and stops its idle timer.
+func (l *sessionLimit) ended(sid string, ss *mcp.ServerSession) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if u := l.use[sid]; u != nil && u.ss == ss {
+		u.ss = nil
+		u.idle.Stop()
 	}
 }
 

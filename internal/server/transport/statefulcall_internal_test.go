@@ -460,3 +460,41 @@ func FuzzStatefulCallsAnswerAsTheSDK(f *testing.F) {
 		}
 	})
 }
+
+// A session that ends some other way than through this handler (here the
+// server closes it) is no longer answered by statefulCalls: the SDK's 404
+// is the answer, as for any unknown session.
+func TestStatefulCallsStopWithTheirSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := statefulServer(make(chan struct{}, 1))
+		taken := &atomic.Int64{}
+		hd, err := httpHandler(Backend{MCP: srv, Calls: &Calls{}}, HTTPOptions{APIKey: "k", AllowedHosts: []string{"localhost"}}, pathKnobs{taken: taken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		post := func(sid, body string) *httptest.ResponseRecorder {
+			req := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", strings.NewReader(body))
+			for k, v := range map[string]string{"Authorization": "Bearer k", "Content-Type": "application/json",
+				"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-11-25"} {
+				req.Header.Set(k, v)
+			}
+			if sid != "" {
+				req.Header.Set(headerSessionID, sid)
+			}
+			rec := httptest.NewRecorder()
+			hd.ServeHTTP(rec, req)
+			return rec
+		}
+		sid := post("", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`).Header().Get(headerSessionID)
+		if rec := post(sid, toolCall("1", "const", `{}`, "")); rec.Code != http.StatusOK || taken.Load() != 1 {
+			t.Fatalf("a call on the live session: %d %s (taken %d)", rec.Code, rec.Body, taken.Load())
+		}
+		for ss := range srv.Sessions() {
+			ss.Close()
+		}
+		synctest.Wait()
+		if rec := post(sid, toolCall("2", "const", `{}`, "")); rec.Code != http.StatusNotFound || taken.Load() != 1 {
+			t.Errorf("a call on the closed session: %d %s (taken %d), want the SDK's 404", rec.Code, rec.Body, taken.Load())
+		}
+	})
+}
