@@ -60,7 +60,7 @@ import (
 // only for a Backend whose tools declare none (Backend.NoParamHeaders).
 func statelessCalls(b Backend, log *slog.Logger, next http.Handler, standIns *atomic.Int64) http.Handler {
 	return &stateless{srv: b.MCP, impl: b.Impl, chain: captureChain(b.MCP), log: log, next: next,
-		sessions: map[string]*mcp.ServerSession{}, standIns: standIns}
+		clients: map[string]client{}, standIns: standIns}
 }
 
 // stateless is statelessCalls' handler. Once the SDK has answered one
@@ -84,8 +84,9 @@ type stateless struct {
 	standIns *atomic.Int64
 
 	mu sync.Mutex
-	// sessions are the stand-in sessions by client (clientSession).
-	sessions map[string]*mcp.ServerSession
+	// clients are the stand-in sessions by the raw bytes of a client's
+	// capabilities and info (standIn).
+	clients map[string]client
 }
 
 func (s *stateless) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -95,14 +96,18 @@ func (s *stateless) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.impl != nil && s.newOK.Load() {
-		if params, ok := newEraCallParams(call.Params); ok {
-			if ss := s.clientSession(params.Meta); ss != nil {
-				if s.standIns != nil {
-					s.standIns.Add(1)
-				}
-				s.serveDirect(w, r, ss, call, params)
-				return
+		var ss *mcp.ServerSession
+		params, ok := callParams(call.Params, func(raw []byte) (mcp.Meta, bool) {
+			var meta mcp.Meta
+			meta, ss = s.standIn(raw)
+			return meta, ss != nil
+		})
+		if ok && ss != nil {
+			if s.standIns != nil {
+				s.standIns.Add(1)
 			}
+			s.serveDirect(w, r, ss, call, params)
+			return
 		}
 	}
 	if serveCall(w, r, s.srv, s.log, call) {
@@ -110,39 +115,118 @@ func (s *stateless) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// maxClientSessions bounds the stand-in sessions kept (clientSession):
-// past it they are all dropped, and made again as calls need them.
+// maxClientSessions bounds the stand-in sessions kept (standIn): past it
+// they are all dropped, and made again as calls need them.
 const maxClientSessions = 64
 
-// clientSession is the session a call whose _meta is meta (as
-// newEraCallParams decoded it) runs on: the state ServerSession.handle
-// gives a 2026-07-28 request's throwaway session (validateRequestMeta:
-// InitializeParams of the version, the client capabilities and the client
-// info, decoded as its decodeMetaValue decodes them; no log level), on a
-// connection that has already ended. Nothing reaches the connection: what
-// the call sends in its course is routeToCall's, a request to the client
-// is refused there, as the SDK's stateless connection refuses it, and a
-// notification to every session does not reach an ended one, as a
-// stateless POST has no stream for it. Sessions are kept by client, since
-// a client sends the same _meta with every call; an ended session holds no
-// goroutine. nil when the members do not decode (the SDK's to refuse).
-func (s *stateless) clientSession(meta mcp.Meta) *mcp.ServerSession {
-	caps, err := json.Marshal(meta[metaClientCapabilities])
-	if err != nil {
-		return nil
+// client is a stand-in session and the values of the _meta members it
+// was made for, as the SDK's decoder made them.
+type client struct {
+	ss         *mcp.ServerSession
+	caps, info any
+	hasInfo    bool
+}
+
+// standIn decodes a 2026-07-28 call's _meta as newEraMeta does and
+// returns the session the call runs on; a nil session for a _meta
+// newEraMeta refuses or whose members do not decode (the SDK's to judge).
+//
+// The session stands for the request's client: the state
+// ServerSession.handle gives a 2026-07-28 request's throwaway session
+// (validateRequestMeta: InitializeParams of the version, the client
+// capabilities and the client info, decoded as its decodeMetaValue
+// decodes them; no log level), on a connection that has already ended.
+// Nothing reaches the connection: what the call sends in its course is
+// routeToCall's, a request to the client is refused there, as the SDK's
+// stateless connection refuses it, and a notification to every session
+// does not reach an ended one, as a stateless POST has no stream for it.
+// An ended session holds no goroutine.
+//
+// A client sends the same _meta with every call, so sessions are kept by
+// the raw bytes of its capabilities and client info: bytes that decoded
+// once decode the same again, and a call with them is answered without
+// decoding them (its Meta shares their decoded values; the handlers
+// read only the progressToken, which is decoded for each call).
+func (s *stateless) standIn(raw []byte) (mcp.Meta, *mcp.ServerSession) {
+	it, ok := membersOf(raw)
+	if !ok {
+		return nil, nil
 	}
-	var info []byte
-	if v, ok := meta[metaClientInfo]; ok {
-		if info, err = json.Marshal(v); err != nil {
-			return nil
+	var version, caps, info, token []byte
+	for {
+		key, val, escaped, depth, more := it.next()
+		if !more {
+			break
+		}
+		if escaped || depth > maxMetaDepth {
+			return nil, nil
+		}
+		var seen *[]byte
+		switch string(key) {
+		case metaProtocolVersion:
+			seen = &version
+		case metaClientCapabilities:
+			seen = &caps
+		case metaClientInfo:
+			seen = &info
+		case "progressToken":
+			seen = &token
+		default:
+			return nil, nil
+		}
+		if *seen != nil {
+			return nil, nil
+		}
+		*seen = val
+	}
+	if string(version) != newEraVersion || len(caps) == 0 || caps[0] != '{' || (info != nil && info[0] != '{') {
+		return nil, nil
+	}
+	var tok any
+	if token != nil {
+		if tok, ok = plainToken(token); !ok {
+			return nil, nil
 		}
 	}
-	key := string(caps) + "\x00" + string(info)
+	var buf [512]byte
+	key := append(append(append(buf[:0], caps...), 0), info...)
 	s.mu.Lock()
-	ss := s.sessions[key]
+	c, hit := s.clients[string(key)]
 	s.mu.Unlock()
-	if ss != nil {
-		return ss
+	if !hit {
+		meta, ok := newEraMeta(raw)
+		if !ok {
+			return nil, nil
+		}
+		c.caps = meta[metaClientCapabilities]
+		c.info, c.hasInfo = meta[metaClientInfo]
+		if c.ss = s.connect(c.caps, c.info, c.hasInfo); c.ss == nil {
+			return nil, nil
+		}
+		s.mu.Lock()
+		if len(s.clients) >= maxClientSessions {
+			clear(s.clients)
+		}
+		s.clients[string(key)] = c
+		s.mu.Unlock()
+	}
+	meta := mcp.Meta{metaProtocolVersion: protocolStateless, metaClientCapabilities: c.caps}
+	if c.hasInfo {
+		meta[metaClientInfo] = c.info
+	}
+	if token != nil {
+		meta["progressToken"] = tok
+	}
+	return meta, c.ss
+}
+
+// connect makes the stand-in session for a client's decoded capabilities
+// and info (see standIn); nil when they do not decode as the SDK decodes
+// them.
+func (s *stateless) connect(capsValue, infoValue any, hasInfo bool) *mcp.ServerSession {
+	caps, err := json.Marshal(capsValue)
+	if err != nil {
+		return nil
 	}
 	ip := &mcp.InitializeParams{ProtocolVersion: protocolStateless}
 	var v2 *clientCapabilitiesV2
@@ -155,22 +239,19 @@ func (s *stateless) clientSession(meta mcp.Meta) *mcp.ServerSession {
 	if v2.Roots != nil {
 		ip.Capabilities.Roots = *v2.Roots
 	}
-	if info != nil && sdkUnmarshal(info, &ip.ClientInfo) != nil {
-		return nil
+	if hasInfo {
+		info, err := json.Marshal(infoValue)
+		if err != nil || sdkUnmarshal(info, &ip.ClientInfo) != nil {
+			return nil
+		}
 	}
-	ss, err = s.srv.Connect(context.Background(), endedTransport{}, &mcp.ServerSessionOptions{State: &mcp.ServerSessionState{InitializeParams: ip}})
+	ss, err := s.srv.Connect(context.Background(), endedTransport{}, &mcp.ServerSessionOptions{State: &mcp.ServerSessionState{InitializeParams: ip}})
 	if err != nil {
 		return nil
 	}
 	// Its read loop ends at once (endedConn.Read): waited for, so that no
 	// goroutine of it outlives this call.
 	ss.Wait()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.sessions) >= maxClientSessions {
-		clear(s.sessions)
-	}
-	s.sessions[key] = ss
 	return ss
 }
 
