@@ -375,15 +375,7 @@ func (st *callStream) write(data []byte, last bool, status int) error {
 	if st.closed {
 		return fmt.Errorf("%w: undelivered message: stream not connected or already closed", errRejected)
 	}
-	if status != 0 {
-		st.w.Header().Set("Content-Type", "application/json")
-		st.w.WriteHeader(status)
-		if _, err := st.w.Write(data); err != nil {
-			return fmt.Errorf("%w: %w", errRejected, err)
-		}
-		return nil
-	}
-	if err := writeSSE(st.w, data); err != nil {
+	if err := writeMessage(st.w, data, status); err != nil {
 		return fmt.Errorf("%w: undelivered message: %w", errRejected, err)
 	}
 	return nil

@@ -316,17 +316,7 @@ func TestStatefulCallsKeepTheirSessionAlive(t *testing.T) {
 			t.Fatal(err)
 		}
 		post := func(ctx context.Context, sid, body string) *httptest.ResponseRecorder {
-			req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://localhost/mcp", strings.NewReader(body))
-			for k, v := range map[string]string{"Authorization": "Bearer k", "Content-Type": "application/json",
-				"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-11-25"} {
-				req.Header.Set(k, v)
-			}
-			if sid != "" {
-				req.Header.Set(headerSessionID, sid)
-			}
-			rec := httptest.NewRecorder()
-			hd.ServeHTTP(rec, req)
-			return rec
+			return rawCall(ctx, hd, sid, body)
 		}
 		bg := context.Background()
 		rec := post(bg, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
@@ -472,19 +462,7 @@ func TestStatefulCallsStopWithTheirSession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		post := func(sid, body string) *httptest.ResponseRecorder {
-			req := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", strings.NewReader(body))
-			for k, v := range map[string]string{"Authorization": "Bearer k", "Content-Type": "application/json",
-				"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-11-25"} {
-				req.Header.Set(k, v)
-			}
-			if sid != "" {
-				req.Header.Set(headerSessionID, sid)
-			}
-			rec := httptest.NewRecorder()
-			hd.ServeHTTP(rec, req)
-			return rec
-		}
+		post := func(sid, body string) *httptest.ResponseRecorder { return rawCall(context.Background(), hd, sid, body) }
 		sid := post("", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`).Header().Get(headerSessionID)
 		if rec := post(sid, toolCall("1", "const", `{}`, "")); rec.Code != http.StatusOK || taken.Load() != 1 {
 			t.Fatalf("a call on the live session: %d %s (taken %d)", rec.Code, rec.Body, taken.Load())
@@ -497,4 +475,20 @@ func TestStatefulCallsStopWithTheirSession(t *testing.T) {
 			t.Errorf("a call on the closed session: %d %s (taken %d), want the SDK's 404", rec.Code, rec.Body, taken.Load())
 		}
 	})
+}
+
+// rawCall POSTs body to hd on session sid (none when "") at 2025-11-25,
+// as a go-sdk client would, and returns what hd answered.
+func rawCall(ctx context.Context, hd http.Handler, sid, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://localhost/mcp", strings.NewReader(body))
+	for k, v := range map[string]string{"Authorization": "Bearer k", "Content-Type": "application/json",
+		"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-11-25"} {
+		req.Header.Set(k, v)
+	}
+	if sid != "" {
+		req.Header.Set(headerSessionID, sid)
+	}
+	rec := httptest.NewRecorder()
+	hd.ServeHTTP(rec, req)
+	return rec
 }

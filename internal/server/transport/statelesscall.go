@@ -548,18 +548,23 @@ func (c *callConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	// A failed write is the client gone, which the POST's context reports;
 	// the connection itself is not broken (stream.deliverLocked's errors
 	// are ErrRejected too).
-	if status != 0 {
-		c.w.Header().Set("Content-Type", "application/json")
-		c.w.WriteHeader(status)
-		if _, err := c.w.Write(data); err != nil {
-			return fmt.Errorf("%w: %w", errRejected, err)
-		}
-		return nil
-	}
-	if err := writeSSE(c.w, data); err != nil {
+	if err := writeMessage(c.w, data, status); err != nil {
 		return fmt.Errorf("%w: %w", errRejected, err)
 	}
 	return nil
+}
+
+// writeMessage writes one encoded message: as one SSE event, or, with a
+// status, as the whole response (a SEP-2575 error reply: that status and
+// the bare JSON-RPC response, as stream.deliverLocked writes it).
+func writeMessage(w http.ResponseWriter, data []byte, status int) error {
+	if status == 0 {
+		return writeSSE(w, data)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, err := w.Write(data)
+	return err
 }
 
 // callKey marks the contexts of a callConn's session (the value is the
