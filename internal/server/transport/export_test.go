@@ -22,3 +22,9 @@ func ServeStdioLane(ctx context.Context, in io.Reader, out io.Writer, b Backend,
 func HTTPHandlerSDKOnly(b Backend, opts HTTPOptions) (http.Handler, error) {
 	return httpHandler(b, opts, pathKnobs{sdkOnly: true})
 }
+
+// HTTPHandlerCounting is HTTPHandler counting in taken the calls
+// statefulCalls answered.
+func HTTPHandlerCounting(b Backend, opts HTTPOptions, taken *atomic.Int64) (http.Handler, error) {
+	return httpHandler(b, opts, pathKnobs{taken: taken})
+}
