@@ -303,7 +303,7 @@ func FuzzStatelessCallsAnswerAsTheSDK(f *testing.F) {
 	} {
 		f.Add(seed.body, seed.name)
 	}
-	direct, err := HTTPHandler(Backend{MCP: callServer(), Calls: &Calls{}, NoParamHeaders: true}, HTTPOptions{APIKey: "k", AllowedHosts: []string{"example.com"}})
+	direct, err := HTTPHandler(Backend{MCP: callServer(), Calls: &Calls{}, NoParamHeaders: true, Impl: callImpl()}, HTTPOptions{APIKey: "k", AllowedHosts: []string{"example.com"}})
 	if err != nil {
 		f.Fatal(err)
 	}
