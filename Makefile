@@ -36,6 +36,8 @@ fuzz-smoke:
 	$(GO) test -run '^$$' -fuzz '^FuzzJSONRPCID$$' -fuzztime 15s ./internal/server/transport/
 	# A 2026-07-28 tools/call the transport answers itself gets the SDK's answer.
 	$(GO) test -run '^$$' -fuzz '^FuzzStatelessCallsAnswerAsTheSDK$$' -fuzztime 15s ./internal/server/transport/
+	# A stateful tools/call the transport answers itself gets the SDK's answer.
+	$(GO) test -run '^$$' -fuzz '^FuzzStatefulCallsAnswerAsTheSDK$$' -fuzztime 15s ./internal/server/transport/
 
 # The bounded chaos test alone (it also runs in `test`): a few thousand
 # calls with random cancels, dropped connections and gateway faults, then

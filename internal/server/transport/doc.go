@@ -57,7 +57,36 @@
 //     needs the tool's schema, which mcp.Server does not export);
 //     everything else, every refusal included, is the stateless handler's.
 //     TestStatelessCallsAnswerAsTheSDK holds the two to the same bytes.
+//     Once that session has answered one call with a result (which proves
+//     the server serves 2026-07-28), a call whose _meta the stdio lane
+//     would take skips even the throwaway session: the handler chain runs
+//     on the POST's goroutine with a stand-in session per client, one
+//     already ended with the InitializeParams ServerSession.handle would
+//     set (stateless.clientSession), so neither Server.Connect nor
+//     validateRequestMeta's second decode of _meta is paid per call.
 //     With an SDK that decodes a stateless POST once, it can go.
+//   - A plain tools/call on an established stateful session is answered
+//     without the SDK's stateful handler (statefulCalls, statefulcall.go),
+//     for speed rather than a defect: the handler decodes the body about
+//     five times and hands the request between two goroutines
+//     (streamableServerConn.servePOST, ServerSession.handle,
+//     handleReceive). statefulCalls reads it once (oneCall,
+//     plainCallParams) and calls the server's receiving chain
+//     (captureChain) on the POST's goroutine with the session
+//     sessionLimit found for the id, writing the SDK's SSE event (no
+//     EventStore, no JSONResponse: no event ids). What the call sends in
+//     its course goes on its POST's stream through a sending middleware
+//     (routeToCall), since the SDK's routing key (idContextKey) is
+//     unexported; a notifications/cancelled on another POST, a dropped
+//     POST, a DELETE and an idle close cancel it; an id in flight is
+//     refused as servePOST refuses it. TestStatefulCallsAnswerAsTheSDK,
+//     TestStatefulCallsCancelAsTheSDK and FuzzStatefulCallsAnswerAsTheSDK
+//     hold it to the SDK's bytes. No upstream issue found.
+//   - Idle stateful sessions are closed by sessionLimit (idleTimeout), not
+//     by the SDK's StreamableHTTPOptions.SessionTimeout: the SDK's timer
+//     pauses only for the POSTs its own handler serves
+//     (sessionInfo.startPOST, endPOST), so a session busy with calls
+//     statefulCalls answers would have been closed as idle.
 //   - A dropped 2026-07-28 POST ends its call through the SDK itself
 //     (StreamableHTTPOptions.PropagateRequestCancellation on the stateless
 //     handler): the request's context is the call's life. For a call
@@ -188,10 +217,16 @@
 // net/http owns one goroutine per connection and Shutdown stops them. The
 // HTTP handler owns one keep-alive timer per open SSE response (its
 // callback runs only when it fires) and stops it before the response ends,
-// and, for each 2026-07-28 call it answers itself (serveCall), the
-// throwaway session's goroutines (the SDK's read loop and the call's
-// handler), which it closes, waiting for them, before the POST's handler
-// returns.
+// and, for each 2026-07-28 call it answers on a throwaway session
+// (serveCall), that session's goroutines (the SDK's read loop and the
+// call's handler), which it closes, waiting for them, before the POST's
+// handler returns. The calls statefulCalls and serveDirect answer run on
+// their POST's own goroutine; a stand-in session's read loop ends at
+// once, and is waited for when the session is made (clientSession).
+// sessionLimit owns, per session it opened, one idle timer (time.AfterFunc:
+// no goroutine until it fires) and one goroutine waiting for the session's
+// end (ServerSession.Wait), which a DELETE, the idle timer, the session
+// cap or the shutdown (stopSessions) brings; the timer stops then too.
 // [ServeStdio] owns one goroutine waiting on its session and returns only
 // after the session has ended; stdin is read on the SDK's own read loop
 // (stdioConn), which ends when the session closes the connection, closing

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"io"
+	"net/http"
 	"sync/atomic"
 	"time"
 )
@@ -14,4 +15,16 @@ const MaxBodyBytes = maxBodyBytes
 // counting in taken (when not nil) the calls the lane answered itself.
 func ServeStdioLane(ctx context.Context, in io.Reader, out io.Writer, b Backend, drain time.Duration, on bool, taken *atomic.Int64) error {
 	return serveStdio(ctx, in, out, b, drain, laneOptions{off: !on, taken: taken})
+}
+
+// HTTPHandlerSDKOnly is HTTPHandler with the calls of established
+// stateful sessions left to the SDK's handler (statefulCalls off).
+func HTTPHandlerSDKOnly(b Backend, opts HTTPOptions) (http.Handler, error) {
+	return httpHandler(b, opts, pathKnobs{sdkOnly: true})
+}
+
+// HTTPHandlerCounting is HTTPHandler counting in taken the calls
+// statefulCalls answered.
+func HTTPHandlerCounting(b Backend, opts HTTPOptions, taken *atomic.Int64) (http.Handler, error) {
+	return httpHandler(b, opts, pathKnobs{taken: taken})
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -106,6 +107,20 @@ func ResolveAllowedHosts(bind netip.AddrPort, configured []string) ([]string, er
 // HTTPHandler routes /mcp (streamable HTTP in both protocol eras, behind
 // the bearer and Host checks: see byEra), /metrics (the same checks) and /healthz (open).
 func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
+	return httpHandler(b, opts, pathKnobs{})
+}
+
+// pathKnobs are the tests' view of the paths that answer calls without
+// the SDK's handlers: whether statefulCalls answers at all, how many calls
+// it took, and how many 2026-07-28 calls stateless answered on a stand-in
+// session (nil: not counted).
+type pathKnobs struct {
+	sdkOnly  bool
+	taken    *atomic.Int64
+	standIns *atomic.Int64
+}
+
+func httpHandler(b Backend, opts HTTPOptions, knobs pathKnobs) (http.Handler, error) {
 	token := strings.TrimSpace(opts.APIKey)
 	if token == "" {
 		return nil, ErrMissingToken
@@ -127,7 +142,9 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger:              SDKLogger(log, "mcp-http"),
 		MaxRequestBodyBytes: maxBodyBytes,
-		SessionTimeout:      SessionIdleTimeout,
+		// No SessionTimeout: sessionLimit closes idle sessions itself
+		// (idleTimeout), since the SDK's timer never hears of the
+		// tools/call POSTs statefulCalls answers.
 		// Our Host check below replaces the SDK's loopback-only rule
 		// (StreamableHTTPHandler.ServeHTTP, mcp/streamable.go), which
 		// would refuse an operator's allowed_hosts on a loopback bind.
@@ -161,9 +178,16 @@ func HTTPHandler(b Backend, opts HTTPOptions) (http.Handler, error) {
 	// crossOrigin answers a listed origin's CORS preflight before the
 	// bearer check (a browser sends no credentials on one) and marks every
 	// other reply to a listed origin readable (cors.go).
+	if b.MCP != nil {
+		// What a call answered without the SDK's session machinery
+		// sends in its course goes on its POST's stream (statefulCalls,
+		// stateless).
+		b.MCP.AddSendingMiddleware(routeToCall)
+	}
+	limit := newSessionLimit(b.MCP, b.Calls, log, opts.MaxSessions)
 	mux.Handle("/mcp", crossOrigin(hosts, origins, guard(bufferBody(taskNameHeader(byEra(
-		cancelOnDisconnect(b.Calls, log, exactIDs(newSessionLimit(b.MCP, b.Calls, log, opts.MaxSessions).wrap(keepAliveSSE(keepAlive, stateful)))),
-		exactIDs(keepAliveSSE(keepAlive, statelessPath(b, log, stateless))),
+		cancelOnDisconnect(b.Calls, log, exactIDs(limit.wrap(keepAliveSSE(keepAlive, statefulPath(b, limit, stateful, knobs))))),
+		exactIDs(keepAliveSSE(keepAlive, statelessPath(b, log, stateless, knobs))),
 	))))))
 	mux.Handle("/metrics", guard(metrics))
 	if opts.Status != nil {

@@ -61,6 +61,14 @@ type sessionLimit struct {
 type sessionUse struct {
 	last  time.Time
 	posts int
+	// ss is the session, when this handler opened it (opened): only such
+	// a session is idle-timed here and answered by statefulCalls.
+	ss *mcp.ServerSession
+	// idle closes ss once no POST has named it for SessionIdleTimeout
+	// (see idleTimeout); stopped while a POST is in progress.
+	idle *time.Timer
+	// lastPost is when the last POST naming ss ended.
+	lastPost time.Time
 }
 
 func newSessionLimit(server *mcp.Server, calls *Calls, log *slog.Logger, max int) *sessionLimit {
@@ -147,9 +155,63 @@ func (l *sessionLimit) touch(sid string, post bool, delta int) {
 		l.use[sid] = u
 	}
 	u.last = time.Now()
-	if post {
-		u.posts += delta
+	if !post {
+		return
 	}
+	u.posts += delta
+	if u.idle == nil || u.ss == nil {
+		return
+	}
+	switch {
+	case delta > 0 && u.posts == 1:
+		u.idle.Stop()
+	case delta < 0 && u.posts == 0:
+		u.lastPost = u.last
+		u.idle.Reset(SessionIdleTimeout)
+	}
+}
+
+// idleTimeout closes session sid, which this handler opened, once no POST
+// has named it for SessionIdleTimeout, as go-sdk v1.8.0's own timer does
+// (StreamableHTTPOptions.SessionTimeout; sessionInfo.startPOST and
+// endPOST in mcp/streamable.go pause it while a POST is in progress).
+// The SDK's timer is off (HTTPHandler) because statefulCalls answers
+// tools/call POSTs without the SDK's handler, which therefore never
+// restarts its timer for them: a session busy with such calls would
+// have been closed ten minutes after its last other POST. The calls are
+// cancelled first, as for a DELETE (see [Calls]).
+func (l *sessionLimit) idleTimeout(sid string) {
+	l.mu.Lock()
+	u := l.use[sid]
+	if u == nil || u.ss == nil || u.posts > 0 || l.closed[sid] {
+		l.mu.Unlock()
+		return
+	}
+	// A POST that ended while this callback waited for the lock has
+	// already reset the timer; one that ended just before it fired has
+	// not, and the session has time left.
+	if left := SessionIdleTimeout - time.Since(u.lastPost); left > 0 {
+		u.idle.Reset(left)
+		l.mu.Unlock()
+		return
+	}
+	l.closed[sid] = true
+	ss := u.ss
+	l.mu.Unlock()
+	l.calls.CancelSession(sid)
+	ss.Close()
+}
+
+// session is the live session sid when this handler opened it and has
+// not closed it (DELETE, idle, pressure); nil otherwise, and for ids the
+// SDK's handler would answer 404.
+func (l *sessionLimit) session(sid string) *mcp.ServerSession {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if u := l.use[sid]; u != nil && !l.closed[sid] {
+		return u.ss
+	}
+	return nil
 }
 
 // reserve admits one new session, closing sessions idle for
@@ -187,13 +249,52 @@ func (l *sessionLimit) reserve() bool {
 	return ok
 }
 
-// opened ends a reservation; sid is the session the POST opened, if any.
+// opened ends a reservation; sid is the session the POST opened, if any,
+// which is found in the server's sessions (it is there before its id goes
+// out) and idle-timed from now.
 func (l *sessionLimit) opened(sid string) {
+	var ss *mcp.ServerSession
+	if sid != "" {
+		for s := range l.server.Sessions() {
+			if s.ID() == sid {
+				ss = s
+				break
+			}
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.pending--
-	if sid != "" && l.use[sid] == nil {
-		l.use[sid] = &sessionUse{last: time.Now()}
+	if sid == "" {
+		return
+	}
+	u := l.use[sid]
+	if u == nil {
+		// liveLocked may have seen the session first, without its owner.
+		u = &sessionUse{last: time.Now()}
+		l.use[sid] = u
+	}
+	if ss != nil && u.ss == nil {
+		u.ss = ss
+		u.lastPost = time.Now()
+		u.idle = time.AfterFunc(SessionIdleTimeout, func() { l.idleTimeout(sid) })
+		// However the session ends (a DELETE, idle, the shutdown, the
+		// SDK's own close), statefulCalls must stop answering on it: the
+		// SDK answers 404 then. This goroutine ends with the session.
+		go func() {
+			ss.Wait()
+			l.ended(sid, ss)
+		}()
+	}
+}
+
+// ended forgets session ss, which has closed, and stops its idle timer.
+func (l *sessionLimit) ended(sid string, ss *mcp.ServerSession) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if u := l.use[sid]; u != nil && u.ss == ss {
+		u.ss = nil
+		u.idle.Stop()
 	}
 }
 
@@ -216,8 +317,11 @@ func (l *sessionLimit) liveLocked() []string {
 		}
 		live = append(live, sid)
 	}
-	for sid := range l.use {
-		if !present[sid] && l.use[sid].posts == 0 {
+	for sid, u := range l.use {
+		if !present[sid] && u.posts == 0 {
+			if u.idle != nil {
+				u.idle.Stop()
+			}
 			delete(l.use, sid)
 		}
 	}

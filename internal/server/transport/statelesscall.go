@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -57,16 +58,246 @@ import (
 // SDK's to answer, as before. The x-mcp-header check (SEP-2243) needs the
 // tool's input schema, which mcp.Server does not export, so this path runs
 // only for a Backend whose tools declare none (Backend.NoParamHeaders).
-func statelessCalls(srv *mcp.Server, log *slog.Logger, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		call, ok := directCall(r)
-		if !ok {
-			next.ServeHTTP(w, r)
+func statelessCalls(b Backend, log *slog.Logger, next http.Handler, standIns *atomic.Int64) http.Handler {
+	return &stateless{srv: b.MCP, impl: b.Impl, chain: captureChain(b.MCP), log: log, next: next,
+		clients: map[string]client{}, standIns: standIns}
+}
+
+// stateless is statelessCalls' handler. Once the SDK has answered one
+// call with a result on a session of serveCall's (which proves the server
+// serves 2026-07-28: mcp.Server does not export its versions), a call
+// whose _meta the stdio lane would take (newEraCallParams: the version,
+// client capabilities, optionally client info and a progressToken, no log
+// level) skips even that session: the chain is called on the POST's
+// goroutine (serveDirect) with a session standing for the request's
+// client, as the stateful path calls it (statefulCalls).
+type stateless struct {
+	srv   *mcp.Server
+	impl  *mcp.Implementation // nil: every call goes through serveCall
+	chain mcp.MethodHandler
+	log   *slog.Logger
+	next  http.Handler
+	// newOK is set once serveCall's session answered a call with a result.
+	newOK atomic.Bool
+	// standIns counts the calls serveDirect answered (tests; nil: not
+	// counted).
+	standIns *atomic.Int64
+
+	mu sync.Mutex
+	// clients are the stand-in sessions by the raw bytes of a client's
+	// capabilities and info (standIn).
+	clients map[string]client
+}
+
+func (s *stateless) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	call, ok := directCall(r)
+	if !ok {
+		s.next.ServeHTTP(w, r)
+		return
+	}
+	if s.impl != nil && s.newOK.Load() {
+		var ss *mcp.ServerSession
+		params, ok := callParams(call.Params, func(raw []byte) (mcp.Meta, bool) {
+			var meta mcp.Meta
+			meta, ss = s.standIn(raw)
+			return meta, ss != nil
+		})
+		if ok && ss != nil {
+			if s.standIns != nil {
+				s.standIns.Add(1)
+			}
+			s.serveDirect(w, r, ss, call, params)
 			return
 		}
-		serveCall(w, r, srv, log, call)
-	})
+	}
+	if serveCall(w, r, s.srv, s.log, call) {
+		s.newOK.Store(true)
+	}
 }
+
+// maxClientSessions bounds the stand-in sessions kept (standIn): past it
+// they are all dropped, and made again as calls need them.
+const maxClientSessions = 64
+
+// client is a stand-in session and the values of the _meta members it
+// was made for, as the SDK's decoder made them.
+type client struct {
+	ss         *mcp.ServerSession
+	caps, info any
+	hasInfo    bool
+}
+
+// standIn decodes a 2026-07-28 call's _meta as newEraMeta does and
+// returns the session the call runs on; a nil session for a _meta
+// newEraMeta refuses or whose members do not decode (the SDK's to judge).
+//
+// The session stands for the request's client: the state
+// ServerSession.handle gives a 2026-07-28 request's throwaway session
+// (validateRequestMeta: InitializeParams of the version, the client
+// capabilities and the client info, decoded as its decodeMetaValue
+// decodes them; no log level), on a connection that has already ended.
+// Nothing reaches the connection: what the call sends in its course is
+// routeToCall's, a request to the client is refused there, as the SDK's
+// stateless connection refuses it, and a notification to every session
+// does not reach an ended one, as a stateless POST has no stream for it.
+// An ended session holds no goroutine.
+//
+// A client sends the same _meta with every call, so sessions are kept by
+// the raw bytes of its capabilities and client info: bytes that decoded
+// once decode the same again, and a call with them is answered without
+// decoding them (its Meta shares their decoded values; the handlers
+// read only the progressToken, which is decoded for each call).
+func (s *stateless) standIn(raw []byte) (mcp.Meta, *mcp.ServerSession) {
+	it, ok := membersOf(raw)
+	if !ok {
+		return nil, nil
+	}
+	var version, caps, info, token []byte
+	for {
+		key, val, escaped, depth, more := it.next()
+		if !more {
+			break
+		}
+		if escaped || depth > maxMetaDepth {
+			return nil, nil
+		}
+		var seen *[]byte
+		switch string(key) {
+		case metaProtocolVersion:
+			seen = &version
+		case metaClientCapabilities:
+			seen = &caps
+		case metaClientInfo:
+			seen = &info
+		case "progressToken":
+			seen = &token
+		default:
+			return nil, nil
+		}
+		if *seen != nil {
+			return nil, nil
+		}
+		*seen = val
+	}
+	if string(version) != newEraVersion || len(caps) == 0 || caps[0] != '{' || (info != nil && info[0] != '{') {
+		return nil, nil
+	}
+	var tok any
+	if token != nil {
+		if tok, ok = plainToken(token); !ok {
+			return nil, nil
+		}
+	}
+	var buf [512]byte
+	key := append(append(append(buf[:0], caps...), 0), info...)
+	s.mu.Lock()
+	c, hit := s.clients[string(key)]
+	s.mu.Unlock()
+	if !hit {
+		meta, ok := newEraMeta(raw)
+		if !ok {
+			return nil, nil
+		}
+		c.caps = meta[metaClientCapabilities]
+		c.info, c.hasInfo = meta[metaClientInfo]
+		if c.ss = s.connect(c.caps, c.info, c.hasInfo); c.ss == nil {
+			return nil, nil
+		}
+		s.mu.Lock()
+		if len(s.clients) >= maxClientSessions {
+			clear(s.clients)
+		}
+		s.clients[string(key)] = c
+		s.mu.Unlock()
+	}
+	meta := mcp.Meta{metaProtocolVersion: protocolStateless, metaClientCapabilities: c.caps}
+	if c.hasInfo {
+		meta[metaClientInfo] = c.info
+	}
+	if token != nil {
+		meta["progressToken"] = tok
+	}
+	return meta, c.ss
+}
+
+// connect makes the stand-in session for a client's decoded capabilities
+// and info (see standIn); nil when they do not decode as the SDK decodes
+// them.
+func (s *stateless) connect(capsValue, infoValue any, hasInfo bool) *mcp.ServerSession {
+	caps, err := json.Marshal(capsValue)
+	if err != nil {
+		return nil
+	}
+	ip := &mcp.InitializeParams{ProtocolVersion: protocolStateless}
+	var v2 *clientCapabilitiesV2
+	if sdkUnmarshal(caps, &v2) != nil || v2 == nil {
+		return nil
+	}
+	ip.Capabilities = &v2.ClientCapabilities
+	// clientCapabilitiesV2.toV1 (mcp/protocol.go).
+	ip.Capabilities.RootsV2 = v2.Roots
+	if v2.Roots != nil {
+		ip.Capabilities.Roots = *v2.Roots
+	}
+	if hasInfo {
+		info, err := json.Marshal(infoValue)
+		if err != nil || sdkUnmarshal(info, &ip.ClientInfo) != nil {
+			return nil
+		}
+	}
+	ss, err := s.srv.Connect(context.Background(), endedTransport{}, &mcp.ServerSessionOptions{State: &mcp.ServerSessionState{InitializeParams: ip}})
+	if err != nil {
+		return nil
+	}
+	// Its read loop ends at once (endedConn.Read): waited for, so that no
+	// goroutine of it outlives this call.
+	ss.Wait()
+	return ss
+}
+
+// serveDirect answers one call on ss, on the POST's goroutine, as
+// serveCall's session would: its notifications then its reply on the
+// POST's stream, the reply with the HTTP status SEP-2575 gives its error
+// (errorStatus), the result annotated with the server's Implementation
+// (annotateServerInfo), the call cancelled when its POST goes.
+func (s *stateless) serveDirect(w http.ResponseWriter, r *http.Request, ss *mcp.ServerSession, req *jsonrpc.Request, params *mcp.CallToolParamsRaw) {
+	st := &callStream{w: w, version: protocolStateless, statuses: true}
+	defer st.finish()
+	ctx := context.WithValue(r.Context(), callStreamKey{}, st)
+	hdr := w.Header()
+	hdr.Set("Cache-Control", "no-cache, no-transform")
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Connection", "keep-alive")
+	res, err := s.chain(ctx, methodCallTool, &mcp.CallToolRequest{Session: ss, Params: params, Extra: &mcp.RequestExtra{
+		TokenInfo:      auth.TokenInfoFromContext(r.Context()),
+		Header:         r.Header,
+		CloseSSEStream: func(mcp.CloseSSEStreamArgs) {},
+	}})
+	if err == nil && res != nil {
+		annotate(res, s.impl)
+	}
+	resp, data, err := encodeReply(req.ID, res, err)
+	if err != nil {
+		return
+	}
+	st.reply(resp, data)
+}
+
+// endedTransport connects a session to a connection that has ended.
+type endedTransport struct{}
+
+func (endedTransport) Connect(context.Context) (mcp.Connection, error) { return endedConn{}, nil }
+
+// endedConn is a connection whose peer has gone: nothing to read, nothing
+// delivered.
+type endedConn struct{}
+
+func (endedConn) Read(context.Context) (jsonrpc.Message, error) { return nil, io.EOF }
+func (endedConn) Write(_ context.Context, msg jsonrpc.Message) error {
+	return fmt.Errorf("%w: the connection has ended", errRejected)
+}
+func (endedConn) Close() error      { return nil }
+func (endedConn) SessionID() string { return "" }
 
 // directCallMethod is the one method statelessCalls answers itself.
 const directCallMethod = "tools/call"
@@ -75,30 +306,10 @@ const directCallMethod = "tools/call"
 // itself (see there); ok is false for everything the SDK must see.
 func directCall(r *http.Request) (req *jsonrpc.Request, ok bool) {
 	h := r.Header
-	if r.Method != http.MethodPost ||
-		h.Get(headerProtocolVersion) != protocolStateless ||
-		len(h.Values("Last-Event-ID")) > 0 ||
-		h.Get("Mcp-Method") != directCallMethod {
+	if h.Get(headerProtocolVersion) != protocolStateless || h.Get("Mcp-Method") != directCallMethod {
 		return nil, false
 	}
-	if ct, _, err := mime.ParseMediaType(h.Get("Content-Type")); err != nil || ct != "application/json" {
-		return nil, false
-	}
-	if jsonOK, streamOK := acceptsBoth(h.Values("Accept")); !jsonOK || !streamOK {
-		return nil, false
-	}
-	body, ok := bufferedBody(r)
-	if !ok || !json.Valid(body) {
-		return nil, false
-	}
-	if i := skipSpace(body, 0); i >= len(body) || body[i] != '{' {
-		return nil, false // a batch is the SDK's to refuse
-	}
-	if code, _, _ := requestProblem(body); code != 0 {
-		return nil, false
-	}
-	req, ok = decodeRequest(body)
-	if !ok || !req.IsCall() || req.Method != directCallMethod {
+	if req, ok = oneCall(r); !ok {
 		return nil, false
 	}
 	// params: exactly the members CallToolParams decodes without fail
@@ -119,6 +330,39 @@ func directCall(r *http.Request) (req *jsonrpc.Request, ok bool) {
 	}
 	name := params["name"]
 	if !plainString(name) || len(name) == 2 || h.Get(headerMcpName) != string(name[1:len(name)-1]) {
+		return nil, false
+	}
+	return req, true
+}
+
+// oneCall is the one tools/call request of r, a POST in the common
+// spelling whose Content-Type and Accept the SDK accepts and that carries
+// no Last-Event-ID, decoded from its body as bufferBody read it; false
+// for anything else (a batch, a notification, another method, an escaped
+// or repeated envelope member), which the SDK must see.
+func oneCall(r *http.Request) (*jsonrpc.Request, bool) {
+	h := r.Header
+	if r.Method != http.MethodPost || len(h.Values("Last-Event-ID")) > 0 {
+		return nil, false
+	}
+	if ct, _, err := mime.ParseMediaType(h.Get("Content-Type")); err != nil || ct != "application/json" {
+		return nil, false
+	}
+	if jsonOK, streamOK := acceptsBoth(h.Values("Accept")); !jsonOK || !streamOK {
+		return nil, false
+	}
+	body, ok := bufferedBody(r)
+	if !ok || !json.Valid(body) {
+		return nil, false
+	}
+	if i := skipSpace(body, 0); i >= len(body) || body[i] != '{' {
+		return nil, false // a batch is the SDK's to refuse
+	}
+	if code, _, _ := requestProblem(body); code != 0 {
+		return nil, false
+	}
+	req, ok := decodeRequest(body)
+	if !ok || !req.IsCall() || req.Method != directCallMethod {
 		return nil, false
 	}
 	return req, true
@@ -180,8 +424,9 @@ func plainMembers(raw []byte) (map[string][]byte, bool) {
 
 // serveCall answers one call on a throwaway session, as serveStateless
 // does, and returns once the reply is written or the POST has gone; the
-// session is closed (its handler done) before it returns.
-func serveCall(w http.ResponseWriter, r *http.Request, srv *mcp.Server, log *slog.Logger, req *jsonrpc.Request) {
+// session is closed (its handler done) before it returns. It reports
+// whether the reply was a result.
+func serveCall(w http.ResponseWriter, r *http.Request, srv *mcp.Server, log *slog.Logger, req *jsonrpc.Request) (result bool) {
 	conn := &callConn{
 		post:     r.Context(),
 		w:        w,
@@ -199,7 +444,7 @@ func serveCall(w http.ResponseWriter, r *http.Request, srv *mcp.Server, log *slo
 	if err != nil {
 		log.Error("connect a session for a 2026-07-28 call", "error", err)
 		http.Error(w, "failed connection", http.StatusInternalServerError)
-		return
+		return false
 	}
 	defer ss.Close()
 	hdr := w.Header()
@@ -221,6 +466,9 @@ func serveCall(w http.ResponseWriter, r *http.Request, srv *mcp.Server, log *slo
 	// Nothing is written to w once serveCall has returned: a notification
 	// sent later (another goroutine's) finds the stream finished.
 	defer conn.finish()
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	return conn.replied && conn.result
 }
 
 // callTransport hands a session its one callConn.
@@ -244,6 +492,7 @@ type callConn struct {
 	mu       sync.Mutex
 	w        http.ResponseWriter
 	replied  bool
+	result   bool // the reply was a result
 	finished bool // serveCall has returned: w is no longer ours
 }
 
@@ -292,25 +541,30 @@ func (c *callConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if c.finished || c.replied {
 		return fmt.Errorf("%w: write to closed stream", errRejected)
 	}
-	if _, ok := msg.(*jsonrpc.Response); ok {
-		c.replied = true
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.replied, c.result = true, resp.Error == nil
 		defer close(c.answered)
 	}
 	// A failed write is the client gone, which the POST's context reports;
 	// the connection itself is not broken (stream.deliverLocked's errors
 	// are ErrRejected too).
-	if status != 0 {
-		c.w.Header().Set("Content-Type", "application/json")
-		c.w.WriteHeader(status)
-		if _, err := c.w.Write(data); err != nil {
-			return fmt.Errorf("%w: %w", errRejected, err)
-		}
-		return nil
-	}
-	if err := writeSSE(c.w, data); err != nil {
+	if err := writeMessage(c.w, data, status); err != nil {
 		return fmt.Errorf("%w: %w", errRejected, err)
 	}
 	return nil
+}
+
+// writeMessage writes one encoded message: as one SSE event, or, with a
+// status, as the whole response (a SEP-2575 error reply: that status and
+// the bare JSON-RPC response, as stream.deliverLocked writes it).
+func writeMessage(w http.ResponseWriter, data []byte, status int) error {
+	if status == 0 {
+		return writeSSE(w, data)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, err := w.Write(data)
+	return err
 }
 
 // callKey marks the contexts of a callConn's session (the value is the
@@ -372,9 +626,9 @@ func writeSSE(w http.ResponseWriter, data []byte) error {
 // statelessPath is the handler of 2026-07-28 requests: statelessCalls in
 // front of the SDK's stateless handler when b's tools allow it (see
 // Backend.NoParamHeaders), the SDK's handler alone otherwise.
-func statelessPath(b Backend, log *slog.Logger, stateless http.Handler) http.Handler {
+func statelessPath(b Backend, log *slog.Logger, stateless http.Handler, knobs pathKnobs) http.Handler {
 	if !b.NoParamHeaders {
 		return stateless
 	}
-	return statelessCalls(b.MCP, log, stateless)
+	return statelessCalls(b, log, stateless, knobs.standIns)
 }

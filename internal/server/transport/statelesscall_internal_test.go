@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -21,7 +22,7 @@ import (
 // SEP-2575 maps to an HTTP status, one it does not, and a notification to
 // every session (tools/list_changed) in the middle of the call.
 func callServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "calls", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{
+	s := mcp.NewServer(callImpl(), &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{
 		Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{},
 	}})
 	schema := json.RawMessage(`{"type":"object"}`)
@@ -68,6 +69,9 @@ func callServer() *mcp.Server {
 	})
 	return s
 }
+
+// callImpl is callServer's Implementation (Backend.Impl).
+func callImpl() *mcp.Implementation { return &mcp.Implementation{Name: "calls", Version: "1"} }
 
 // statelessCall is a 2026-07-28 tools/call POST as the go-sdk client
 // sends it; meta is added to _meta, headers override or (with "") remove.
@@ -130,8 +134,10 @@ func send(t *testing.T, req *http.Request) reply {
 // directSeen serves h, noting for each request whether statelessCalls
 // takes it (directCall) before h sees it.
 type directSeen struct {
-	h  http.Handler
-	mu sync.Mutex
+	h http.Handler
+	// standIns counts the calls answered on a stand-in session.
+	standIns *atomic.Int64
+	mu       sync.Mutex
 	// taken and passed count the tools/call requests directCall takes and
 	// leaves to the SDK.
 	taken, passed int
@@ -164,11 +170,13 @@ func (d *directSeen) counts() (taken, passed int) {
 
 func serveCalls(t *testing.T, srv *mcp.Server, direct bool) (*directSeen, string) {
 	t.Helper()
-	h, err := HTTPHandler(Backend{MCP: srv, Calls: &Calls{}, NoParamHeaders: direct}, HTTPOptions{APIKey: "k", AllowedHosts: []string{"127.0.0.1"}})
+	seen := &directSeen{standIns: &atomic.Int64{}}
+	h, err := httpHandler(Backend{MCP: srv, Calls: &Calls{}, NoParamHeaders: direct, Impl: callImpl()},
+		HTTPOptions{APIKey: "k", AllowedHosts: []string{"127.0.0.1"}}, pathKnobs{standIns: seen.standIns})
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := &directSeen{h: h}
+	seen.h = h
 	ts := httptest.NewServer(seen)
 	t.Cleanup(ts.Close)
 	return seen, ts.URL + "/mcp"
@@ -233,6 +241,12 @@ func TestStatelessCallsAnswerAsTheSDK(t *testing.T) {
 			}
 		})
 	}
+	// All 18 taken but the first (which proves the version served) and
+	// those serveCall's session must judge: a log level, client info that
+	// does not decode, no capabilities.
+	if n := direct.standIns.Load(); n != 14 {
+		t.Errorf("%d calls answered on a stand-in session, want 14", n)
+	}
 }
 
 // The go-sdk client's own 2026-07-28 calls, with and without a progress
@@ -289,7 +303,7 @@ func FuzzStatelessCallsAnswerAsTheSDK(f *testing.F) {
 	} {
 		f.Add(seed.body, seed.name)
 	}
-	direct, err := HTTPHandler(Backend{MCP: callServer(), Calls: &Calls{}, NoParamHeaders: true}, HTTPOptions{APIKey: "k", AllowedHosts: []string{"example.com"}})
+	direct, err := HTTPHandler(Backend{MCP: callServer(), Calls: &Calls{}, NoParamHeaders: true, Impl: callImpl()}, HTTPOptions{APIKey: "k", AllowedHosts: []string{"example.com"}})
 	if err != nil {
 		f.Fatal(err)
 	}
