@@ -71,10 +71,12 @@ const (
 // them (wait) before it returns.
 type fastLane struct {
 	chain mcp.MethodHandler // the server's receiving chain, captured by captureChain
-	base  context.Context   // the session's context, without its cancellation (jsonrpc2's notDone)
-	conn  *stdioConn
-	calls *Calls
-	log   *slog.Logger
+	// direct is Backend.Direct: the calls it takes skip the chain.
+	direct func(context.Context, DirectCall) (DirectReply, bool)
+	base   context.Context // the session's context, without its cancellation (jsonrpc2's notDone)
+	conn   *stdioConn
+	calls  *Calls
+	log    *slog.Logger
 	// session is set once Connect returns (setSession); nil keeps the
 	// lane closed. stored is closed then: the SDK's read loop may read
 	// the first calls before Connect has returned, and they wait for it
@@ -124,6 +126,7 @@ func captureChain(s *mcp.Server) mcp.MethodHandler {
 func newFastLane(ctx context.Context, b Backend, conn *stdioConn) *fastLane {
 	return &fastLane{
 		chain:    captureChain(b.MCP),
+		direct:   b.Direct,
 		base:     context.WithoutCancel(ctx),
 		conn:     conn,
 		calls:    b.Calls,
@@ -297,13 +300,45 @@ func (l *fastLane) worker(call laneCall) {
 	}
 }
 
-// run calls the chain and writes its reply, as jsonrpc2's handleAsync and
+// run answers the call through Backend.Direct when it takes it, else
+// through the chain, and writes its reply, as jsonrpc2's handleAsync and
 // processResult would.
 func (l *fastLane) run(call laneCall) {
 	defer call.release()
 	defer call.cancel(nil)
-	ctx, id, key := call.ctx, call.id, call.key
-	res, err := l.chain(ctx, methodCallTool, call.req)
+	if l.direct != nil {
+		d, ok := l.direct(call.ctx, DirectCall{Session: call.req.Session, Params: call.req.Params, ServerInfo: call.newEra})
+		switch {
+		case !ok:
+		case d.Err == nil && d.Wire != nil:
+			l.settled(call.key)
+			l.replyWire(call.id, d.Wire)
+			return
+		case d.Err != nil:
+			// What ErrorCodes, outermost in the chain, would make of it.
+			l.finish(call, nil, codedError(methodCallTool, d.Err))
+			return
+		default:
+			l.finish(call, d.Result, nil)
+			return
+		}
+	}
+	res, err := l.chain(call.ctx, methodCallTool, call.req)
+	l.finish(call, res, err)
+}
+
+// settled forgets a call whose reply is about to be written: a
+// notifications/cancelled naming it from now on cancels nothing.
+func (l *fastLane) settled(key string) {
+	l.mu.Lock()
+	delete(l.inflight, key)
+	l.mu.Unlock()
+}
+
+// finish writes the reply to a call the chain (or Backend.Direct, with
+// a result left to encode) answered with res and err.
+func (l *fastLane) finish(call laneCall, res mcp.Result, err error) {
+	id, key := call.id, call.key
 	var result any
 	if err == nil && res != nil {
 		// handleReceive drops the result of a call that failed; a typed
@@ -319,9 +354,7 @@ func (l *fastLane) run(call laneCall) {
 	if result == nil && err == nil {
 		err = fmt.Errorf("%w: the tools/call handler returned a nil result and nil error", errInternal)
 	}
-	l.mu.Lock()
-	delete(l.inflight, key)
-	l.mu.Unlock()
+	l.settled(key)
 	l.reply(id, result, err)
 }
 
@@ -345,11 +378,37 @@ func (l *fastLane) reply(id jsonrpc.ID, result any, err error) {
 		l.conn.calls.answered(key)
 		return
 	}
+	l.write(resp, data)
+}
+
+// replyWire writes the response whose result is wire, already the
+// compact JSON jsonrpc.EncodeMessage would embed, with the envelope
+// EncodeMessage would put around it: {"jsonrpc":"2.0","id":…,"result":…}
+// (the id as encoding/json writes an int64 or, without HTML escaping, a
+// string).
+func (l *fastLane) replyWire(id jsonrpc.ID, wire json.RawMessage) {
+	data := make([]byte, 0, len(wire)+48)
+	data = append(data, `{"jsonrpc":"2.0","id":`...)
+	switch v := id.Raw().(type) {
+	case int64:
+		data = strconv.AppendInt(data, v, 10)
+	case string:
+		data = jsonwire.AppendString(data, v)
+	}
+	data = append(data, `,"result":`...)
+	data = append(data, wire...)
+	data = append(data, '}')
+	l.write(&jsonrpc.Response{ID: id}, data)
+}
+
+// write writes one encoded response unless the connection is shutting
+// down.
+func (l *fastLane) write(resp *jsonrpc.Response, data []byte) {
 	l.mu.Lock()
 	ended := l.ended
 	l.mu.Unlock()
 	if ended != nil {
-		l.conn.calls.answered(key)
+		l.conn.calls.answered(idKey(resp.ID))
 		return
 	}
 	if l.conn.writeEncoded(resp, data) != nil {
