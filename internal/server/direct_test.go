@@ -44,7 +44,7 @@ func sdkWire(t *testing.T, res *mcp.CallToolResult, complete bool, impl *mcp.Imp
 // either era.
 func FuzzCallResultWire(f *testing.F) {
 	for _, seed := range []struct {
-		text, text2, body string
+		text, text2, body       string
 		isError, complete, info bool
 	}{
 		{"plain", "", `{"a":1}`, false, false, false},
