@@ -176,10 +176,23 @@ func (s *Server) encodeBySDK(res *mcp.CallToolResult, complete, serverInfo bool)
 func appendHTMLString(dst []byte, s string) []byte {
 	start := len(dst)
 	dst = jsonwire.AppendString(dst, s)
-	if !bytes.ContainsAny(dst[start:], "<>&") {
+	if !htmlSpecial(dst[start:]) {
 		return dst
 	}
 	return htmlEscapeTail(dst, start)
+}
+
+// htmlSpecial reports whether b may hold what json.HTMLEscape changes:
+// <, > or &, or the lead byte of U+2028 and U+2029 (0xE2, which other
+// characters share; HTMLEscape then leaves them). One pass over bytes:
+// bytes.ContainsAny with a multi-byte set decodes every rune.
+func htmlSpecial(b []byte) bool {
+	for _, c := range b {
+		if c == '<' || c == '>' || c == '&' || c == 0xE2 {
+			return true
+		}
+	}
+	return false
 }
 
 // appendHTMLCompact appends the JSON value raw as encoding/json embeds a
@@ -197,7 +210,7 @@ func appendHTMLCompact(dst, raw []byte) ([]byte, error) {
 		}
 		dst = buf.Bytes()
 	}
-	if !bytes.ContainsAny(dst[start:], "<>&\u2028\u2029") {
+	if !htmlSpecial(dst[start:]) {
 		return dst, nil
 	}
 	return htmlEscapeTail(dst, start), nil
