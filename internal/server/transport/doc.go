@@ -151,7 +151,14 @@
 //     TestStdioFastLaneMatchesTheSDK holds the two to the same replies and
 //     notifications, so with an SDK whose per-request path is cheap the
 //     lane can be deleted and that test shows nothing changed. No
-//     upstream issue found.
+//     upstream issue found. A call of a tool the server answers itself
+//     (Backend.Direct: server.(*Server).AnswerCall, the built-in tools)
+//     skips the chain and the SDK's tools/call handler too: the server
+//     runs each middleware's effect from the middleware's own code and
+//     returns the result's bytes, written as the SDK's
+//     CallToolResult.MarshalJSON writes them; the lane puts the envelope
+//     around them (replyWire) and codes an error as ErrorCodes does
+//     (codedError). The same test runs every corpus with and without it.
 //   - tasks/get, tasks/update and tasks/cancel need Mcp-Name equal to
 //     params.taskId (taskNameHeader; the Tasks extension's routing header,
 //     mcp-server §4.12): the SDK checks Mcp-Name only for tools/call,
