@@ -17,30 +17,37 @@ import (
 // raw lines.
 type rawSession struct {
 	in    *io.PipeWriter
-	lines chan string
+	lines <-chan string
 	taken *atomic.Int64
+}
+
+// readLines delivers the lines read from r, each with its newline, until
+// r ends.
+func readLines(r io.Reader) <-chan string {
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		br := bufio.NewReader(r)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- line
+		}
+	}()
+	return lines
 }
 
 func newRawSession(t testing.TB, b transport.Backend, lane bool) *rawSession {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &rawSession{in: inW, lines: make(chan string, 16), taken: new(atomic.Int64)}
+	s := &rawSession{in: inW, lines: readLines(outR), taken: new(atomic.Int64)}
 	served := make(chan error, 1)
 	go func() {
 		served <- transport.ServeStdioLane(context.Background(), inR, outW, b, 10*time.Second, lane, s.taken)
 		outW.Close()
-	}()
-	go func() {
-		defer close(s.lines)
-		r := bufio.NewReader(outR)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			s.lines <- line
-		}
 	}()
 	t.Cleanup(func() {
 		inW.Close()

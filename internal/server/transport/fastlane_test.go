@@ -1,7 +1,6 @@
 package transport_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -307,18 +306,7 @@ func runLane(t *testing.T, script []laneStep, mode laneMode, limits server.Limit
 		served <- transport.ServeStdioLane(context.Background(), inR, outW, b, 10*time.Second, on, &lane)
 		outW.Close()
 	}()
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		r := bufio.NewReader(outR)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			lines <- line
-		}
-	}()
+	lines := readLines(outR)
 	var want int64
 	for i, st := range script {
 		if st.wait > 0 {
@@ -492,7 +480,7 @@ func volatile(m map[string]any) {
 // initialize (so the lane opens), and returns the peer's ends.
 type laneSession struct {
 	in     *io.PipeWriter
-	lines  chan map[string]any
+	lines  <-chan string
 	served chan error
 	taken  *atomic.Int64
 }
@@ -501,25 +489,10 @@ func newLaneSession(t *testing.T, ctx context.Context, b transport.Backend) *lan
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &laneSession{in: inW, lines: make(chan map[string]any, 16), served: make(chan error, 1), taken: new(atomic.Int64)}
+	s := &laneSession{in: inW, lines: readLines(outR), served: make(chan error, 1), taken: new(atomic.Int64)}
 	go func() {
 		s.served <- transport.ServeStdioLane(ctx, inR, outW, b, 30*time.Second, true, s.taken)
 		outW.Close()
-	}()
-	go func() {
-		defer close(s.lines)
-		r := bufio.NewReader(outR)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			var m map[string]any
-			if json.Unmarshal([]byte(line), &m) != nil {
-				t.Errorf("not JSON: %q", line)
-			}
-			s.lines <- m
-		}
 	}()
 	t.Cleanup(func() { inW.Close() })
 	s.send(t, initializeBody)
@@ -540,9 +513,13 @@ func (s *laneSession) send(t *testing.T, line string) {
 func (s *laneSession) recv(t *testing.T) map[string]any {
 	t.Helper()
 	select {
-	case m, ok := <-s.lines:
+	case line, ok := <-s.lines:
 		if !ok {
 			t.Fatal("stdout ended")
+		}
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil {
+			t.Errorf("not JSON: %q", line)
 		}
 		return m
 	case <-time.After(30 * time.Second):
