@@ -200,11 +200,14 @@
 // handler), which it closes, waiting for them, before the POST's handler
 // returns.
 // [ServeStdio] owns one goroutine waiting on its session and returns only
-// after the session has ended; stdin is read on the SDK's own read loop
-// (stdioConn), which ends when the session closes the connection, closing
-// stdin. The stdio fast lane runs each tools/call it takes on a worker
-// goroutine of its own (fastLane.worker), one at a time, and keeps up to
-// maxIdleWorkers of them waiting for the next call until the lane ends; a
+// after the session has ended; stdin is read by the stdio fast lane's
+// workers, one at a time, which hand the SDK's messages to its own read
+// loop (stdioConn), or by that loop itself without the lane or once the
+// lane has ended; reading ends when the session closes the connection,
+// closing stdin. The lane runs each tools/call it takes on the worker
+// that read it (fastLane.worker), one at a time, another worker reading
+// meanwhile, and keeps up to maxIdleWorkers of them waiting for their
+// turn to read until the lane ends; a
 // call is cancelled by a notifications/cancelled naming it, by the end of
 // input once the drain is over, by a failed write to stdout (a failed
 // write of the lane's own closes stdin too, so the SDK ends its calls as
