@@ -459,10 +459,13 @@ func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run f
 		} else {
 			r.failed.Add(1)
 		}
-		r.log.Info(msgTerminal,
-			"run_id", final.RunID, "prompt", final.Prompt, "status", string(final.Status),
-			"turns", final.Turns, "prompt_tokens", final.Tokens.Prompt,
-			"completion_tokens", final.Tokens.Completion, "elapsed_ms", final.ElapsedMS)
+		// Typed attrs: the key-value form boxes each value and converts
+		// it back (slog's argsToAttr), on every run (issue #12). The same
+		// line either way.
+		r.log.LogAttrs(context.Background(), slog.LevelInfo, msgTerminal,
+			slog.String("run_id", final.RunID), slog.String("prompt", final.Prompt), slog.String("status", string(final.Status)),
+			slog.Uint64("turns", uint64(final.Turns)), slog.Uint64("prompt_tokens", final.Tokens.Prompt),
+			slog.Uint64("completion_tokens", final.Tokens.Completion), slog.Uint64("elapsed_ms", final.ElapsedMS))
 		if r.onTerminal != nil {
 			r.onTerminal(final)
 		}

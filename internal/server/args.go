@@ -41,9 +41,11 @@ func parseArguments(tool string, raw json.RawMessage, keys []string) (arguments,
 	if raw[0] != '{' {
 		return nil, invalidParams("the arguments of %s must be a JSON object", tool)
 	}
-	var args arguments
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return nil, invalidParams("the arguments of %s are not a valid JSON object: %v", tool, err)
+	args, ok := flatArguments(raw)
+	if !ok {
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return nil, invalidParams("the arguments of %s are not a valid JSON object: %v", tool, err)
+		}
 	}
 	var unknown []string
 	for k := range args {
@@ -158,4 +160,92 @@ func parseCursor(c string) (int, error) {
 		return 0, invalidParams("cursor %s is not a valid pagination cursor", strconv.Quote(c))
 	}
 	return int(n), nil
+}
+
+// flatArguments decodes the common arguments object without
+// encoding/json, whose validating scan and reflection were the larger
+// part of a Lua-only run_prompt's argument handling (docs/benchmarks.md,
+// "Answering tools/call without the SDK's types"): an object whose keys
+// are printable ASCII without escapes and whose values are strings
+// without escapes or control characters, true, false or null, with JSON
+// whitespace between. What it accepts is valid JSON, and decodes to what
+// json.Unmarshal into arguments gives (a repeated key's last value, each
+// value's bytes as they are); anything else reports false and is
+// json.Unmarshal's. FuzzFlatArguments holds the two together.
+func flatArguments(raw []byte) (arguments, bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	args := arguments{}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return args, skipSpace(raw, i+1) == len(raw)
+	}
+	for {
+		key, next, ok := plainToken(raw, i, true)
+		if !ok {
+			return nil, false
+		}
+		i = skipSpace(raw, next)
+		if i >= len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(raw, i+1)
+		start := i
+		switch {
+		case i < len(raw) && raw[i] == '"':
+			if _, i, ok = plainToken(raw, i, false); !ok {
+				return nil, false
+			}
+		case bytes.HasPrefix(raw[i:], []byte("true")), bytes.HasPrefix(raw[i:], []byte("null")):
+			i += 4
+		case bytes.HasPrefix(raw[i:], []byte("false")):
+			i += 5
+		default:
+			return nil, false
+		}
+		args[string(key)] = json.RawMessage(raw[start:i:i])
+		i = skipSpace(raw, i)
+		if i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case ',':
+			i = skipSpace(raw, i+1)
+		case '}':
+			return args, skipSpace(raw, i+1) == len(raw)
+		default:
+			return nil, false
+		}
+	}
+}
+
+// plainToken reads the string starting at raw[i] (its opening quote)
+// that has no escape and no control character (a key: printable ASCII
+// only, which json.Unmarshal would not rewrite); it returns the string's
+// contents and the index after its closing quote.
+func plainToken(raw []byte, i int, key bool) ([]byte, int, bool) {
+	if i >= len(raw) || raw[i] != '"' {
+		return nil, 0, false
+	}
+	for j := i + 1; j < len(raw); j++ {
+		c := raw[j]
+		switch {
+		case c == '"':
+			return raw[i+1 : j], j + 1, true
+		case c == '\\' || c < 0x20 || (key && c >= 0x7f):
+			return nil, 0, false
+		}
+	}
+	return nil, 0, false
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+		i++
+	}
+	return i
 }

@@ -110,3 +110,34 @@ func TestStringValueIsUnmarshal(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFlatArguments holds parseArguments' fast path to json.Unmarshal:
+// whatever flatArguments accepts, json.Unmarshal accepts and decodes to
+// the same keys and value bytes.
+func FuzzFlatArguments(f *testing.F) {
+	for _, seed := range []string{
+		`{"prompt":"echo","args":"hello"}`, `{}`, ` { } `, `{"a":true,"b":false,"c":null}`,
+		"{ \"a\" :\t\"x\" ,\n\"a\" : \"y\" }", `{"a":"é <>&"}`, `{"a":"\u00e9"}`, `{"a":"x"`, `{"a":"x"}}`,
+		`{"a":1}`, `{"a":tru}`, `{"a":"x",}`, `{"a\u0062":"x"}`, "{\"\xff\":\"x\"}", "{\"a\":\"\xff\"}", `{"a":nullx}`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got, ok := flatArguments([]byte(raw))
+		if !ok {
+			return
+		}
+		var want arguments
+		if err := json.Unmarshal([]byte(raw), &want); err != nil {
+			t.Fatalf("flatArguments accepted %q, which json.Unmarshal refuses: %v", raw, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%q: flatArguments %v, json.Unmarshal %v", raw, got, want)
+		}
+		for k, v := range want {
+			if string(got[k]) != string(v) {
+				t.Fatalf("%q: key %q: flatArguments %q, json.Unmarshal %q", raw, k, got[k], v)
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -139,6 +140,13 @@ type Server struct {
 	// calls tracks the tools/call handlers in flight for the transports:
 	// every handler is registered through it.
 	calls *transport.Calls
+	// direct is the built-in tools' handlers as registered with the SDK
+	// (tracked by calls), by name: AnswerCall's tool table. Never
+	// changed after New.
+	direct map[string]mcp.ToolHandler
+	// serverInfo is impl as encoding/json writes it, for AnswerCall's
+	// 2026-07-28 results.
+	serverInfo []byte
 }
 
 // New builds the server and its run registry, and registers the tools.
@@ -255,8 +263,15 @@ func New(opts Options) (*Server, error) {
 		ToolNeedPrompt:  s.needPrompt,
 		ToolCheckRun:    s.checkRun,
 	}
+	s.direct = make(map[string]mcp.ToolHandler, len(s.builtins))
 	for _, t := range s.builtins {
-		s.mcp.AddTool(t, s.calls.Track(handlers[t.Name]))
+		// One tracked handler per tool, for the SDK and for AnswerCall.
+		tracked := s.calls.Track(handlers[t.Name])
+		s.mcp.AddTool(t, tracked)
+		s.direct[t.Name] = tracked
+	}
+	if s.serverInfo, err = json.Marshal(s.impl); err != nil {
+		return nil, fmt.Errorf("create the MCP server: encode its serverInfo: %w", err)
 	}
 	s.mcp.AddReceivingMiddleware(s.toolsListMiddleware, s.promptsGetMiddleware, s.pagesMiddleware)
 	if err := s.registerTasks(s.mcp); err != nil {
@@ -286,7 +301,7 @@ func (s *Server) Backend() transport.Backend {
 	// NoParamHeaders: every input schema is built here (tools.go
 	// inputSchema, prompttools.go promptToolSchema) from a type, a
 	// description and a default, never an x-mcp-header.
-	return transport.Backend{MCP: s.mcp, Calls: s.calls, CloseRuns: s.Close, Logger: s.log, NoParamHeaders: true, Impl: s.impl}
+	return transport.Backend{MCP: s.mcp, Calls: s.calls, CloseRuns: s.Close, Logger: s.log, NoParamHeaders: true, Impl: s.impl, Direct: s.AnswerCall}
 }
 
 // Registry is the run registry all sessions share.

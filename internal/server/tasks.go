@@ -174,13 +174,20 @@ func (s *Server) tasksMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != "tools/call" {
 			return next(ctx, method, req)
 		}
-		slot := &taskSlot{}
-		res, err := next(context.WithValue(ctx, taskSlotKey{}, slot), method, req)
-		if err != nil || slot.task == nil {
-			return res, err
-		}
-		return slot.task, nil
+		return withTaskSlot(ctx, func(ctx context.Context) (mcp.Result, error) { return next(ctx, method, req) })
 	}
+}
+
+// withTaskSlot is tasksMiddleware's body for one tools/call, which call
+// answers: the SDK's chain through the middleware, or the server's
+// direct answer (AnswerCall), which no middleware sees.
+func withTaskSlot(ctx context.Context, call func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
+	slot := &taskSlot{}
+	res, err := call(context.WithValue(ctx, taskSlotKey{}, slot))
+	if err != nil || slot.task == nil {
+		return res, err
+	}
+	return slot.task, nil
 }
 
 // registerTasks advertises the extension on srv and routes its methods.

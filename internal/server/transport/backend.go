@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"time"
 
@@ -49,6 +50,36 @@ type Backend struct {
 	// mcp.Server does not export it, so the stdio fast lane answers
 	// 2026-07-28 calls itself only when it is given (nil: the SDK does).
 	Impl *mcp.Implementation
+	// Direct, when set, answers a tools/call the stdio fast lane took
+	// without the SDK's tools/call handler: the server's own tool
+	// table, handler and reply encoding, each middleware's effect done
+	// by the code the middleware runs (server.(*Server).AnswerCall). It
+	// reports false for a call it does not answer (a tool not in its
+	// table), which then goes through the SDK's chain as before. nil:
+	// every call the lane takes goes through the chain.
+	Direct func(ctx context.Context, call DirectCall) (DirectReply, bool)
+}
+
+// DirectCall is one tools/call for Backend.Direct: decoded once by the
+// transport, exactly as the SDK's handler would have received it.
+type DirectCall struct {
+	Session *mcp.ServerSession
+	Params  *mcp.CallToolParamsRaw
+	// ServerInfo: the request named 2026-07-28 in its _meta, so its
+	// result carries the server's Implementation in _meta, as the SDK's
+	// annotateServerInfo puts it there (fastlane_era.go).
+	ServerInfo bool
+}
+
+// DirectReply is Backend.Direct's answer: either the result's wire bytes
+// (Wire: compact JSON, byte for byte what the SDK's encoding of the same
+// result gives, _meta annotation included), or a result the transport
+// encodes and annotates as it does the chain's (Result), or an error,
+// which the transport codes as ErrorCodes does.
+type DirectReply struct {
+	Wire   json.RawMessage
+	Result mcp.Result
+	Err    error
 }
 
 func (b Backend) logger() *slog.Logger {

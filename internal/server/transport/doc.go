@@ -180,7 +180,14 @@
 //     TestStdioFastLaneMatchesTheSDK holds the two to the same replies and
 //     notifications, so with an SDK whose per-request path is cheap the
 //     lane can be deleted and that test shows nothing changed. No
-//     upstream issue found.
+//     upstream issue found. A call of a tool the server answers itself
+//     (Backend.Direct: server.(*Server).AnswerCall, the built-in tools)
+//     skips the chain and the SDK's tools/call handler too: the server
+//     runs each middleware's effect from the middleware's own code and
+//     returns the result's bytes, written as the SDK's
+//     CallToolResult.MarshalJSON writes them; the lane puts the envelope
+//     around them (replyWire) and codes an error as ErrorCodes does
+//     (codedError). The same test runs every corpus with and without it.
 //   - tasks/get, tasks/update and tasks/cancel need Mcp-Name equal to
 //     params.taskId (taskNameHeader; the Tasks extension's routing header,
 //     mcp-server §4.12): the SDK checks Mcp-Name only for tools/call,
@@ -228,11 +235,14 @@
 // end (ServerSession.Wait), which a DELETE, the idle timer, the session
 // cap or the shutdown (stopSessions) brings; the timer stops then too.
 // [ServeStdio] owns one goroutine waiting on its session and returns only
-// after the session has ended; stdin is read on the SDK's own read loop
-// (stdioConn), which ends when the session closes the connection, closing
-// stdin. The stdio fast lane runs each tools/call it takes on a worker
-// goroutine of its own (fastLane.worker), one at a time, and keeps up to
-// maxIdleWorkers of them waiting for the next call until the lane ends; a
+// after the session has ended; stdin is read by the stdio fast lane's
+// workers, one at a time, which hand the SDK's messages to its own read
+// loop (stdioConn), or by that loop itself without the lane or once the
+// lane has ended; reading ends when the session closes the connection,
+// closing stdin. The lane runs each tools/call it takes on the worker
+// that read it (fastLane.worker), one at a time, another worker reading
+// meanwhile, and keeps up to maxIdleWorkers of them waiting for their
+// turn to read until the lane ends; a
 // call is cancelled by a notifications/cancelled naming it, by the end of
 // input once the drain is over, by a failed write to stdout (a failed
 // write of the lane's own closes stdin too, so the SDK ends its calls as

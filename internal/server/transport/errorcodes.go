@@ -62,18 +62,29 @@ func ErrorCodes(next mcp.MethodHandler) mcp.MethodHandler {
 		if err == nil {
 			return res, nil
 		}
-		var coded *jsonrpc.Error
-		if errors.As(err, &coded) && coded.Code != 0 {
-			return res, err
+		if coded := codedError(method, err); coded != err {
+			return nil, coded
 		}
-		switch {
-		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-			return nil, &jsonrpc.Error{Code: CodeRequestCancelled, Message: err.Error()}
-		case method == "initialize":
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
-		default:
-			return res, err
-		}
+		return res, err
+	}
+}
+
+// codedError is ErrorCodes' rule for one error a method's handler
+// returned: the error with a valid code where the rule judges it, else
+// err itself. The stdio fast lane applies it to what Backend.Direct
+// returns, which no middleware sees.
+func codedError(method string, err error) error {
+	var coded *jsonrpc.Error
+	if errors.As(err, &coded) && coded.Code != 0 {
+		return err
+	}
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &jsonrpc.Error{Code: CodeRequestCancelled, Message: err.Error()}
+	case method == "initialize":
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+	default:
+		return err
 	}
 }
 

@@ -61,20 +61,25 @@ const (
 // releaser (a no-op when absent) and mcp's idContextKey (read only by
 // subscribe, subscriptions/listen and the streamable transport).
 //
-// Goroutines: each call taken runs on a worker goroutine of its own
-// (worker), a new one or one left idle by an earlier call; at most
-// maxIdleWorkers wait idle, and they return when the lane ends (end,
-// which closes jobs). A call ends early through its context: a
+// Goroutines: the lane's workers read stdin, one at a time (tok, the
+// right to read), and each call taken runs on the worker that read it
+// (worker, readOne), while another reads on: an idle one, or a new one
+// the reader starts; what is the SDK's goes to its read loop (toSDK). At
+// most maxIdleWorkers wait idle, and they return when the lane ends (end,
+// which closes stop); the read loop then reads for itself
+// (stdioConn.Read). A call ends early through its context: a
 // notifications/cancelled naming its id, the end of input (after the
 // drain, as the SDK cancels its own requests in readIncoming), a failed
 // write to stdout, or the connection closing. ServeStdio waits for all of
 // them (wait) before it returns.
 type fastLane struct {
 	chain mcp.MethodHandler // the server's receiving chain, captured by captureChain
-	base  context.Context   // the session's context, without its cancellation (jsonrpc2's notDone)
-	conn  *stdioConn
-	calls *Calls
-	log   *slog.Logger
+	// direct is Backend.Direct: the calls it takes skip the chain.
+	direct func(context.Context, DirectCall) (DirectReply, bool)
+	base   context.Context // the session's context, without its cancellation (jsonrpc2's notDone)
+	conn   *stdioConn
+	calls  *Calls
+	log    *slog.Logger
 	// session is set once Connect returns (setSession); nil keeps the
 	// lane closed. stored is closed then: the SDK's read loop may read
 	// the first calls before Connect has returned, and they wait for it
@@ -103,10 +108,16 @@ type fastLane struct {
 	initID   string                             // idKey of the first initialize read
 	probes   map[string]bool                    // by idKey: SDK calls naming 2026-07-28 (newOK)
 	inflight map[string]context.CancelCauseFunc // by idKey
-	jobs     chan laneCall                      // to idle workers; closed by end
-	idle     atomic.Int32                       // workers waiting on jobs
-	ended    error                              // non-nil: no more replies (the SDK's shuttingDown)
-	wg       sync.WaitGroup
+	// tok is the right to read stdin (capacity 1, full while nobody
+	// reads): one worker at a time holds it (readOne).
+	tok chan struct{}
+	// toSDK carries what a worker read for the SDK to its read loop,
+	// waiting in stdioConn.Read.
+	toSDK chan readResult
+	stop  chan struct{} // closed by end: idle workers return
+	idle  atomic.Int32  // workers waiting for tok
+	ended error         // non-nil: no more replies (the SDK's shuttingDown)
+	wg    sync.WaitGroup
 }
 
 // captureChain returns the receiving method-handler chain s has now, all
@@ -124,6 +135,7 @@ func captureChain(s *mcp.Server) mcp.MethodHandler {
 func newFastLane(ctx context.Context, b Backend, conn *stdioConn) *fastLane {
 	return &fastLane{
 		chain:    captureChain(b.MCP),
+		direct:   b.Direct,
 		base:     context.WithoutCancel(ctx),
 		conn:     conn,
 		calls:    b.Calls,
@@ -132,7 +144,9 @@ func newFastLane(ctx context.Context, b Backend, conn *stdioConn) *fastLane {
 		inflight: map[string]context.CancelCauseFunc{},
 		probes:   map[string]bool{},
 		stored:   make(chan struct{}),
-		jobs:     make(chan laneCall),
+		tok:      make(chan struct{}, 1),
+		toSDK:    make(chan readResult),
+		stop:     make(chan struct{}),
 	}
 }
 
@@ -141,12 +155,12 @@ func newFastLane(ctx context.Context, b Backend, conn *stdioConn) *fastLane {
 // id of one of its calls, which it drops as the SDK would, or a
 // notifications/cancelled for one of its calls). The SDK
 // gets everything else.
-func (l *fastLane) take(req *jsonrpc.Request) bool {
+func (l *fastLane) take(req *jsonrpc.Request) (*laneCall, bool) {
 	if req.Method == methodSetLevel {
 		l.leveled.Store(true)
 	}
 	if !req.IsCall() {
-		return req.Method == methodCancelled && l.cancel(req.Params)
+		return nil, req.Method == methodCancelled && l.cancel(req.Params)
 	}
 	key := idKey(req.ID)
 	l.mu.Lock()
@@ -162,12 +176,12 @@ func (l *fastLane) take(req *jsonrpc.Request) bool {
 		// request as a notification and write nothing. So nothing here
 		// either.
 		l.log.Debug("dropped a request whose id is in use by a call in flight", "method", req.Method, "id", req.ID.Raw())
-		return true
+		return nil, true
 	}
 	if l.conn.calls.has(key) {
 		// The SDK drops it (as above), and the reply under its id is
 		// another request's: no probe either.
-		return false
+		return nil, false
 	}
 	if req.Method == methodCallTool {
 		<-l.stored
@@ -175,19 +189,19 @@ func (l *fastLane) take(req *jsonrpc.Request) bool {
 	ss := l.session.Load()
 	if req.Method != methodCallTool || ss == nil {
 		l.probe(req, key)
-		return false
+		return nil, false
 	}
 	params, newEra, ok := l.callShape(ss, req.Params)
 	if !ok {
 		l.probe(req, key)
-		return false
+		return nil, false
 	}
 	ctx, cancel := context.WithCancelCause(l.base)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ended != nil {
 		cancel(nil)
-		return false
+		return nil, false
 	}
 	l.inflight[key] = cancel
 	l.conn.calls.asked(key)
@@ -199,16 +213,14 @@ func (l *fastLane) take(req *jsonrpc.Request) bool {
 	if l.taken != nil {
 		l.taken.Add(1)
 	}
-	// An idle worker takes the call if one is waiting (the send cannot
-	// block), else a new one starts; l.mu keeps end from closing jobs
-	// in between.
-	select {
-	case l.jobs <- call:
-	default:
+	// The reader runs the call itself; someone must read on meanwhile.
+	// l.mu keeps end from ending the lane between the check and the
+	// start (wg.Add while Wait may run).
+	if l.idle.Load() == 0 {
 		l.wg.Add(1)
-		go l.worker(call)
+		go l.worker()
 	}
-	return true
+	return &call, true
 }
 
 // callShape decodes a tools/call's params if the lane may take the call
@@ -270,40 +282,138 @@ type laneCall struct {
 	release func()
 }
 
-// maxIdleWorkers bounds the workers kept waiting for the next call.
+// maxIdleWorkers bounds the workers kept waiting for their turn to read.
 const maxIdleWorkers = 16
 
-// worker runs call, then the calls handed to it while it waits, until the
-// lane ends or enough others wait. A worker is kept rather than a
-// goroutine started per call because the chain (middlewares, the SDK's
-// handler, the reply's JSON encoding) grows a new goroutine's stack
-// several times a call: runtime.copystack was 12 to 17 % of the server's
-// CPU over stdio in the profiles of docs/benchmarks.md. Each worker runs
-// one call at a time, so every call still has a goroutine of its own.
-func (l *fastLane) worker(call laneCall) {
+// readResult is one message (or the read's error) for the SDK.
+type readResult struct {
+	msg jsonrpc.Message
+	err error
+}
+
+// startReading starts the first worker, which reads the first line.
+func (l *fastLane) startReading() {
+	l.tok <- struct{}{}
+	l.wg.Add(1)
+	go l.worker()
+}
+
+// worker waits for its turn to read stdin, reads, and runs the call it
+// read itself, until the lane ends or enough others wait (leader and
+// followers). A call runs on the goroutine that read it, so no hand-off
+// to another goroutine lies between the line and its handler: a
+// hand-off from the reader woke a thread of its own for the handler in
+// 8,025 of 8,040 calls (go tool trace; docs/benchmarks.md), as the
+// reader went straight back to a blocking read of stdin. The next reader
+// is woken instead, while the call runs. Workers are kept rather than
+// started per call because the chain grows a new goroutine's stack
+// several times a call (runtime.copystack was 12 to 17 % of the server's
+// CPU in the profiles of docs/benchmarks.md). Each runs one call at a
+// time, so every call still has a goroutine of its own.
+func (l *fastLane) worker() {
 	defer l.wg.Done()
 	for {
-		l.run(call)
 		if l.idle.Add(1) > maxIdleWorkers {
 			l.idle.Add(-1)
 			return
 		}
-		var ok bool
-		call, ok = <-l.jobs
+		select {
+		case <-l.tok:
+		case <-l.stop:
+			l.idle.Add(-1)
+			return
+		}
 		l.idle.Add(-1)
-		if !ok {
+		call, more := l.readOne()
+		if call != nil {
+			l.run(*call)
+		}
+		if !more {
 			return
 		}
 	}
 }
 
-// run calls the chain and writes its reply, as jsonrpc2's handleAsync and
+// readOne reads stdin while holding tok, as stdioConn.Read did on the
+// SDK's read loop: a call the lane takes is returned to run (tok passed
+// on first); a message for the SDK goes to its read loop, in order (tok
+// passed on after); at the end of input the requests read are drained
+// first and the error goes to the SDK, and tok is kept: nobody reads
+// after the end. more is false then.
+func (l *fastLane) readOne() (call *laneCall, more bool) {
+	c := l.conn
+	for {
+		msg, err := c.filter.next()
+		if err != nil {
+			c.calls.wait(c.drain)
+			l.end(err)
+			l.forward(readResult{err: err})
+			return nil, false
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		if ok {
+			if call, taken := l.take(req); taken {
+				l.tok <- struct{}{}
+				return call, true
+			}
+		}
+		if ok && req.IsCall() {
+			c.calls.asked(idKey(req.ID))
+		}
+		l.forward(readResult{msg: msg})
+		l.tok <- struct{}{}
+		return nil, true
+	}
+}
+
+// forward hands r to the SDK's read loop, unless the connection closes
+// first (the loop has stopped reading).
+func (l *fastLane) forward(r readResult) {
+	select {
+	case l.toSDK <- r:
+	case <-l.conn.closed:
+	}
+}
+
+// run answers the call through Backend.Direct when it takes it, else
+// through the chain, and writes its reply, as jsonrpc2's handleAsync and
 // processResult would.
 func (l *fastLane) run(call laneCall) {
 	defer call.release()
 	defer call.cancel(nil)
-	ctx, id, key := call.ctx, call.id, call.key
-	res, err := l.chain(ctx, methodCallTool, call.req)
+	if l.direct != nil {
+		d, ok := l.direct(call.ctx, DirectCall{Session: call.req.Session, Params: call.req.Params, ServerInfo: call.newEra})
+		switch {
+		case !ok:
+		case d.Err == nil && d.Wire != nil:
+			l.settled(call.key)
+			l.replyWire(call.id, d.Wire)
+			return
+		case d.Err != nil:
+			// What ErrorCodes, outermost in the chain, would make of it.
+			l.finish(call, nil, codedError(methodCallTool, d.Err))
+			return
+		default:
+			l.finish(call, d.Result, nil)
+			return
+		}
+	}
+	res, err := l.chain(call.ctx, methodCallTool, call.req)
+	l.finish(call, res, err)
+}
+
+// settled forgets a call whose reply is about to be written: a
+// notifications/cancelled naming it from now on cancels nothing.
+func (l *fastLane) settled(key string) {
+	l.mu.Lock()
+	delete(l.inflight, key)
+	l.mu.Unlock()
+}
+
+// finish writes the reply to a call the chain (or Backend.Direct, with
+// a result left to encode) answered with res and err.
+func (l *fastLane) finish(call laneCall, res mcp.Result, err error) {
+	id, key := call.id, call.key
 	var result any
 	if err == nil && res != nil {
 		// handleReceive drops the result of a call that failed; a typed
@@ -319,9 +429,7 @@ func (l *fastLane) run(call laneCall) {
 	if result == nil && err == nil {
 		err = fmt.Errorf("%w: the tools/call handler returned a nil result and nil error", errInternal)
 	}
-	l.mu.Lock()
-	delete(l.inflight, key)
-	l.mu.Unlock()
+	l.settled(key)
 	l.reply(id, result, err)
 }
 
@@ -345,11 +453,37 @@ func (l *fastLane) reply(id jsonrpc.ID, result any, err error) {
 		l.conn.calls.answered(key)
 		return
 	}
+	l.write(resp, data)
+}
+
+// replyWire writes the response whose result is wire, already the
+// compact JSON jsonrpc.EncodeMessage would embed, with the envelope
+// EncodeMessage would put around it: {"jsonrpc":"2.0","id":…,"result":…}
+// (the id as encoding/json writes an int64 or, without HTML escaping, a
+// string).
+func (l *fastLane) replyWire(id jsonrpc.ID, wire json.RawMessage) {
+	data := make([]byte, 0, len(wire)+48)
+	data = append(data, `{"jsonrpc":"2.0","id":`...)
+	switch v := id.Raw().(type) {
+	case int64:
+		data = strconv.AppendInt(data, v, 10)
+	case string:
+		data = jsonwire.AppendString(data, v)
+	}
+	data = append(data, `,"result":`...)
+	data = append(data, wire...)
+	data = append(data, '}')
+	l.write(&jsonrpc.Response{ID: id}, data)
+}
+
+// write writes one encoded response unless the connection is shutting
+// down.
+func (l *fastLane) write(resp *jsonrpc.Response, data []byte) {
 	l.mu.Lock()
 	ended := l.ended
 	l.mu.Unlock()
 	if ended != nil {
-		l.conn.calls.answered(key)
+		l.conn.calls.answered(idKey(resp.ID))
 		return
 	}
 	if l.conn.writeEncoded(resp, data) != nil {
@@ -414,7 +548,7 @@ func (l *fastLane) end(cause error) {
 	for _, cancel := range l.inflight {
 		cancel(cause)
 	}
-	close(l.jobs) // the idle workers return
+	close(l.stop) // the idle workers return
 }
 
 // wait returns once every call the lane started has returned and its

@@ -42,31 +42,7 @@ func benchStdioToolsCall(b *testing.B, era string, lane bool) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello"}}}, nil
 		}))
 	s.AddReceivingMiddleware(transport.ErrorCodes)
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		transport.ServeStdioLane(context.Background(), inR, outW, transport.Backend{MCP: s, Calls: calls, Impl: impl}, time.Second, lane, nil)
-		outW.Close()
-	}()
-	r := bufio.NewReader(outR)
-	roundTrip := func(line string) {
-		if _, err := io.WriteString(inW, line+"\n"); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := r.ReadString('\n'); err != nil {
-			b.Fatal(err)
-		}
-	}
-	meta := ""
-	if era == "2025-11-25" {
-		roundTrip(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
-		io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
-	} else {
-		meta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}}}`
-		roundTrip(`{"jsonrpc":"2.0","id":"discover","method":"server/discover","params":{` + meta[1:] + `}}`)
-	}
+	roundTrip, meta, stop := benchSession(b, transport.Backend{MCP: s, Calls: calls, Impl: impl}, era, lane)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -74,6 +50,75 @@ func benchStdioToolsCall(b *testing.B, era string, lane bool) {
 		roundTrip(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/call","params":{"name":"const","arguments":{}` + meta + `}}`)
 	}
 	b.StopTimer()
-	inW.Close()
-	<-done
+	stop()
+}
+
+// BenchmarkStdioRunPrompt is one run_prompt of a Lua-only prompt on the
+// real server through ServeStdio, raw lines as above: answered by the
+// server directly (Backend.Direct, as served), through its receiving
+// chain on the lane, and through the SDK's path; what it counts is the
+// server's side alone (allocations per call do not depend on the load).
+//
+//	go test ./internal/server/transport -run '^$' -bench StdioRunPrompt -benchmem
+func BenchmarkStdioRunPrompt(b *testing.B) {
+	for _, era := range []string{"2025-11-25", "2026-07-28"} {
+		for _, mode := range []struct {
+			name string
+			mode laneMode
+		}{{"direct", laneDirect}, {"chain", laneChain}, {"sdk", sdkPath}} {
+			b.Run(era+"/"+mode.name, func(b *testing.B) { benchStdioRunPrompt(b, era, mode.mode) })
+		}
+	}
+}
+
+func benchStdioRunPrompt(b *testing.B, era string, mode laneMode) {
+	h := newHarness(b, fixture{prompts: map[string]string{"echo.md": echoPrompt}})
+	backend := h.srv.Backend()
+	if mode == laneChain {
+		backend.Direct = nil
+	}
+	roundTrip, meta, stop := benchSession(b, backend, era, mode != sdkPath)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		roundTrip(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"echo","args":"hello"}` + meta + `}}`)
+	}
+	b.StopTimer()
+	stop()
+}
+
+// benchSession serves one stdio session of backend over in-process pipes,
+// opened in era (initialize, or server/discover with the _meta a go-sdk
+// client sends, which meta returns for each call), and returns a round
+// trip of one line and what ends the session.
+func benchSession(b *testing.B, backend transport.Backend, era string, lane bool) (roundTrip func(string), meta string, stop func()) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		transport.ServeStdioLane(context.Background(), inR, outW, backend, time.Second, lane, nil)
+		outW.Close()
+	}()
+	r := bufio.NewReader(outR)
+	roundTrip = func(line string) {
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.ReadString('\n'); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if era == "2025-11-25" {
+		roundTrip(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+		io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	} else {
+		meta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}}}`
+		roundTrip(`{"jsonrpc":"2.0","id":"discover","method":"server/discover","params":{` + meta[1:] + `}}`)
+	}
+	return roundTrip, meta, func() {
+		inW.Close()
+		<-done
+	}
 }

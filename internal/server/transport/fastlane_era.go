@@ -175,3 +175,8 @@ func annotate(res mcp.Result, impl *mcp.Implementation) {
 	m[mcp.MetaKeyServerInfo] = impl
 	res.SetMeta(m)
 }
+
+// AnnotateServerInfo is annotate for the server's direct answers
+// (Backend.Direct), which encode their results themselves: the one rule
+// for where a 2026-07-28 result's serverInfo goes.
+func AnnotateServerInfo(res mcp.Result, impl *mcp.Implementation) { annotate(res, impl) }

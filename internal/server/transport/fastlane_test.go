@@ -1,7 +1,6 @@
 package transport_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,12 +8,14 @@ import (
 	"log/slog"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/server"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
@@ -39,7 +40,7 @@ func laneScript() []laneStep {
 		return `{"name":"run_prompt","arguments":{"prompt":"echo","args":"` + args + `"}}`
 	}
 	one := func(line string, lane int) laneStep { return laneStep{lines: []string{line}, responses: 1, lane: lane} }
-	return []laneStep{
+	return slices.Concat([]laneStep{
 		// Before initialize: the SDK refuses it.
 		one(call("100", echo("early")), 0),
 		one(initializeBody, 0),
@@ -67,6 +68,7 @@ func laneScript() []laneStep {
 		one(call("14", `{"name":"run_prompt","arguments":{"prompt":"echo","bogus":1}}`), 1),
 		one(call("15", `{"name":"run_prompt"}`), 1),
 		one(call("16", `{"name":""}`), 1),
+	}, argumentShapes(), []laneStep{
 		// Not the plain shape: the SDK's path on both sides.
 		one(`{"jsonrpc":"2.0","id":20,"method":"tools/call"}`, 0),
 		one(call("21", `null`), 0),
@@ -116,6 +118,88 @@ func laneScript() []laneStep {
 		{lines: []string{call("80", `{"name":"run_prompt","arguments":{"prompt":"summarize"}}`)}, lane: 1},
 		{wait: 3, lines: []string{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":80,"reason":5}}`, `{"jsonrpc":"2.0","id":81,"method":"ping"}`}, responses: 1},
 		{release: 3, responses: 1},
+	})
+}
+
+// argumentShapes are the argument shapes that matter to the built-in
+// tools, each a call of the plain shape (so the lane's, answered directly
+// by the server or through the chain): valid, missing, of the wrong type,
+// extra, null, escaped or repeated keys, huge strings with every escape
+// class, tool errors, and a tool the table does not hold.
+func argumentShapes() []laneStep {
+	one := func(id, params string) laneStep {
+		return laneStep{lines: []string{call(id, params)}, responses: 1, lane: 1}
+	}
+	run := func(id, args string) laneStep { return one(id, `{"name":"run_prompt","arguments":`+args+`}`) }
+	// Huge strings (within the 4 MiB line): HTML characters, a raw line
+	// separator, multi-byte UTF-8, escapes and control characters.
+	huge := strings.Repeat("<a href='x'>&amp;</a> \u2028 é 🙂 "+`\"q\" \\ \n\t\u0001 \u2029 \/ `, 4000)
+	return []laneStep{
+		run("200", `{"prompt":"echo","args":"`+huge+`"}`),
+		run("201", `{"prompt":"`+strings.Repeat("no-such-", 20000)+`"}`),
+		run("202", `{"prompt":"echo","args":"`+strings.Repeat("x", 1<<20)+`"}`),
+		// Wrong types, null values and the mutually exclusive pair.
+		run("210", `{"prompt":"echo","args":5}`),
+		run("211", `{"prompt":"echo","args":null}`),
+		run("212", `{"prompt":null}`),
+		run("213", `{"prompt":"echo","arguments":"x"}`),
+		run("214", `{"prompt":"echo","arguments":null}`),
+		run("215", `{"prompt":"echo","arguments":{"a":1}}`),
+		run("216", `{"prompt":"echo","input_text":true}`),
+		run("217", `{"prompt":"echo","input_text":"a","input_file":"b"}`),
+		run("218", `{"prompt":"echo","output_file":3}`),
+		run("219", `{"prompt":"echo","input_file":"","args":"an empty input_file"}`),
+		// Keys: escaped, repeated, extra (the first in byte order named),
+		// and whitespace everywhere.
+		run("220", `{"pr\u006fmpt":"echo","args":"escaped key"}`),
+		run("221", `{"prompt":"trio","prompt":"echo","args":"repeated key"}`),
+		run("222", `{"zeta":1,"prompt":"echo","alpha":2}`),
+		run("223", "{ \"prompt\" :\t\"echo\" ,  \"args\" : \"spaced\" }"),
+		run("224", `{"prompt":"echo","args":"\ud800 lone surrogate, \u0000 nul"}`),
+		// list_prompts: cursors of every kind, extra keys.
+		one("230", `{"name":"list_prompts","arguments":{"cursor":""}}`),
+		one("231", `{"name":"list_prompts","arguments":{"cursor":"1"}}`),
+		one("232", `{"name":"list_prompts","arguments":{"cursor":"999"}}`),
+		one("233", `{"name":"list_prompts","arguments":{"cursor":"abc"}}`),
+		one("234", `{"name":"list_prompts","arguments":{"cursor":5}}`),
+		one("235", `{"name":"list_prompts","arguments":{"cursor":null}}`),
+		one("236", `{"name":"list_prompts","arguments":{"x":1}}`),
+		// check_run: an unknown run (a tool error), missing and mistyped
+		// arguments, include_trace.
+		one("240", `{"name":"check_run","arguments":{"run_id":"0123456789abcdef0123456789abcdef"}}`),
+		one("241", `{"name":"check_run","arguments":{"run_id":"<x>&","include_trace":true}}`),
+		one("242", `{"name":"check_run","arguments":{}}`),
+		one("243", `{"name":"check_run"}`),
+		one("244", `{"name":"check_run","arguments":{"run_id":7}}`),
+		one("245", `{"name":"check_run","arguments":{"run_id":"r","include_trace":"yes"}}`),
+		one("246", `{"name":"check_run","arguments":{"run_id":"r","bogus":true}}`),
+		// need_prompt, published only with retrieval (this catalog has
+		// none: an unknown tool, answered by the SDK's chain), and a
+		// prompt's name, which is no tool here.
+		one("250", `{"name":"need_prompt","arguments":{"capability":"echo"}}`),
+		one("251", `{"name":"echo","arguments":{}}`),
+		one("252", `{"name":"`+strings.Repeat("t", 70000)+`","arguments":{}}`),
+	}
+}
+
+// initializeTasks is initializeBody from a client that declares the Tasks
+// extension, whose long runs are answered with a task.
+const initializeTasks = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// laneScriptRunning is a session whose reply deadline (set by the test)
+// passes while the model turn is held at a gate: the call is answered
+// running, or with a task. init is the initialize line.
+func laneScriptRunning(init string) []laneStep {
+	one := func(line string, lane int) laneStep { return laneStep{lines: []string{line}, responses: 1, lane: lane} }
+	return []laneStep{
+		one(init, 0),
+		{lines: []string{`{"jsonrpc":"2.0","method":"notifications/initialized"}`}},
+		one(call("2", `{"name":"run_prompt","arguments":{"prompt":"summarize"}}`), 1),
+		{wait: 1, release: 1},
+		// No progress token here: whether the run's first frames beat a
+		// 1 ms deadline is the scheduler's to say, on either path.
+		one(call(`"s-3"`, `{"name":"run_prompt","arguments":{"prompt":"summarize","args":"<&>"}}`), 1),
+		{wait: 2, release: 2},
 	}
 }
 
@@ -199,8 +283,9 @@ func laneScriptNewEra() []laneStep {
 // runLane serves the script on a fresh server with the lane on or off and
 // returns every message written, in order, and how many calls the lane
 // took.
-func runLane(t *testing.T, script []laneStep, on bool) (msgs []any, raw []string, taken int64) {
+func runLane(t *testing.T, script []laneStep, mode laneMode, limits server.Limits) (msgs []any, raw []string, taken int64) {
 	t.Helper()
+	on := mode != sdkPath
 	g, c := tcpGateway(t)
 	gates := []*gatewaytest.Gate{gatewaytest.NewGate(), gatewaytest.NewGate(), gatewaytest.NewGate()}
 	g.Enqueue(gatewaytest.Gated(gates[0], gatewaytest.Text("cancelled")), gatewaytest.Gated(gates[1], gatewaytest.Text("summary")),
@@ -209,28 +294,21 @@ func runLane(t *testing.T, script []laneStep, on bool) (msgs []any, raw []string
 		defer gate.Release()
 	}
 	prompts := map[string]string{"trio.md": trioPrompt, "echo.md": echoPrompt, "summarize.md": summarizePrompt}
-	h := newHarness(t, fixture{prompts: prompts, opts: withGateway(c)})
+	h := newHarness(t, fixture{prompts: prompts, opts: withGateway(c), limits: limits})
+	b := h.srv.Backend()
+	if mode == laneChain {
+		b.Direct = nil
+	}
 
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	var lane atomic.Int64
 	served := make(chan error, 1)
 	go func() {
-		served <- transport.ServeStdioLane(context.Background(), inR, outW, h.srv.Backend(), 10*time.Second, on, &lane)
+		served <- transport.ServeStdioLane(context.Background(), inR, outW, b, 10*time.Second, on, &lane)
 		outW.Close()
 	}()
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		r := bufio.NewReader(outR)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			lines <- line
-		}
-	}()
+	lines := readLines(outR)
 	var want int64
 	for i, st := range script {
 		if st.wait > 0 {
@@ -255,6 +333,9 @@ func runLane(t *testing.T, script []laneStep, on bool) (msgs []any, raw []string
 			case <-time.After(30 * time.Second):
 				t.Fatalf("step %d (%q): no reply", i, st.lines)
 			}
+			// Run ids in texts and a task's times differ between any two
+			// runs; blanked alike on both paths.
+			line = volatileTTL.ReplaceAllString(volatileText.ReplaceAllString(line, "x"), `"ttlMs":0`)
 			var m map[string]any
 			if err := json.Unmarshal([]byte(line), &m); err != nil {
 				t.Fatalf("step %d: reply %q: %v", i, line, err)
@@ -285,26 +366,62 @@ func runLane(t *testing.T, script []laneStep, on bool) (msgs []any, raw []string
 }
 
 // volatileBytes matches a run's id and duration in a raw reply, in the
-// record and in its text (escaped), keeping the member's name.
-var volatileBytes = regexp.MustCompile(`(\\?"(?:run_id|elapsed_ms)\\?":)(?:\\?"[0-9a-f]+\\?"|[0-9]+)`)
+// record and in its text (escaped), and a task's id and times, keeping
+// the member's name.
+var volatileBytes = regexp.MustCompile(`(\\?"(?:run_id|elapsed_ms|taskId|createdAt|lastUpdatedAt|ttlMs)\\?":)(?:\\?"[0-9a-zA-Z:.+-]+\\?"|[0-9]+)`)
+
+// volatileText matches a run id wherever it is spelt (a running run's
+// text, a task's status message) and a task's times.
+var (
+	volatileText = regexp.MustCompile(`\b[0-9a-f]{32}\b|\d{4}-\d\d-\d\dT[0-9:.]+Z`)
+	volatileTTL  = regexp.MustCompile(`"ttlMs":\d+`)
+)
+
+// laneMode is which path a script's calls take.
+type laneMode int
+
+const (
+	sdkPath    laneMode = iota // every message through the SDK
+	laneChain                  // the lane, each call through the server's receiving chain
+	laneDirect                 // the lane, the built-in tools answered by Backend.Direct
+)
 
 // TestStdioFastLaneMatchesTheSDK runs one corpus of lines through the fast
 // lane and through the SDK's own path and requires the same replies and
 // notifications, message by message, as JSON values and byte for byte;
 // and that the lane took exactly the calls of the plain shape: for a
 // 2025-era session (initialize first) and a 2026-07-28 one (_meta).
+//
+// Each corpus runs through the lane twice: with the server's direct
+// answer (Backend.Direct, AnswerCall), as served, and without it, each
+// call through the server's receiving chain.
 func TestStdioFastLaneMatchesTheSDK(t *testing.T) {
-	t.Run("2025", func(t *testing.T) { laneMatchesSDK(t, laneScript()) })
-	t.Run("2026-07-28", func(t *testing.T) { laneMatchesSDK(t, laneScriptNewEra()) })
+	for _, mode := range []struct {
+		name string
+		mode laneMode
+	}{{"direct", laneDirect}, {"chain", laneChain}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Run("2025", func(t *testing.T) { laneMatchesSDK(t, laneScript(), mode.mode, defaultLimits()) })
+			t.Run("2026-07-28", func(t *testing.T) { laneMatchesSDK(t, laneScriptNewEra(), mode.mode, defaultLimits()) })
+			// A reply deadline far shorter than a model turn held at
+			// its gate: the run answers running (or, for a client that
+			// declared the Tasks extension, with a task) whatever the
+			// machine's speed.
+			short := defaultLimits()
+			short.ReplyDeadline = time.Millisecond
+			t.Run("running", func(t *testing.T) { laneMatchesSDK(t, laneScriptRunning(initializeBody), mode.mode, short) })
+			t.Run("task", func(t *testing.T) { laneMatchesSDK(t, laneScriptRunning(initializeTasks), mode.mode, short) })
+		})
+	}
 }
 
-func laneMatchesSDK(t *testing.T, script []laneStep) {
+func laneMatchesSDK(t *testing.T, script []laneStep, mode laneMode, limits server.Limits) {
 	want := 0
 	for _, st := range script {
 		want += st.lane
 	}
-	sdk, sdkRaw, sdkTaken := runLane(t, script, false)
-	lane, laneRaw, laneTaken := runLane(t, script, true)
+	sdk, sdkRaw, sdkTaken := runLane(t, script, sdkPath, limits)
+	lane, laneRaw, laneTaken := runLane(t, script, mode, limits)
 	if sdkTaken != 0 || laneTaken != int64(want) {
 		t.Errorf("the lane took %d calls with the lane off and %d with it on, want 0 and %d", sdkTaken, laneTaken, want)
 	}
@@ -365,7 +482,7 @@ func volatile(m map[string]any) {
 // initialize (so the lane opens), and returns the peer's ends.
 type laneSession struct {
 	in     *io.PipeWriter
-	lines  chan map[string]any
+	lines  <-chan string
 	served chan error
 	taken  *atomic.Int64
 }
@@ -374,25 +491,10 @@ func newLaneSession(t *testing.T, ctx context.Context, b transport.Backend) *lan
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &laneSession{in: inW, lines: make(chan map[string]any, 16), served: make(chan error, 1), taken: new(atomic.Int64)}
+	s := &laneSession{in: inW, lines: readLines(outR), served: make(chan error, 1), taken: new(atomic.Int64)}
 	go func() {
 		s.served <- transport.ServeStdioLane(ctx, inR, outW, b, 30*time.Second, true, s.taken)
 		outW.Close()
-	}()
-	go func() {
-		defer close(s.lines)
-		r := bufio.NewReader(outR)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			var m map[string]any
-			if json.Unmarshal([]byte(line), &m) != nil {
-				t.Errorf("not JSON: %q", line)
-			}
-			s.lines <- m
-		}
 	}()
 	t.Cleanup(func() { inW.Close() })
 	s.send(t, initializeBody)
@@ -413,9 +515,13 @@ func (s *laneSession) send(t *testing.T, line string) {
 func (s *laneSession) recv(t *testing.T) map[string]any {
 	t.Helper()
 	select {
-	case m, ok := <-s.lines:
+	case line, ok := <-s.lines:
 		if !ok {
 			t.Fatal("stdout ended")
+		}
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil {
+			t.Errorf("not JSON: %q", line)
 		}
 		return m
 	case <-time.After(30 * time.Second):

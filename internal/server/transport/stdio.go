@@ -214,9 +214,11 @@ func (t *replyTracker) wait(limit time.Duration) {
 }
 
 // stdioConn is the session's mcp.Connection over stdin and stdout, in
-// place of the SDK's IOTransport: Read runs on the SDK's read loop and
-// decodes each line where it lies (lineFilter), with no reading goroutine
-// of its own and no hand-off between goroutines; Write encodes each
+// place of the SDK's IOTransport: each line is decoded where it lies
+// (lineFilter), by Read on the SDK's read loop, or, with the fast lane,
+// by the lane's worker whose turn it is (fastLane.readOne), which runs a
+// call it takes itself and hands the SDK's messages to Read, in order,
+// with no hand-off on a call's way to its handler; Write encodes each
 // message once, writes it with its newline in one call, and tells the
 // tracker about every response (the SDK's ioConn kept a goroutine and a
 // channel between the pipe and the read loop, and decoded every message
@@ -242,6 +244,10 @@ type stdioConn struct {
 
 	srcOnce   sync.Once // src is closed once: by Close, or by abandon first
 	srcClosed error
+	// closed is closed by Close: a worker holding a message for the
+	// SDK's read loop drops it.
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
 // stdioTransport hands the SDK its one connection.
@@ -253,25 +259,59 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	for {
-		msg, err := c.filter.next()
-		if err != nil {
-			c.calls.wait(c.drain)
-			if c.fast != nil {
-				c.fast.end(err)
-			}
-			return nil, err
+	if c.fast != nil {
+		// The lane's workers read (fastLane.readOne) and hand over
+		// what is the SDK's, in order. Once the lane has ended (a failed
+		// write, the connection closing) its workers stop, and the loop
+		// reads for itself, after the reader of the moment, until the
+		// read fails.
+		if r, ok := c.handed(ctx, c.fast.stop); ok {
+			return r.msg, r.err
 		}
-		req, ok := msg.(*jsonrpc.Request)
-		if ok && c.fast != nil && c.fast.take(req) {
-			continue
+		if r, ok := c.handed(ctx, c.fast.tok); ok {
+			return r.msg, r.err
 		}
-		if ok && req.IsCall() {
-			c.calls.asked(idKey(req.ID))
+		msg, err := c.readDirect()
+		if err == nil {
+			c.fast.tok <- struct{}{}
 		}
-		return msg, nil
+		return msg, err
+	}
+	return c.readDirect()
+}
+
+// handed waits for what a lane's worker hands the SDK (ok), or for
+// other (not ok); the connection closing or ctx ending is an error.
+func (c *stdioConn) handed(ctx context.Context, other <-chan struct{}) (readResult, bool) {
+	select {
+	case r := <-c.fast.toSDK:
+		return r, true
+	case <-other:
+		return readResult{}, false
+	case <-c.closed:
+		return readResult{err: errConnClosed}, true
+	case <-ctx.Done():
+		return readResult{err: ctx.Err()}, true
 	}
 }
+
+// readDirect reads the next message for the SDK on the caller's
+// goroutine. At the end of input it first waits for the requests read to
+// be answered (at most drain).
+func (c *stdioConn) readDirect() (jsonrpc.Message, error) {
+	msg, err := c.filter.next()
+	if err != nil {
+		c.calls.wait(c.drain)
+		return nil, err
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		c.calls.asked(idKey(req.ID))
+	}
+	return msg, nil
+}
+
+// errConnClosed is what Read returns once the connection is closed.
+var errConnClosed = errors.New("the stdio connection is closed")
 
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
@@ -318,6 +358,7 @@ func (c *stdioConn) refuse(reply []byte) {
 }
 
 func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
 	c.calls.close()
 	if c.fast != nil {
 		// The SDK closes the connection once it is shutting down and its
@@ -384,17 +425,23 @@ func serveStdio(ctx context.Context, in io.Reader, out io.Writer, b Backend, dra
 		drain = DefaultDrainTimeout
 	}
 	log := b.logger()
-	conn := &stdioConn{src: in, out: out, calls: newReplyTracker(), drain: drain}
+	conn := &stdioConn{src: in, out: out, calls: newReplyTracker(), drain: drain, closed: make(chan struct{})}
 	conn.filter = newLineFilter(in, MaxLineBytes, log, conn.refuse)
 	if !lane.off {
 		conn.fast = newFastLane(ctx, b, conn)
 		conn.fast.taken = lane.taken
+		conn.fast.startReading()
 	}
 	ss, err := b.MCP.Connect(ctx, stdioTransport{conn}, nil)
 	if conn.fast != nil {
 		conn.fast.setSession(ss)
 	}
 	if err != nil {
+		if conn.fast != nil {
+			// Its first worker is reading: closing ends the read.
+			conn.Close()
+			conn.fast.wait()
+		}
 		return fmt.Errorf("connect the stdio session: %w", err)
 	}
 	ended := make(chan struct{})
