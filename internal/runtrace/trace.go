@@ -248,6 +248,19 @@ func newRecorder(id, name string, opts Options, start time.Time, next engine.Tra
 	return r
 }
 
+// Started is the run's start as the trace has it (with a monotonic reading
+// on the real clock): what the server hands the run registry as the
+// record's start (runs.Registry.LaunchWith), so that both start at the
+// same instant, read once. It does not change once the recorder is made.
+// A nil Recorder (traces off) has the zero time, which has the registry
+// read the start itself.
+func (r *Recorder) Started() time.Time {
+	if r == nil {
+		return time.Time{}
+	}
+	return r.t.Started
+}
+
 // CaptureContent is what the run's engine.Options.CaptureContent must be.
 func (r *Recorder) CaptureContent() bool { return r.t.ContentCaptured }
 
