@@ -366,7 +366,36 @@ var unitEnds = func() (e [engine.SectionFailed + 1]string) {
 }()
 
 // Observe implements engine.Tracer.
+//
+// A section's start and end, a Lua-only run's only events, take a short
+// path of their own: what a traced run costs beyond its instructions is
+// mostly its code's cache lines, fetched anew each run once the run's Lua
+// has evicted them (docs/benchmarks.md, Run traces), so the common case
+// runs as few of them as it can. Its effect is the general path's for
+// these events.
 func (r *Recorder) Observe(ev engine.TraceEvent) {
+	switch {
+	case ev.Detail == engine.SectionStarted:
+		r.mu.Lock()
+		defer r.mu.Unlock() // a Sink may panic
+		if !r.done {
+			r.unit(ev)
+		}
+		return
+	case ev.Detail == engine.SectionFinished && ev.Via != engine.ViaFanout:
+		// (An arm's own SectionFinished is not its end: see observe.)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if !r.done {
+			r.endUnit(ev.Unit, r.unit(ev), StatusOK, ev.Info)
+		}
+		return
+	}
+	r.observe(ev)
+}
+
+// observe is Observe's general path.
+func (r *Recorder) observe(ev engine.TraceEvent) {
 	if r.next != nil && (ev.Detail == engine.ModelTurnCompleted || ev.Detail == engine.ModelTurnFailed) {
 		// What next would get with engine.Options.TraceTurnsOnly; before
 		// the recorder, which clears an Info's text without capture.
