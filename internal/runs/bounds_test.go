@@ -268,7 +268,7 @@ func TestLocalLivesExactlyAsLongAsItsRecord(t *testing.T) {
 				t.Fatal(err)
 			}
 			release := make(chan struct{})
-			h, err := r.LaunchWith(slot, id, "p", &local{id}, func(context.Context) Outcome {
+			h, err := r.LaunchWith(slot, id, "p", time.Time{}, &local{id}, func(context.Context) Outcome {
 				<-release
 				return Outcome{Value: value}
 			})

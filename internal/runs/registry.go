@@ -95,6 +95,12 @@ type Outcome struct {
 	Err    error
 	Turns  uint32
 	Tokens Tokens
+	// Ended, when set, is when the run ended as the body read the clock
+	// for something else of its own (the server's: its trace's end), so
+	// that the record and the trace agree on it and the run's end costs
+	// one clock reading, not two; zero, the registry reads the clock when
+	// the body returns. A time before the run's start is ignored.
+	Ended time.Time
 }
 
 // Stats are the registry's counters, read by the server's metrics.
@@ -142,6 +148,9 @@ type record struct {
 type ending struct {
 	cause    error // the run context's cancellation cause when it ended, if any
 	abnormal bool  // it panicked or exited without returning
+	// at is when it ended: the record's elapsed time and its Finished
+	// are the same reading; zero, finish reads the clock.
+	at time.Time
 }
 
 func (rec *record) snapshotLocked() Result {
@@ -328,7 +337,7 @@ func (r *Registry) Admit(ctx context.Context) (*Slot, error) {
 // stop; it is not derived from any call's context, so a call that has been
 // answered cannot stop the run by ending.
 func (r *Registry) Launch(slot *Slot, id, prompt string, run func(ctx context.Context) Outcome) (*Handle, error) {
-	return r.LaunchWith(slot, id, prompt, nil, run)
+	return r.LaunchWith(slot, id, prompt, time.Time{}, nil, run)
 }
 
 // LaunchWith is Launch keeping local with the run's record in this
@@ -338,7 +347,13 @@ func (r *Registry) Launch(slot *Slot, id, prompt string, run func(ctx context.Co
 // that a trace is kept by the record's own map and retention instead of a
 // second index of its own). A shared store does not keep it: once such a
 // run has finished, Lookup returns it without.
-func (r *Registry) LaunchWith(slot *Slot, id, prompt string, local any, run func(ctx context.Context) Outcome) (*Handle, error) {
+//
+// started, when not zero, is the run's start as the caller has just read
+// it for local (the server's trace's start), so that the record and the
+// trace start at the same instant and a traced run reads the clock once
+// for both; zero, the registry reads it here. It should carry a monotonic
+// reading (time.Now's does), which the run's elapsed time is read on.
+func (r *Registry) LaunchWith(slot *Slot, id, prompt string, started time.Time, local any, run func(ctx context.Context) Outcome) (*Handle, error) {
 	if slot == nil || slot.pool != r.slots {
 		return nil, errors.New("launch a run: the slot was not admitted by this registry; call Admit first")
 	}
@@ -362,10 +377,13 @@ func (r *Registry) LaunchWith(slot *Slot, id, prompt string, local any, run func
 		return nil, fmt.Errorf("launch run %s: %w", id, ErrDuplicateRun)
 	}
 	ctx, cancel := context.WithCancelCause(r.base)
+	if started.IsZero() {
+		started = time.Now()
+	}
 	rec := &record{
 		id:      id,
 		prompt:  prompt,
-		started: time.Now(),
+		started: started,
 		cancel:  cancel,
 		done:    make(chan struct{}),
 		local:   local,
@@ -442,11 +460,17 @@ func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run f
 	)
 	defer func() {
 		var res Result
-		end := ending{cause: context.Cause(ctx), abnormal: !returned}
+		// One reading of the run's end, or the body's (Outcome.Ended),
+		// for both its elapsed time and its Finished.
+		at := out.Ended
+		if !returned || at.IsZero() || at.Before(rec.started) {
+			at = time.Now()
+		}
+		end := ending{cause: context.Cause(ctx), abnormal: !returned, at: at}
 		if returned {
-			res = r.outcomeResult(ctx, rec, out)
+			res = r.outcomeResult(ctx, rec, out, at.Sub(rec.started))
 		} else {
-			res = r.abnormalEnd(rec, recover())
+			res = r.abnormalEnd(rec, recover(), at.Sub(rec.started))
 		}
 		// Read above, before this sets the cause to context.Canceled.
 		rec.cancel(nil) // detaches the run's context from base
@@ -493,8 +517,7 @@ func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run f
 // cancellation fails with the engine's error; the cause is put in front when
 // the engine's error does not already carry it, so the record always says
 // who stopped the run.
-func (r *Registry) outcomeResult(ctx context.Context, rec *record, out Outcome) Result {
-	elapsed := time.Since(rec.started)
+func (r *Registry) outcomeResult(ctx context.Context, rec *record, out Outcome, elapsed time.Duration) Result {
 	var res Result
 	if out.Err == nil {
 		res = Completed(rec.id, rec.prompt, out.Value, out.Turns, elapsed)
@@ -528,8 +551,7 @@ func AbnormalText(p any) string {
 
 // abnormalEnd is the record of a run that never returned: it panicked with p,
 // or called runtime.Goexit (p is nil).
-func (r *Registry) abnormalEnd(rec *record, p any) Result {
-	elapsed := time.Since(rec.started)
+func (r *Registry) abnormalEnd(rec *record, p any, elapsed time.Duration) Result {
 	if p != nil {
 		r.log.Debug(msgPanicStack, "run_id", rec.id, "stack", string(debug.Stack()))
 	}
@@ -547,8 +569,11 @@ func (r *Registry) abnormalEnd(rec *record, p any) Result {
 // cannot be written leaves the caller its result; the store's own retry
 // (or the lease) settles what others read.
 func (r *Registry) finish(rec *record, res Result, end ending) Result {
+	if end.at.IsZero() {
+		end.at = time.Now()
+	}
 	stored := Stored{
-		Result: res, Owner: r.replica, Started: rec.started, Finished: time.Now(),
+		Result: res, Owner: r.replica, Started: rec.started, Finished: end.at,
 		Cause: end.cause, Abnormal: end.abnormal, Local: rec.local,
 	}
 	sctx, done := r.storeContext()

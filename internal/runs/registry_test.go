@@ -808,3 +808,36 @@ func TestViewSaysWhenAndHowARunEnded(t *testing.T) {
 		}
 	})
 }
+
+// A run launched with its start already read (the server's trace's) and
+// whose body reports when it ended (Outcome.Ended) is recorded with those
+// instants, read once for the record and the trace; an Ended before the
+// start is ignored for the registry's own reading.
+func TestLaunchWithTakesTheCallersStartAndEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, _ := newRegistry(t, testOptions(50*time.Millisecond))
+		start := time.Now().Add(-3 * time.Second)
+		end := start.Add(1500 * time.Millisecond)
+		for _, c := range []struct {
+			id       string
+			ended    time.Time
+			finished time.Time
+		}{{"given", end, end}, {"before-start", start.Add(-time.Second), time.Now()}, {"not-given", time.Time{}, time.Now()}} {
+			slot, err := r.Admit(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := r.LaunchWith(slot, c.id, "p", start, nil, func(context.Context) Outcome {
+				return Outcome{Value: "v", Ended: c.ended}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-h.Done()
+			v, _ := r.View(c.id)
+			if !v.Started.Equal(start) || !v.Finished.Equal(c.finished) || v.ElapsedMS != uint64(c.finished.Sub(start).Milliseconds()) {
+				t.Errorf("%s: started %v, finished %v, %d ms; want %v, %v, %d ms", c.id, v.Started, v.Finished, v.ElapsedMS, start, c.finished, c.finished.Sub(start).Milliseconds())
+			}
+		}
+	})
+}

@@ -20,7 +20,8 @@ const benchHeader = "---\nname: t\ndescription: A test prompt.\npromptforge: 1\n
 // BenchmarkTracing compares a run with traces off with the same run
 // traced, each wired as the server wires it (server.launch and runFunc):
 // the trace is opened (Book.Open) and the run's record registered with it
-// in the in-memory run store, as runs.Registry.LaunchWith does; the run's
+// and its start in the in-memory run store, as runs.Registry.LaunchWith
+// does; the run's
 // body calls Book.Enter, engine.Run and Book.End; the terminal record is
 // written, with the trace in it. On a nil book (traces off) there is no
 // trace; on the server's NewRecordBook (content capture off) the store
@@ -67,14 +68,25 @@ func BenchmarkTracing(b *testing.B) {
 		if rec != nil {
 			local = rec
 		}
-		started := time.Now()
+		// As the registry: the record starts when the trace does (its
+		// reading), or reads the clock with traces off; its end is the
+		// trace's (Outcome.Ended), or one reading, for both its elapsed
+		// time and its Finished.
+		started := rec.Started()
+		if started.IsZero() {
+			started = time.Now()
+		}
 		if err := records.Register(ctx, runs.Stored{Result: runs.Running(id, "t", 0), Owner: "local", Started: started, Local: local}); err != nil {
 			b.Fatal(err)
 		}
 		out := run()
-		res := runs.Completed(id, "t", out.Value, out.Turns, time.Since(started))
+		at := out.Ended
+		if at.IsZero() {
+			at = time.Now()
+		}
+		res := runs.Completed(id, "t", out.Value, out.Turns, at.Sub(started))
 		res.Tokens = out.Tokens
-		if _, err := records.Finish(ctx, runs.Stored{Result: res, Owner: "local", Started: started, Finished: time.Now(), Local: local}); err != nil {
+		if _, err := records.Finish(ctx, runs.Stored{Result: res, Owner: "local", Started: started, Finished: at, Local: local}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -83,8 +95,7 @@ func BenchmarkTracing(b *testing.B) {
 		rec := book.Open(id, "t", nil)
 		record(b, id, rec, func() runs.Outcome {
 			book.Enter(rec, nil, &engine.Options{})
-			book.End(rec, "completed", "", 0, Tokens{})
-			return runs.Outcome{}
+			return runs.Outcome{Ended: book.End(rec, "completed", "", 0, Tokens{})}
 		})
 	}
 	next := new(turnEnds)
@@ -106,8 +117,8 @@ func BenchmarkTracing(b *testing.B) {
 			if err != nil || res.Value != want {
 				b.Fatal(res, err)
 			}
-			bk.End(rec, "completed", "", res.Turns, Tokens{res.Tokens.PromptTokens, res.Tokens.CompletionTokens})
-			return runs.Outcome{Value: res.Value, Turns: uint32(res.Turns), Tokens: runs.Tokens{Prompt: uint64(res.Tokens.PromptTokens), Completion: uint64(res.Tokens.CompletionTokens)}}
+			at := bk.End(rec, "completed", "", res.Turns, Tokens{res.Tokens.PromptTokens, res.Tokens.CompletionTokens})
+			return runs.Outcome{Value: res.Value, Turns: uint32(res.Turns), Tokens: runs.Tokens{Prompt: uint64(res.Tokens.PromptTokens), Completion: uint64(res.Tokens.CompletionTokens)}, Ended: at}
 		})
 	}
 	for _, p := range []struct {

@@ -162,25 +162,34 @@ func (b *Book) startTime() time.Time {
 // finished ones: what the body of a run begun with [Book.Begin] calls once
 // it has its outcome. A nil rec (traces off) is ignored; so is a second
 // End, beyond restating the header (see [Recorder.Finish]).
-func (b *Book) End(rec *Recorder, status, errText string, turns int, tokens Tokens) {
+//
+// It returns the run's end as the trace has it (its start plus its
+// duration, with the start's monotonic reading), for the run's record
+// (runs.Outcome.Ended), so that record and trace end at the same instant
+// and the run's end is one clock reading; zero for a nil rec or a
+// restatement in a book that keeps its runs.
+func (b *Book) End(rec *Recorder, status, errText string, turns int, tokens Tokens) time.Time {
 	if rec == nil {
-		return
+		return time.Time{}
 	}
 	// Read before the lock, which other runs wait for. t.Started does not
 	// change once the recorder is made.
 	d := b.elapsed(rec)
 	if !b.keep {
 		rec.finish(d, status, errText, turns, tokens)
-		return
+		return rec.t.Started.Add(d)
 	}
+	var at time.Time
 	b.mu.Lock()
 	if rec.filed {
 		d = -1 // a restatement, which does not read it
 	} else {
-		b.fileLocked(rec, rec.t.Started.Add(d))
+		at = rec.t.Started.Add(d)
+		b.fileLocked(rec, at)
 	}
 	b.mu.Unlock()
 	rec.finish(d, status, errText, turns, tokens)
+	return at
 }
 
 // Finish is End for run id; an id Start never saw, or one evicted since,

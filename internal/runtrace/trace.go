@@ -141,13 +141,17 @@ type node struct {
 // Recorder builds one run's trace from its engine events. It implements
 // engine.Tracer.
 //
-// A Recorder is allocated for every traced run, so its size is kept within
-// 512 bytes (TestRecorder_FitsASmallSizeClass): the allocator's largest
-// class without a type header, and less to clear and for the collector to
-// account. Hence the 32-bit counters, the booleans side by side, and the
-// options kept as the few fields a run reads.
+// A Recorder is allocated for every traced run and kept with its record, so
+// its size is kept within 448 bytes (TestRecorder_FitsASmallSizeClass): a
+// small size class without a type header, less to clear, and less for the
+// collector to account and to mark while the record is retained. Hence the
+// 32-bit counters, the booleans side by side, the header without the Steps
+// a Snapshot makes, and what only some runs need (an exporter, content
+// capture, a clock other than the real one) behind x.
 type Recorder struct {
-	sink Sink // nil: no export
+	// x is nil for a run with no export, no capture and the real clock:
+	// the server's default, content capture off.
+	x *extra
 	// next gets the ends of model turns before the recorder does (see
 	// Book.Begin): the tracer the run would have without a trace, so that
 	// tracing a run adds no tracer of its own to call.
@@ -157,17 +161,11 @@ type Recorder struct {
 	// t.ContentCaptured is Options.CaptureContent. t.Started is the run's
 	// start on the recorder's clock, with a monotonic reading on the real
 	// one.
-	t Trace
-	// now is Options.Now, nil for the real clock: a step's time is then
-	// time.Since(t.Started), which reads only the monotonic clock (a
-	// time.Now reads the wall clock too, and a run reads the clock at
-	// every step's start and end).
-	now func() time.Time
+	t header
 	// units are the units going, by engine unit id: a few at a time (a
 	// chain's depth, fanout arms in flight), so a slice beats a map.
 	units    []openUnit
 	kept     []*node // the steps kept, in ID order
-	budget   int     // captured bytes left
 	maxSteps int32   // Options.MaxSteps
 	nextID   int32
 	// A small run (most runs) keeps its units and steps in these,
@@ -190,6 +188,40 @@ type Recorder struct {
 	// with the finished ones.
 	filed bool
 }
+
+// extra is what only some runs' recorders need.
+type extra struct {
+	sink Sink // nil: no export
+	// now is Options.Now, nil for the real clock: a step's time is then
+	// time.Since(t.Started), which reads only the monotonic clock (a
+	// time.Now reads the wall clock too, and a run reads the clock at
+	// every step's start and end).
+	now    func() time.Time
+	budget int // captured bytes left
+}
+
+// header is a trace's header as a Recorder keeps it: a [Trace] without its
+// Steps (Snapshot makes them) and with 32-bit counts (see Recorder).
+type header struct {
+	RunID, Prompt   string
+	Started         time.Time
+	Status          string
+	DurationMS      int64
+	Error           string
+	Tokens          Tokens
+	Turns, Dropped  int32
+	ContentCaptured bool
+}
+
+// trace is the header as a Trace, without steps.
+func (h *header) trace() Trace {
+	return Trace{RunID: h.RunID, Prompt: h.Prompt, Started: h.Started, Status: h.Status, DurationMS: h.DurationMS,
+		Error: h.Error, Turns: int(h.Turns), Tokens: h.Tokens, ContentCaptured: h.ContentCaptured, Dropped: int(h.Dropped)}
+}
+
+// count is n as a header's count: a run of 2³¹ turns, far past any limit,
+// keeps the largest rather than wrap.
+func count(n int) int32 { return int32(min(max(n, 0), math.MaxInt32)) }
 
 type openUnit struct {
 	id   uint32
@@ -238,14 +270,31 @@ func newRecorder(id, name string, opts Options, start time.Time, next engine.Tra
 	// aside and copied in (and, while the GC marks, through its write
 	// barriers).
 	r := new(Recorder)
-	r.maxSteps, r.budget, r.now, r.next = int32(min(opts.MaxSteps, math.MaxInt32)), opts.MaxContentBytes, opts.Now, next
+	r.maxSteps, r.next = int32(min(opts.MaxSteps, math.MaxInt32)), next
 	r.t.RunID, r.t.Prompt, r.t.Started, r.t.Status, r.t.ContentCaptured = id, name, start, StatusRunning, opts.CaptureContent
 	r.units, r.kept = r.unitsBuf[:0], r.keptBuf[:0]
+	if opts.NewSink != nil || opts.CaptureContent || opts.Now != nil {
+		r.x = &extra{now: opts.Now, budget: opts.MaxContentBytes}
+	}
 	if opts.NewSink != nil {
-		r.sink = opts.NewSink()
-		r.sink.RunStarted(&r.t)
+		r.x.sink = opts.NewSink()
+		t := r.t.trace()
+		r.x.sink.RunStarted(&t)
 	}
 	return r
+}
+
+// Started is the run's start as the trace has it (with a monotonic reading
+// on the real clock): what the server hands the run registry as the
+// record's start (runs.Registry.LaunchWith), so that both start at the
+// same instant, read once. It does not change once the recorder is made.
+// A nil Recorder (traces off) has the zero time, which has the registry
+// read the start itself.
+func (r *Recorder) Started() time.Time {
+	if r == nil {
+		return time.Time{}
+	}
+	return r.t.Started
 }
 
 // CaptureContent is what the run's engine.Options.CaptureContent must be.
@@ -259,10 +308,10 @@ func (r *Recorder) since() float64 {
 
 // elapsed is the time since the run's start.
 func (r *Recorder) elapsed() time.Duration {
-	if r.now == nil {
+	if r.x == nil || r.x.now == nil {
 		return time.Since(r.t.Started)
 	}
-	return r.now().Sub(r.t.Started)
+	return r.x.now().Sub(r.t.Started)
 }
 
 // ignored are the events a trace does not record (Lua phases, store
@@ -317,7 +366,36 @@ var unitEnds = func() (e [engine.SectionFailed + 1]string) {
 }()
 
 // Observe implements engine.Tracer.
+//
+// A section's start and end, a Lua-only run's only events, take a short
+// path of their own: what a traced run costs beyond its instructions is
+// mostly its code's cache lines, fetched anew each run once the run's Lua
+// has evicted them (docs/benchmarks.md, Run traces), so the common case
+// runs as few of them as it can. Its effect is the general path's for
+// these events.
 func (r *Recorder) Observe(ev engine.TraceEvent) {
+	switch {
+	case ev.Detail == engine.SectionStarted:
+		r.mu.Lock()
+		defer r.mu.Unlock() // a Sink may panic
+		if !r.done {
+			r.unit(ev)
+		}
+		return
+	case ev.Detail == engine.SectionFinished && ev.Via != engine.ViaFanout:
+		// (An arm's own SectionFinished is not its end: see observe.)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if !r.done {
+			r.endUnit(ev.Unit, r.unit(ev), StatusOK, ev.Info)
+		}
+		return
+	}
+	r.observe(ev)
+}
+
+// observe is Observe's general path.
+func (r *Recorder) observe(ev engine.TraceEvent) {
 	if r.next != nil && (ev.Detail == engine.ModelTurnCompleted || ev.Detail == engine.ModelTurnFailed) {
 		// What next would get with engine.Options.TraceTurnsOnly; before
 		// the recorder, which clears an Info's text without capture.
@@ -449,14 +527,14 @@ func (r *Recorder) add(parent *node, kind, name string, info *engine.Info) *node
 	if len(r.kept) < int(r.maxSteps) {
 		r.kept = append(r.kept, n)
 	} else {
-		r.t.Dropped++
+		r.t.Dropped = count(int(r.t.Dropped) + 1)
 	}
-	if r.sink != nil {
+	if r.x != nil && r.x.sink != nil {
 		var ps *Step
 		if parent != nil {
 			ps = &parent.step
 		}
-		r.sink.StepStarted(&n.step, ps)
+		r.x.sink.StepStarted(&n.step, ps)
 	}
 	return n
 }
@@ -502,7 +580,7 @@ func (r *Recorder) pop(u *node, kind, status string, info *engine.Info) {
 			r.t.Tokens.Completion += info.Usage.CompletionTokens
 		}
 		if kind == KindTurn && status == StatusOK {
-			r.t.Turns++
+			r.t.Turns = count(int(r.t.Turns) + 1)
 		}
 	}
 	r.end(n, status)
@@ -541,8 +619,8 @@ func (r *Recorder) endUnit(id uint32, u *node, status string, info *engine.Info)
 
 func (r *Recorder) end(n *node, status string) {
 	n.step.EndMS, n.step.Status = r.since(), status
-	if r.sink != nil {
-		r.sink.StepEnded(&n.step)
+	if r.x != nil && r.x.sink != nil {
+		r.x.sink.StepEnded(&n.step)
 	}
 }
 
@@ -560,15 +638,16 @@ const truncated = "…[truncated: the trace's capture budget is spent]"
 
 // capture keeps s within what is left of the budget.
 func (r *Recorder) capture(s string) string {
-	if len(s) <= r.budget {
-		r.budget -= len(s)
+	// Only with capture, which gives the recorder its x.
+	if len(s) <= r.x.budget {
+		r.x.budget -= len(s)
 		return s
 	}
-	cut := r.budget
+	cut := r.x.budget
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	r.budget = 0
+	r.x.budget = 0
 	return s[:cut] + truncated
 }
 
@@ -586,7 +665,7 @@ func (r *Recorder) finish(elapsed time.Duration, status, errText string, turns i
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
-		r.t.Status, r.t.Turns, r.t.Tokens = status, turns, tokens
+		r.t.Status, r.t.Turns, r.t.Tokens = status, count(turns), tokens
 		if errText != "" {
 			r.t.Error = errText
 		}
@@ -597,7 +676,7 @@ func (r *Recorder) finish(elapsed time.Duration, status, errText string, turns i
 		r.endUnit(u.id, u.node, StatusCancelled, nil)
 	}
 	r.done = true
-	r.t.Status, r.t.Turns, r.t.Tokens = status, turns, tokens
+	r.t.Status, r.t.Turns, r.t.Tokens = status, count(turns), tokens
 	if errText != "" {
 		r.t.Error = errText
 	}
@@ -605,8 +684,9 @@ func (r *Recorder) finish(elapsed time.Duration, status, errText string, turns i
 		elapsed = r.elapsed()
 	}
 	r.t.DurationMS = elapsed.Milliseconds()
-	if r.sink != nil {
-		r.sink.RunEnded(&r.t)
+	if r.x != nil && r.x.sink != nil {
+		t := r.t.trace()
+		r.x.sink.RunEnded(&t)
 	}
 }
 
@@ -614,7 +694,7 @@ func (r *Recorder) finish(elapsed time.Duration, status, errText string, turns i
 func (r *Recorder) Snapshot() Trace {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	t := r.t
+	t := r.t.trace()
 	t.Steps = make([]Step, len(r.kept))
 	for i, n := range r.kept {
 		t.Steps[i] = n.step
@@ -630,7 +710,7 @@ func (r *Recorder) Summary() Summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := Summary{RunID: r.t.RunID, Prompt: r.t.Prompt, Started: r.t.Started, Status: r.t.Status,
-		Turns: r.t.Turns, Tokens: r.t.Tokens, Error: r.t.Error, DurationMS: r.t.DurationMS}
+		Turns: int(r.t.Turns), Tokens: r.t.Tokens, Error: r.t.Error, DurationMS: r.t.DurationMS}
 	if !r.done {
 		s.DurationMS = r.elapsed().Milliseconds()
 	}

@@ -202,7 +202,9 @@ func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, 
 	if trace != nil {
 		local = trace
 	}
-	h, err := s.runs.LaunchWith(slot, id, entry.Name(), local, s.runFunc(id, entry.Prompt(), r, obs, trace, next))
+	// The record starts when the trace does, read once (zero with traces
+	// off: the registry reads it).
+	h, err := s.runs.LaunchWith(slot, id, entry.Name(), trace.Started(), local, s.runFunc(id, entry.Prompt(), r, obs, trace, next))
 	switch {
 	case errors.Is(err, runs.ErrDuplicateRun):
 		return runs.Failed(id, entry.Name(), msgDuplicateRun, 0, 0), nil
@@ -261,8 +263,8 @@ func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progres
 		st := store.New()
 		if err := seedStore(st, p, r); err != nil {
 			ended = true
-			s.traces.End(trace, string(runs.StatusFailed), runs.FailureText(ctx, err), 0, runtrace.Tokens{})
-			return runs.Outcome{Err: err}
+			at := s.traces.End(trace, string(runs.StatusFailed), runs.FailureText(ctx, err), 0, runtrace.Tokens{})
+			return runs.Outcome{Err: err, Ended: at}
 		}
 		res, err := engine.Run(ctx, p, r.bound.Args, st, opts)
 		// The engine counts the turns and sums the tokens, failed runs
@@ -271,16 +273,18 @@ func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progres
 		traceTokens := runtrace.Tokens{Prompt: int(tokens.Prompt), Completion: int(tokens.Completion)}
 		if err != nil {
 			ended = true
-			s.traces.End(trace, string(runs.StatusFailed), runs.FailureText(ctx, err), int(turns), traceTokens)
-			return runs.Outcome{Err: err, Turns: turns, Tokens: tokens}
+			at := s.traces.End(trace, string(runs.StatusFailed), runs.FailureText(ctx, err), int(turns), traceTokens)
+			return runs.Outcome{Err: err, Turns: turns, Tokens: tokens, Ended: at}
 		}
 		// The trace ends after the declared output is written, which
 		// the record's time counts too, so that a panic there is the
 		// deferred end's, as it is the record's.
 		value := extractOutput(st, p, res.Value, r)
 		ended = true
-		s.traces.End(trace, string(runs.StatusCompleted), "", int(turns), traceTokens)
-		return runs.Outcome{Value: value, Turns: turns, Tokens: tokens}
+		// The record ends when the trace does (zero with traces off:
+		// the registry reads it).
+		at := s.traces.End(trace, string(runs.StatusCompleted), "", int(turns), traceTokens)
+		return runs.Outcome{Value: value, Turns: turns, Tokens: tokens, Ended: at}
 	}
 }
 

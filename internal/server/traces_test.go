@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -206,6 +207,37 @@ func TestTrace_EndsAsTheRecordDoes(t *testing.T) {
 		id := structuredOf(t, h.ok(ToolRunPrompt, map[string]any{"prompt": "echo", "args": "x"}))["run_id"].(string)
 		same(t, h, id, "the run did not finish: an observer's bug")
 	})
+}
+
+// A traced run's record starts and ends at the instants its trace does:
+// the trace's start is the record's (one clock reading, handed to the
+// registry at launch), and its end, the start plus the trace's duration, is
+// the record's Finished and elapsed time. The trace's clock here steps a
+// quarter of a second a reading, so a record that read the real clock
+// itself would differ from it by far more than the milliseconds shown.
+func TestTrace_StartsAndEndsWithItsRecord(t *testing.T) {
+	base := time.Now()
+	var readings atomic.Int64
+	clock := func() time.Time { return base.Add(time.Duration(readings.Add(1)) * 250 * time.Millisecond) }
+	h := newHarness(t, fixture{opts: func(o *Options) { o.Tracing = &runtrace.Options{Now: clock} }})
+	id := structuredOf(t, h.ok(ToolRunPrompt, map[string]any{"prompt": "echo", "args": "x"}))["run_id"].(string)
+	v, ok := h.srv.Registry().View(id)
+	if !ok || v.Status != runs.StatusCompleted {
+		t.Fatalf("record %+v, want completed", v)
+	}
+	tr, ok := h.srv.Trace(id)
+	if !ok || tr.Status != string(runs.StatusCompleted) {
+		t.Fatalf("trace %+v, want completed", tr)
+	}
+	if !tr.Started.Equal(v.Started) {
+		t.Errorf("the trace started at %v, the record at %v: want the same reading", tr.Started, v.Started)
+	}
+	if tr.DurationMS < 250 || uint64(tr.DurationMS) != v.ElapsedMS {
+		t.Errorf("the trace took %d ms, the record %d ms: want the same, on the trace's clock", tr.DurationMS, v.ElapsedMS)
+	}
+	if want := v.Started.Add(time.Duration(tr.DurationMS) * time.Millisecond); !v.Finished.Equal(want) {
+		t.Errorf("the record finished at %v, want the trace's end %v", v.Finished, want)
+	}
 }
 
 // endHook is a trace sink that holds the run's goroutine in RunEnded, the
