@@ -50,6 +50,12 @@ type sessionLimit struct {
 	calls  *Calls
 	log    *slog.Logger
 	max    int
+	// cancelCalls cancels the calls statefulCalls answers on a session
+	// (statefulPath sets it; nil: none). A closer marks the session
+	// closed first, then cancels: statefulCalls files a call first, then
+	// checks the session is still open, so each call is either refused or
+	// cancelled.
+	cancelCalls func(sid string)
 
 	mu       sync.Mutex
 	pending  int                    // session-opening POSTs being served
@@ -100,11 +106,19 @@ func (l *sessionLimit) wrap(next http.Handler) http.Handler {
 			// reply), so a client that ends one session and opens
 			// another at once would be refused; an ended session stops
 			// counting as soon as its DELETE succeeded.
+			// It is closed to statefulCalls, and its calls there
+			// cancelled, before the SDK closes it: the close waits for
+			// the SDK's calls (cancelled first: cancelOnDisconnect), and
+			// a plain call POSTed meanwhile would otherwise run on after
+			// the session ended, where the SDK refuses a call on a
+			// closing connection. A DELETE the SDK refuses (an unknown
+			// session) reopens nothing this did not close.
+			was := l.closing(sid)
 			sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 			next.ServeHTTP(sw, r)
-			if sw.status < 300 {
+			if sw.status >= 300 && !was {
 				l.mu.Lock()
-				l.closed[sid] = true
+				delete(l.closed, sid)
 				l.mu.Unlock()
 			}
 			return
@@ -199,7 +213,23 @@ func (l *sessionLimit) idleTimeout(sid string) {
 	ss := u.ss
 	l.mu.Unlock()
 	l.calls.CancelSession(sid)
+	if l.cancelCalls != nil {
+		l.cancelCalls(sid)
+	}
 	ss.Close()
+}
+
+// closing closes session sid to statefulCalls and cancels its calls
+// there; was reports whether it was closed already.
+func (l *sessionLimit) closing(sid string) (was bool) {
+	l.mu.Lock()
+	was = l.closed[sid]
+	l.closed[sid] = true
+	l.mu.Unlock()
+	if l.cancelCalls != nil {
+		l.cancelCalls(sid)
+	}
+	return was
 }
 
 // session is the live session sid when this handler opened it and has
@@ -341,6 +371,9 @@ func (l *sessionLimit) closeSessions(ids []string) {
 	for _, sid := range ids {
 		want[sid] = true
 		l.calls.CancelSession(sid)
+		if l.cancelCalls != nil {
+			l.cancelCalls(sid)
+		}
 	}
 	for ss := range l.server.Sessions() {
 		if want[ss.ID()] {

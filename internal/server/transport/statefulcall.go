@@ -93,13 +93,29 @@ func statefulPath(b Backend, limit *sessionLimit, stateful http.Handler, knobs p
 	if b.MCP == nil || knobs.sdkOnly {
 		return stateful
 	}
-	return &statefulCalls{
+	s := &statefulCalls{
 		chain:    captureChain(b.MCP),
 		limit:    limit,
 		next:     stateful,
 		inflight: map[string]map[string]context.CancelCauseFunc{},
 		sdk:      map[string]map[string]int{},
 		taken:    knobs.taken,
+	}
+	limit.cancelCalls = s.cancelSession
+	return s
+}
+
+// cancelSession cancels the calls answered here on session sid, which is
+// closing (sessionLimit.cancelCalls).
+func (s *statefulCalls) cancelSession(sid string) {
+	s.mu.Lock()
+	var cancels []context.CancelCauseFunc
+	for _, cancel := range s.inflight[sid] {
+		cancels = append(cancels, cancel)
+	}
+	s.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel(errSessionEnded)
 	}
 }
 
@@ -170,6 +186,13 @@ func (s *statefulCalls) serve(w http.ResponseWriter, r *http.Request, sid string
 	}
 	s.inflight[sid][key] = cancel
 	s.mu.Unlock()
+	if s.limit.session(sid) != ss {
+		// Closed since plain looked, perhaps after the closer cancelled
+		// the calls here (sessionLimit.cancelCalls): the SDK's to refuse.
+		s.done(sid, key)
+		s.passOn(w, r, sid)
+		return
+	}
 	if s.taken != nil {
 		s.taken.Add(1)
 	}

@@ -330,17 +330,23 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // writeEncoded writes msg, already encoded as data, with its newline.
 func (c *stdioConn) writeEncoded(msg jsonrpc.Message, data []byte) error {
 	resp, isResp := msg.(*jsonrpc.Response)
-	if isResp && c.fast != nil {
+	if isResp {
 		// Before the write: the peer may send its next line as soon as
-		// it reads this one.
-		c.fast.answered(resp)
+		// it reads this one, under the same id (an id is unique only
+		// among the requests in flight; jsonrpc2's processResult forgets
+		// it before writing too), and that request must stay pending.
+		// The end of input may then stop waiting while this write is
+		// under way: the write goes ahead (the SDK's has passed its
+		// shutdown check, the lane's its own), and the session's close
+		// waits for it.
+		if c.fast != nil {
+			c.fast.answered(resp)
+		}
+		c.calls.answered(idKey(resp.ID))
 	}
 	c.mu.Lock()
 	_, err := c.out.Write(append(data, '\n'))
 	c.mu.Unlock()
-	if isResp {
-		c.calls.answered(idKey(resp.ID))
-	}
 	if err != nil && c.fast != nil {
 		// The SDK cancels its requests when a write fails
 		// (Connection.write); the lane's go the same way.
