@@ -59,7 +59,7 @@ import (
 // tool's input schema, which mcp.Server does not export, so this path runs
 // only for a Backend whose tools declare none (Backend.NoParamHeaders).
 func statelessCalls(b Backend, log *slog.Logger, next http.Handler, standIns *atomic.Int64) http.Handler {
-	return &stateless{srv: b.MCP, impl: b.Impl, chain: captureChain(b.MCP), log: log, next: next,
+	return &stateless{srv: b.MCP, impl: b.Impl, chain: captureChain(b.MCP), direct: b.Direct, log: log, next: next,
 		clients: map[string]client{}, standIns: standIns}
 }
 
@@ -75,8 +75,11 @@ type stateless struct {
 	srv   *mcp.Server
 	impl  *mcp.Implementation // nil: every call goes through serveCall
 	chain mcp.MethodHandler
-	log   *slog.Logger
-	next  http.Handler
+	// direct is Backend.Direct: the calls it takes skip the chain
+	// (callReply).
+	direct func(context.Context, DirectCall) (DirectReply, bool)
+	log    *slog.Logger
+	next   http.Handler
 	// newOK is set once serveCall's session answered a call with a result.
 	newOK atomic.Bool
 	// standIns counts the calls serveDirect answered (tests; nil: not
@@ -268,15 +271,11 @@ func (s *stateless) serveDirect(w http.ResponseWriter, r *http.Request, ss *mcp.
 	hdr.Set("Cache-Control", "no-cache, no-transform")
 	hdr.Set("Content-Type", "text/event-stream")
 	hdr.Set("Connection", "keep-alive")
-	res, err := s.chain(ctx, methodCallTool, &mcp.CallToolRequest{Session: ss, Params: params, Extra: &mcp.RequestExtra{
+	resp, data, err := callReply(ctx, s.direct, s.chain, &mcp.CallToolRequest{Session: ss, Params: params, Extra: &mcp.RequestExtra{
 		TokenInfo:      auth.TokenInfoFromContext(r.Context()),
 		Header:         r.Header,
 		CloseSSEStream: func(mcp.CloseSSEStreamArgs) {},
-	}})
-	if err == nil && res != nil {
-		annotate(res, s.impl)
-	}
-	resp, data, err := encodeReply(req.ID, res, err)
+	}}, req.ID, s.impl)
 	if err != nil {
 		return
 	}
