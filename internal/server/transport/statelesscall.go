@@ -93,19 +93,8 @@ type stateless struct {
 }
 
 func (s *stateless) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	call, ok := directCall(r)
-	if !ok {
-		s.next.ServeHTTP(w, r)
-		return
-	}
 	if s.impl != nil && s.newOK.Load() {
-		var ss *mcp.ServerSession
-		params, ok := callParams(call.Params, func(raw []byte) (mcp.Meta, bool) {
-			var meta mcp.Meta
-			meta, ss = s.standIn(raw)
-			return meta, ss != nil
-		})
-		if ok && ss != nil {
+		if call, params, ss, ok := s.standInCall(r); ok {
 			if s.standIns != nil {
 				s.standIns.Add(1)
 			}
@@ -113,9 +102,43 @@ func (s *stateless) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	call, ok := directCall(r)
+	if !ok {
+		s.next.ServeHTTP(w, r)
+		return
+	}
 	if serveCall(w, r, s.srv, s.log, call) {
 		s.newOK.Store(true)
 	}
+}
+
+// standInCall is r's call, its params and the stand-in session it runs
+// on, when serveDirect may answer it: directCall's checks, made in the
+// one pass over the params that decodes them (callParams, whose plain
+// shape is narrower than directCall's: only name, arguments and _meta,
+// each once and unescaped; standIn's _meta, which holds the header's
+// protocol version). directCall walked the params and their _meta into
+// maps first, and callParams walked them again: every call on this path
+// paid twice for what the stateful path (statefulCalls.plain) reads once.
+func (s *stateless) standInCall(r *http.Request) (*jsonrpc.Request, *mcp.CallToolParamsRaw, *mcp.ServerSession, bool) {
+	h := r.Header
+	if h.Get(headerProtocolVersion) != protocolStateless || h.Get("Mcp-Method") != directCallMethod {
+		return nil, nil, nil, false
+	}
+	call, ok := oneCall(r)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	var ss *mcp.ServerSession
+	params, ok := callParams(call.Params, func(raw []byte) (mcp.Meta, bool) {
+		var meta mcp.Meta
+		meta, ss = s.standIn(raw)
+		return meta, ss != nil
+	})
+	if !ok || ss == nil || params.Name == "" || h.Get(headerMcpName) != params.Name {
+		return nil, nil, nil, false
+	}
+	return call, params, ss, true
 }
 
 // maxClientSessions bounds the stand-in sessions kept (standIn): past it
