@@ -50,13 +50,14 @@ type Backend struct {
 	// mcp.Server does not export it, so the stdio fast lane answers
 	// 2026-07-28 calls itself only when it is given (nil: the SDK does).
 	Impl *mcp.Implementation
-	// Direct, when set, answers a tools/call the stdio fast lane took
+	// Direct, when set, answers a tools/call the stdio fast lane or an
+	// HTTP path (statefulCalls, statelessCalls' stand-in sessions) took
 	// without the SDK's tools/call handler: the server's own tool
 	// table, handler and reply encoding, each middleware's effect done
 	// by the code the middleware runs (server.(*Server).AnswerCall). It
 	// reports false for a call it does not answer (a tool not in its
 	// table), which then goes through the SDK's chain as before. nil:
-	// every call the lane takes goes through the chain.
+	// every call those paths take goes through the chain.
 	Direct func(ctx context.Context, call DirectCall) (DirectReply, bool)
 }
 

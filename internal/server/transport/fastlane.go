@@ -456,12 +456,16 @@ func (l *fastLane) reply(id jsonrpc.ID, result any, err error) {
 	l.write(resp, data)
 }
 
-// replyWire writes the response whose result is wire, already the
-// compact JSON jsonrpc.EncodeMessage would embed, with the envelope
-// EncodeMessage would put around it: {"jsonrpc":"2.0","id":…,"result":…}
-// (the id as encoding/json writes an int64 or, without HTML escaping, a
-// string).
+// replyWire writes the response whose result is wire (wireResponse).
 func (l *fastLane) replyWire(id jsonrpc.ID, wire json.RawMessage) {
+	l.write(&jsonrpc.Response{ID: id}, wireResponse(id, wire))
+}
+
+// wireResponse is the response whose result is wire, already the compact
+// JSON jsonrpc.EncodeMessage would embed, with the envelope EncodeMessage
+// would put around it: {"jsonrpc":"2.0","id":…,"result":…} (the id as
+// encoding/json writes an int64 or, without HTML escaping, a string).
+func wireResponse(id jsonrpc.ID, wire json.RawMessage) []byte {
 	data := make([]byte, 0, len(wire)+48)
 	data = append(data, `{"jsonrpc":"2.0","id":`...)
 	switch v := id.Raw().(type) {
@@ -473,7 +477,7 @@ func (l *fastLane) replyWire(id jsonrpc.ID, wire json.RawMessage) {
 	data = append(data, `,"result":`...)
 	data = append(data, wire...)
 	data = append(data, '}')
-	l.write(&jsonrpc.Response{ID: id}, data)
+	return data
 }
 
 // write writes one encoded response unless the connection is shutting

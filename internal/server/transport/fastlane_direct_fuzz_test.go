@@ -89,6 +89,52 @@ func (s *rawSession) roundTrip(t testing.TB, line string) string {
 // for random arguments of every built-in tool, an unknown tool and a
 // prompt name. Both sessions are served by one server.
 func FuzzDirectAnswer(f *testing.F) {
+	addDirectSeeds(f)
+	prompts := map[string]string{"trio.md": trioPrompt, "echo.md": echoPrompt}
+	h := newHarness(f, fixture{prompts: prompts})
+	b := h.srv.Backend()
+	direct := newRawSession(f, b, true)
+	sdk := newRawSession(f, b, false)
+	var id atomic.Int64
+	f.Fuzz(func(t *testing.T, tool uint8, args string) {
+		// The plain shape only (an object of arguments on one line): any
+		// other goes to the SDK on both sessions.
+		if !plainArgs(args) {
+			return
+		}
+		n := id.Add(1)
+		line := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(n, 10) + `,"method":"tools/call","params":{"name":"` +
+			directTools[int(tool)%len(directTools)] + `","arguments":` + args + `}}`
+		before := direct.taken.Load()
+		got := direct.roundTrip(t, line)
+		want := sdk.roundTrip(t, line)
+		if direct.taken.Load() != before+1 {
+			t.Fatalf("the lane did not take %s", line)
+		}
+		got = volatileBytes.ReplaceAllString(volatileText.ReplaceAllString(got, "x"), "$1")
+		want = volatileBytes.ReplaceAllString(volatileText.ReplaceAllString(want, "x"), "$1")
+		if got != want {
+			t.Errorf("%s\n direct: %s sdk:    %s", line, got, want)
+		}
+	})
+}
+
+func containsNewline(s string) bool {
+	for i := range len(s) {
+		if s[i] == '\n' || s[i] == '\r' {
+			return true
+		}
+	}
+	return false
+}
+
+// directTools are the tools the direct-answer fuzz targets call: the
+// built-in ones and a prompt's name (not a tool).
+var directTools = []string{"run_prompt", "list_prompts", "check_run", "need_prompt", "echo"}
+
+// addDirectSeeds adds the direct-answer fuzz targets' seeds: a tool
+// (an index into directTools) and its arguments.
+func addDirectSeeds(f *testing.F) {
 	for _, seed := range []struct {
 		tool uint8
 		args string
@@ -111,42 +157,11 @@ func FuzzDirectAnswer(f *testing.F) {
 	} {
 		f.Add(seed.tool, seed.args)
 	}
-	prompts := map[string]string{"trio.md": trioPrompt, "echo.md": echoPrompt}
-	h := newHarness(f, fixture{prompts: prompts})
-	b := h.srv.Backend()
-	direct := newRawSession(f, b, true)
-	sdk := newRawSession(f, b, false)
-	tools := []string{"run_prompt", "list_prompts", "check_run", "need_prompt", "echo"}
-	var id atomic.Int64
-	f.Fuzz(func(t *testing.T, tool uint8, args string) {
-		// The plain shape only (an object of arguments on one line): any
-		// other goes to the SDK on both sessions.
-		var obj map[string]json.RawMessage
-		if json.Unmarshal([]byte(args), &obj) != nil || args[0] != '{' || containsNewline(args) {
-			return
-		}
-		n := id.Add(1)
-		line := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(n, 10) + `,"method":"tools/call","params":{"name":"` +
-			tools[int(tool)%len(tools)] + `","arguments":` + args + `}}`
-		before := direct.taken.Load()
-		got := direct.roundTrip(t, line)
-		want := sdk.roundTrip(t, line)
-		if direct.taken.Load() != before+1 {
-			t.Fatalf("the lane did not take %s", line)
-		}
-		got = volatileBytes.ReplaceAllString(volatileText.ReplaceAllString(got, "x"), "$1")
-		want = volatileBytes.ReplaceAllString(volatileText.ReplaceAllString(want, "x"), "$1")
-		if got != want {
-			t.Errorf("%s\n direct: %s sdk:    %s", line, got, want)
-		}
-	})
 }
 
-func containsNewline(s string) bool {
-	for i := range len(s) {
-		if s[i] == '\n' || s[i] == '\r' {
-			return true
-		}
-	}
-	return false
+// plainArgs reports whether args are of the plain shape (an object of
+// arguments on one line): any other goes to the SDK on both paths.
+func plainArgs(args string) bool {
+	var obj map[string]json.RawMessage
+	return json.Unmarshal([]byte(args), &obj) == nil && args[0] == '{' && !containsNewline(args)
 }

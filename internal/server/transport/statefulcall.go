@@ -70,8 +70,11 @@ import (
 // not the HTTP response, which ends when the handler returns.
 type statefulCalls struct {
 	chain mcp.MethodHandler
-	limit *sessionLimit
-	next  http.Handler
+	// direct is Backend.Direct: the calls it takes skip the chain
+	// (callReply).
+	direct func(context.Context, DirectCall) (DirectReply, bool)
+	limit  *sessionLimit
+	next   http.Handler
 
 	mu sync.Mutex
 	// inflight holds the cancel func of each call answered here, by
@@ -95,6 +98,7 @@ func statefulPath(b Backend, limit *sessionLimit, stateful http.Handler, knobs p
 	}
 	s := &statefulCalls{
 		chain:    captureChain(b.MCP),
+		direct:   b.Direct,
 		limit:    limit,
 		next:     stateful,
 		inflight: map[string]map[string]context.CancelCauseFunc{},
@@ -207,11 +211,10 @@ func (s *statefulCalls) serve(w http.ResponseWriter, r *http.Request, sid string
 	hdr.Set("Cache-Control", "no-cache, no-transform")
 	hdr.Set("Content-Type", "text/event-stream")
 	hdr.Set("Connection", "keep-alive")
-	res, err := s.chain(ctx, methodCallTool, &mcp.CallToolRequest{Session: ss, Params: params, Extra: &mcp.RequestExtra{
+	resp, data, err := callReply(ctx, s.direct, s.chain, &mcp.CallToolRequest{Session: ss, Params: params, Extra: &mcp.RequestExtra{
 		Header:         r.Header,
 		CloseSSEStream: st.close,
-	}})
-	resp, data, err := encodeReply(req.ID, res, err)
+	}}, req.ID, nil)
 	if err != nil {
 		// processResult writes nothing for a result it cannot encode.
 		return

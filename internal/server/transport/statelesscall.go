@@ -59,7 +59,7 @@ import (
 // tool's input schema, which mcp.Server does not export, so this path runs
 // only for a Backend whose tools declare none (Backend.NoParamHeaders).
 func statelessCalls(b Backend, log *slog.Logger, next http.Handler, standIns *atomic.Int64) http.Handler {
-	return &stateless{srv: b.MCP, impl: b.Impl, chain: captureChain(b.MCP), log: log, next: next,
+	return &stateless{srv: b.MCP, impl: b.Impl, chain: captureChain(b.MCP), direct: b.Direct, log: log, next: next,
 		clients: map[string]client{}, standIns: standIns}
 }
 
@@ -75,8 +75,11 @@ type stateless struct {
 	srv   *mcp.Server
 	impl  *mcp.Implementation // nil: every call goes through serveCall
 	chain mcp.MethodHandler
-	log   *slog.Logger
-	next  http.Handler
+	// direct is Backend.Direct: the calls it takes skip the chain
+	// (callReply).
+	direct func(context.Context, DirectCall) (DirectReply, bool)
+	log    *slog.Logger
+	next   http.Handler
 	// newOK is set once serveCall's session answered a call with a result.
 	newOK atomic.Bool
 	// standIns counts the calls serveDirect answered (tests; nil: not
@@ -90,19 +93,8 @@ type stateless struct {
 }
 
 func (s *stateless) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	call, ok := directCall(r)
-	if !ok {
-		s.next.ServeHTTP(w, r)
-		return
-	}
 	if s.impl != nil && s.newOK.Load() {
-		var ss *mcp.ServerSession
-		params, ok := callParams(call.Params, func(raw []byte) (mcp.Meta, bool) {
-			var meta mcp.Meta
-			meta, ss = s.standIn(raw)
-			return meta, ss != nil
-		})
-		if ok && ss != nil {
+		if call, params, ss, ok := s.standInCall(r); ok {
 			if s.standIns != nil {
 				s.standIns.Add(1)
 			}
@@ -110,9 +102,43 @@ func (s *stateless) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	call, ok := directCall(r)
+	if !ok {
+		s.next.ServeHTTP(w, r)
+		return
+	}
 	if serveCall(w, r, s.srv, s.log, call) {
 		s.newOK.Store(true)
 	}
+}
+
+// standInCall is r's call, its params and the stand-in session it runs
+// on, when serveDirect may answer it: directCall's checks, made in the
+// one pass over the params that decodes them (callParams, whose plain
+// shape is narrower than directCall's: only name, arguments and _meta,
+// each once and unescaped; standIn's _meta, which holds the header's
+// protocol version). directCall walked the params and their _meta into
+// maps first, and callParams walked them again: every call on this path
+// paid twice for what the stateful path (statefulCalls.plain) reads once.
+func (s *stateless) standInCall(r *http.Request) (*jsonrpc.Request, *mcp.CallToolParamsRaw, *mcp.ServerSession, bool) {
+	h := r.Header
+	if h.Get(headerProtocolVersion) != protocolStateless || h.Get("Mcp-Method") != directCallMethod {
+		return nil, nil, nil, false
+	}
+	call, ok := oneCall(r)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	var ss *mcp.ServerSession
+	params, ok := callParams(call.Params, func(raw []byte) (mcp.Meta, bool) {
+		var meta mcp.Meta
+		meta, ss = s.standIn(raw)
+		return meta, ss != nil
+	})
+	if !ok || ss == nil || params.Name == "" || h.Get(headerMcpName) != params.Name {
+		return nil, nil, nil, false
+	}
+	return call, params, ss, true
 }
 
 // maxClientSessions bounds the stand-in sessions kept (standIn): past it
@@ -268,15 +294,11 @@ func (s *stateless) serveDirect(w http.ResponseWriter, r *http.Request, ss *mcp.
 	hdr.Set("Cache-Control", "no-cache, no-transform")
 	hdr.Set("Content-Type", "text/event-stream")
 	hdr.Set("Connection", "keep-alive")
-	res, err := s.chain(ctx, methodCallTool, &mcp.CallToolRequest{Session: ss, Params: params, Extra: &mcp.RequestExtra{
+	resp, data, err := callReply(ctx, s.direct, s.chain, &mcp.CallToolRequest{Session: ss, Params: params, Extra: &mcp.RequestExtra{
 		TokenInfo:      auth.TokenInfoFromContext(r.Context()),
 		Header:         r.Header,
 		CloseSSEStream: func(mcp.CloseSSEStreamArgs) {},
-	}})
-	if err == nil && res != nil {
-		annotate(res, s.impl)
-	}
-	resp, data, err := encodeReply(req.ID, res, err)
+	}}, req.ID, s.impl)
 	if err != nil {
 		return
 	}

@@ -27,6 +27,11 @@ func TestTaskMethodsNeedTheirTaskIDInMcpName(t *testing.T) {
 		// repeated one winning.
 		{"a case-folded method beside the real one", "2026-07-28", "other", `{"jsonrpc":"2.0","id":7,"method":"tasks/get","Method":"ping","params":{"taskId":"abc"}}`, true},
 		{"a case-folded taskId beside the real one", "2026-07-28", "other", `{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"taskId":"abc","TaskId":"other"}}`, true},
+		// A method spelled with escapes is still the task method it decodes
+		// to (the check skips a body only when no task method can be in it).
+		{"an escaped slash, mismatched", "2026-07-28", "other", `{"jsonrpc":"2.0","id":7,"method":"tasks\/get","params":{"taskId":"abc"}}`, true},
+		{"an escaped letter, missing", "2026-07-28", "", `{"jsonrpc":"2.0","id":7,"method":"\u0074asks/cancel","params":{"taskId":"abc"}}`, true},
+		{"a tools/call", "2026-07-28", "run_prompt", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_prompt","arguments":{}}}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var passed string
