@@ -1,0 +1,88 @@
+package transport_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/promptforge-go/promptforge/internal/gatewaytest"
+	"github.com/promptforge-go/promptforge/internal/server/transport"
+)
+
+// A run still going at its reply deadline, for a caller that declared the
+// Tasks extension, answers with a CreateTaskResult through Backend.Direct
+// on both HTTP paths (statefulCalls, the stateless stand-in sessions) as
+// the SDK's handlers answer it: status, headers and bytes, the task's id
+// and times blanked.
+func TestHTTPDirectTasksAnswerAsTheSDK(t *testing.T) {
+	g, c := tcpGateway(t)
+	gate := gatewaytest.NewGate()
+	t.Cleanup(gate.Release)
+	for range 4 {
+		g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("eventually")))
+	}
+	limits := defaultLimits()
+	limits.ReplyDeadline = 100 * time.Millisecond
+	h := newHarness(t, fixture{limits: limits, opts: withGateway(c),
+		prompts: map[string]string{"summarize.md": summarizePrompt}})
+	opts := transport.HTTPOptions{APIKey: testToken, AllowedHosts: []string{"localhost"}}
+	b, directs := countingDirect(h.srv.Backend())
+	direct, err := transport.HTTPHandlerCounting(b, opts, &atomic.Int64{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	statefulSDK, err := transport.HTTPHandlerSDKOnly(h.srv.Backend(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdkBackend := h.srv.Backend()
+	sdkBackend.NoParamHeaders, sdkBackend.Direct = false, nil
+	statelessSDK, err := transport.HTTPHandler(sdkBackend, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const initTasks = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"clientInfo":{"name":"raw","version":"1"}}}`
+	open := func(hd http.Handler) string {
+		sid := rawPost(hd, "", initTasks).Header().Get("Mcp-Session-Id")
+		rawPost(hd, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		t.Cleanup(func() {
+			req := httptest.NewRequest(http.MethodDelete, "http://localhost/mcp", nil)
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			req.Header.Set("Mcp-Session-Id", sid)
+			hd.ServeHTTP(httptest.NewRecorder(), req)
+		})
+		return sid
+	}
+	blank := func(rec *httptest.ResponseRecorder) string {
+		s := maskedAnswer(rec)
+		return volatileBytes.ReplaceAllString(volatileText.ReplaceAllString(s, "x"), "$1")
+	}
+	check := func(path, got, want string) {
+		t.Helper()
+		if got != want {
+			t.Errorf("%s: answered\n%s\nthe SDK answers\n%s", path, got, want)
+		}
+		if !strings.Contains(got, `"resultType":"task"`) {
+			t.Errorf("%s: not a task:\n%s", path, got)
+		}
+	}
+
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"summarize"}}}`
+	before := directs.Load()
+	check("stateful", blank(rawPost(direct, open(direct), call)), blank(rawPost(statefulSDK, open(statefulSDK), call)))
+	if directs.Load() != before+1 {
+		t.Error("Backend.Direct did not answer the stateful call")
+	}
+
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	statelessPost(direct, "list_prompts", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_prompts","arguments":{},`+meta+`}}`)
+	call = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"summarize"},` + meta + `}}`
+	before = directs.Load()
+	check("stateless", blank(statelessPost(direct, "run_prompt", call)), blank(statelessPost(statelessSDK, "run_prompt", call)))
+	if directs.Load() != before+1 {
+		t.Error("Backend.Direct did not answer the stateless call")
+	}
+}
