@@ -121,12 +121,16 @@ func parseHost(profile *idna.Profile, raw string) (parsedHost, error) {
 
 // forbiddenDomainByte reports the URL Standard's forbidden domain code
 // points (all ASCII) plus any non-ASCII byte, which cannot survive IDNA
-// processing legitimately.
+// processing legitimately, plus "{", "}" and "`": the standard allows
+// those in a host, but net/url writes them percent-encoded there and then
+// refuses to parse what it wrote (url.Parse allows a percent-encoded byte
+// in a host only above ASCII), so a host holding one could not be written
+// back as a URL that admits to itself.
 func forbiddenDomainByte(c byte) bool {
 	if c <= 0x20 || c >= 0x7f {
 		return true
 	}
-	return strings.IndexByte("#%/:<>?@[\\]^|", c) >= 0
+	return strings.IndexByte("#%/:<>?@[\\]^|{}`", c) >= 0
 }
 
 // endsInNumber is the URL Standard's "ends in a number" check.
