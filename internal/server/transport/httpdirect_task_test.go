@@ -45,17 +45,7 @@ func TestHTTPDirectTasksAnswerAsTheSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	const initTasks = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"clientInfo":{"name":"raw","version":"1"}}}`
-	open := func(hd http.Handler) string {
-		sid := rawPost(hd, "", initTasks).Header().Get("Mcp-Session-Id")
-		rawPost(hd, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-		t.Cleanup(func() {
-			req := httptest.NewRequest(http.MethodDelete, "http://localhost/mcp", nil)
-			req.Header.Set("Authorization", "Bearer "+testToken)
-			req.Header.Set("Mcp-Session-Id", sid)
-			hd.ServeHTTP(httptest.NewRecorder(), req)
-		})
-		return sid
-	}
+	open := func(hd http.Handler) string { return openRecordedSessionWith(t, hd, initTasks) }
 	blank := func(rec *httptest.ResponseRecorder) string {
 		s := maskedAnswer(rec)
 		return volatileBytes.ReplaceAllString(volatileText.ReplaceAllString(s, "x"), "$1")

@@ -193,7 +193,13 @@ func countingDirect(b transport.Backend) (transport.Backend, *atomic.Int64) {
 // openRecordedSession opens an initialized stateful session on hd, deleted when
 // the test ends.
 func openRecordedSession(t testing.TB, hd http.Handler) string {
-	sid := rawPost(hd, "", initializeBody).Header().Get("Mcp-Session-Id")
+	return openRecordedSessionWith(t, hd, initializeBody)
+}
+
+// openRecordedSessionWith is openRecordedSession with init as the
+// initialize request.
+func openRecordedSessionWith(t testing.TB, hd http.Handler, init string) string {
+	sid := rawPost(hd, "", init).Header().Get("Mcp-Session-Id")
 	rawPost(hd, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	t.Cleanup(func() {
 		req := httptest.NewRequest(http.MethodDelete, "http://localhost/mcp", nil)
