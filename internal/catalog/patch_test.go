@@ -461,3 +461,29 @@ func TestPatchTakesEitherSpellingOfARoot(t *testing.T) {
 	}
 	sameCatalog(t, "two spellings", got, mustResolve(t, s, Retain))
 }
+
+// TestWatcherGivesUpPastMaxChanged: past maxChanged remembered paths the
+// watcher forgets them and marks the next reload for a full resolution,
+// and a failed reload's paths put back count toward the same bound.
+func TestWatcherGivesUpPastMaxChanged(t *testing.T) {
+	w := &Watcher{changed: make(map[string]struct{})}
+	for i := range maxChanged {
+		w.remember(fmt.Sprintf("/p/%d.md", i))
+	}
+	if w.lost || len(w.changed) != maxChanged {
+		t.Fatalf("at maxChanged: lost %v, %d paths; want kept", w.lost, len(w.changed))
+	}
+	w.remember("/p/one-more.md")
+	if !w.lost || len(w.changed) != 0 {
+		t.Fatalf("past maxChanged: lost %v, %d paths; want lost and none kept", w.lost, len(w.changed))
+	}
+	w.lost = false
+	back := make([]string, maxChanged+1)
+	for i := range back {
+		back[i] = fmt.Sprintf("/q/%d.md", i)
+	}
+	w.remember(back...)
+	if !w.lost || len(w.changed) != 0 {
+		t.Fatalf("paths put back past maxChanged: lost %v, %d paths", w.lost, len(w.changed))
+	}
+}
