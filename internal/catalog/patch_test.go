@@ -240,6 +240,37 @@ func TestPatchFallsBackToFullResolution(t *testing.T) {
 			t.Errorf("patched a tree with a symbolic link")
 		}
 	})
+	t.Run("[prompts.NAME] blocks", func(t *testing.T) {
+		root := t.TempDir()
+		p := writePrompt(t, root, "a.md", "alpha", "First.")
+		writePrompt(t, root, "b.md", "beta", "Second.")
+		s := mdSettings(root)
+		s.Blocks = map[string]Block{"beta": {Enabled: false}}
+		c := mustResolve(t, s, Retain)
+		if _, ok := patch(ctx, s, c, []string{p}); ok {
+			t.Errorf("patched a catalog with [prompts.NAME] blocks")
+		}
+	})
+	t.Run("overlapping roots", func(t *testing.T) {
+		root := t.TempDir()
+		p := writePrompt(t, root, "a.md", "alpha", "First.")
+		writePrompt(t, root, "sub/b.md", "beta", "Second.")
+		s := mdSettings(root)
+		s.Roots = append(s.Roots, filepath.Join(root, "sub"))
+		c := mustResolve(t, s, Retain)
+		if _, ok := patch(ctx, s, c, []string{p}); ok {
+			t.Errorf("patched a catalog whose roots overlap")
+		}
+	})
+	t.Run("a duplicate name", func(t *testing.T) {
+		root := t.TempDir()
+		writePrompt(t, root, "a.md", "alpha", "First.")
+		c := mustResolve(t, mdSettings(root), Retain)
+		p := writePrompt(t, root, "b.md", "alpha", "First, again.")
+		if _, ok := patch(ctx, mdSettings(root), c, []string{p}); ok {
+			t.Errorf("patched in a second prompt named alpha")
+		}
+	})
 	t.Run("changed settings", func(t *testing.T) {
 		root := t.TempDir()
 		p := writePrompt(t, root, "a.md", "alpha", "First.")
