@@ -3,6 +3,7 @@ package catalog
 import (
 	"cmp"
 	"crypto/sha256"
+	"encoding/binary"
 	"iter"
 	"slices"
 	"strings"
@@ -171,10 +172,7 @@ func (c *Catalog) count(e *entry, sign int) {
 		c.broken += sign
 	}
 	for k := range c.sum {
-		var v uint64
-		for b := range 8 {
-			v |= uint64(e.digest[8*k+b]) << (8 * b)
-		}
+		v := binary.LittleEndian.Uint64(e.digest[8*k:])
 		if sign > 0 {
 			c.sum[k] += v
 		} else {

@@ -53,8 +53,12 @@ func patch(ctx context.Context, s Settings, prev *Catalog, paths []string) (c *C
 	// Each path once, spelt under its root as the walk spells it, parents
 	// before children, so a directory walked afresh here makes the events
 	// inside it redundant.
+	type at struct {
+		root int
+		segs []string
+	}
 	var fulls []string
-	roots := make(map[string]int)
+	where := make(map[string]at)
 	for _, path := range paths {
 		root, segs, under := t.below(path)
 		if !under || next.roots[root] == nil {
@@ -64,8 +68,8 @@ func patch(ctx context.Context, s Settings, prev *Catalog, paths []string) (c *C
 			return nil, false // the root itself was replaced or removed
 		}
 		full := filepath.Join(next.roots[root].full, filepath.Join(segs...))
-		if _, dup := roots[full]; !dup {
-			roots[full] = root
+		if _, dup := where[full]; !dup {
+			where[full] = at{root, segs}
 			fulls = append(fulls, full)
 		}
 	}
@@ -75,9 +79,8 @@ func patch(ctx context.Context, s Settings, prev *Catalog, paths []string) (c *C
 		if slices.ContainsFunc(walked, func(w string) bool { return within(w, full) }) {
 			continue
 		}
-		root := roots[full]
-		_, segs, _ := t.below(full)
-		next.roots[root] = p.apply(next.roots[root], segs, root)
+		a := where[full]
+		next.roots[a.root] = p.apply(next.roots[a.root], a.segs, a.root)
 		if p.giveUp {
 			return nil, false
 		}

@@ -240,6 +240,37 @@ func TestPatchFallsBackToFullResolution(t *testing.T) {
 			t.Errorf("patched a tree with a symbolic link")
 		}
 	})
+	t.Run("[prompts.NAME] blocks", func(t *testing.T) {
+		root := t.TempDir()
+		p := writePrompt(t, root, "a.md", "alpha", "First.")
+		writePrompt(t, root, "b.md", "beta", "Second.")
+		s := mdSettings(root)
+		s.Blocks = map[string]Block{"beta": {Enabled: false}}
+		c := mustResolve(t, s, Retain)
+		if _, ok := patch(ctx, s, c, []string{p}); ok {
+			t.Errorf("patched a catalog with [prompts.NAME] blocks")
+		}
+	})
+	t.Run("overlapping roots", func(t *testing.T) {
+		root := t.TempDir()
+		p := writePrompt(t, root, "a.md", "alpha", "First.")
+		writePrompt(t, root, "sub/b.md", "beta", "Second.")
+		s := mdSettings(root)
+		s.Roots = append(s.Roots, filepath.Join(root, "sub"))
+		c := mustResolve(t, s, Retain)
+		if _, ok := patch(ctx, s, c, []string{p}); ok {
+			t.Errorf("patched a catalog whose roots overlap")
+		}
+	})
+	t.Run("a duplicate name", func(t *testing.T) {
+		root := t.TempDir()
+		writePrompt(t, root, "a.md", "alpha", "First.")
+		c := mustResolve(t, mdSettings(root), Retain)
+		p := writePrompt(t, root, "b.md", "alpha", "First, again.")
+		if _, ok := patch(ctx, mdSettings(root), c, []string{p}); ok {
+			t.Errorf("patched in a second prompt named alpha")
+		}
+	})
 	t.Run("changed settings", func(t *testing.T) {
 		root := t.TempDir()
 		p := writePrompt(t, root, "a.md", "alpha", "First.")
@@ -460,4 +491,30 @@ func TestPatchTakesEitherSpellingOfARoot(t *testing.T) {
 		t.Fatal("not patched")
 	}
 	sameCatalog(t, "two spellings", got, mustResolve(t, s, Retain))
+}
+
+// TestWatcherGivesUpPastMaxChanged: past maxChanged remembered paths the
+// watcher forgets them and marks the next reload for a full resolution,
+// and a failed reload's paths put back count toward the same bound.
+func TestWatcherGivesUpPastMaxChanged(t *testing.T) {
+	w := &Watcher{changed: make(map[string]struct{})}
+	for i := range maxChanged {
+		w.remember(fmt.Sprintf("/p/%d.md", i))
+	}
+	if w.lost || len(w.changed) != maxChanged {
+		t.Fatalf("at maxChanged: lost %v, %d paths; want kept", w.lost, len(w.changed))
+	}
+	w.remember("/p/one-more.md")
+	if !w.lost || len(w.changed) != 0 {
+		t.Fatalf("past maxChanged: lost %v, %d paths; want lost and none kept", w.lost, len(w.changed))
+	}
+	w.lost = false
+	back := make([]string, maxChanged+1)
+	for i := range back {
+		back[i] = fmt.Sprintf("/q/%d.md", i)
+	}
+	w.remember(back...)
+	if !w.lost || len(w.changed) != 0 {
+		t.Fatalf("paths put back past maxChanged: lost %v, %d paths", w.lost, len(w.changed))
+	}
 }

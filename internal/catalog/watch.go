@@ -318,7 +318,15 @@ func (w *Watcher) note(name string) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.changed[name] = struct{}{}
+	w.remember(name)
+}
+
+// remember adds paths to changed, giving up on them (lost) past
+// maxChanged. w.mu must be held.
+func (w *Watcher) remember(paths ...string) {
+	for _, p := range paths {
+		w.changed[p] = struct{}{}
+	}
 	if len(w.changed) > maxChanged {
 		w.lost = true
 		clear(w.changed)
@@ -364,13 +372,7 @@ func (w *Watcher) settle() {
 	case changes != nil:
 		// Nothing published: the next reload starts from the same
 		// catalog, so it needs these paths too.
-		for _, p := range changes.paths {
-			w.changed[p] = struct{}{}
-		}
-		if len(w.changed) > maxChanged {
-			w.lost = true
-			clear(w.changed)
-		}
+		w.remember(changes.paths...)
 	default:
 		w.lost = true
 	}
