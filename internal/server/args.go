@@ -132,16 +132,8 @@ func stringValue(key string, raw json.RawMessage) (string, error) {
 // json.Unmarshal replaces with U+FFFD, or not a whole string) is left to
 // json.Unmarshal.
 func plainString(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return "", false
-	}
-	inner := raw[1 : len(raw)-1]
-	for _, b := range inner {
-		if b == '"' || b == '\\' || b < 0x20 {
-			return "", false
-		}
-	}
-	if !utf8.Valid(inner) {
+	inner, end, ok := plainToken(raw, 0, false)
+	if !ok || end != len(raw) || !utf8.Valid(inner) {
 		return "", false
 	}
 	return string(inner), true

@@ -111,6 +111,20 @@ func TestStringValueIsUnmarshal(t *testing.T) {
 	}
 }
 
+// TestPlainStringTakesOnlyWholePlainStrings: the fast path itself takes
+// the plain spellings and leaves escapes, invalid UTF-8 and anything that
+// is not one whole string to json.Unmarshal.
+func TestPlainStringTakesOnlyWholePlainStrings(t *testing.T) {
+	for raw, want := range map[string]bool{`""`: true, `"echo"`: true, `"é 🙂"`: true, `"<&>"`: true,
+		`"a\"b"`: false, `"line\nbreak"`: false, "\"bad\xffutf8\"": false, "\"tab\tinside\"": false,
+		` "padded" `: false, `"x"y"`: false, `"`: false, `x"`: false, `"unterminated`: false} {
+		got, ok := plainString([]byte(raw))
+		if ok != want || (ok && got != raw[1:len(raw)-1]) {
+			t.Errorf("plainString(%s) = %q, %v; want ok %v", raw, got, ok, want)
+		}
+	}
+}
+
 // FuzzFlatArguments holds parseArguments' fast path to json.Unmarshal:
 // whatever flatArguments accepts, json.Unmarshal accepts and decodes to
 // the same keys and value bytes.

@@ -122,21 +122,19 @@ func (s *Server) listingPage(ctx context.Context, offset int) (*encodedPage, err
 // rendered each time, so the cache holds at most one page per hundred
 // entries, whatever offsets callers send.
 type pageCache struct {
-	mu     sync.Mutex
-	gen    *catalog.Generation
-	models []gateway.Model
-	tools  []tools.Tool
-	pages  map[int]*encodedPage // by offset
+	mu    sync.Mutex
+	in    listingInputs
+	pages map[int]*encodedPage // by offset
 }
 
-func (c *pageCache) matches(gen *catalog.Generation, models []gateway.Model, ts []tools.Tool) bool {
-	return c.pages != nil && c.gen == gen && sameList(c.models, models) && sameTools(c.tools, ts)
+func (c *pageCache) matches(in listingInputs) bool {
+	return c.pages != nil && c.in.is(in)
 }
 
 func (c *pageCache) get(gen *catalog.Generation, models []gateway.Model, ts []tools.Tool, offset int) *encodedPage {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.matches(gen, models, ts) {
+	if !c.matches(listingInputs{gen, models, ts}) {
 		return nil
 	}
 	return c.pages[offset]
@@ -148,19 +146,10 @@ func (c *pageCache) put(gen *catalog.Generation, models []gateway.Model, ts []to
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.matches(gen, models, ts) {
-		c.gen, c.models, c.tools, c.pages = gen, models, ts, map[int]*encodedPage{}
+	if in := (listingInputs{gen, models, ts}); !c.matches(in) {
+		c.in, c.pages = in, map[int]*encodedPage{}
 	}
 	c.pages[offset] = p
-}
-
-// sameTools reports whether a and b are the same tool set (the same
-// backing array and length), as sameList does for models.
-func sameTools(a, b []tools.Tool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	return len(a) == 0 || &a[0] == &b[0]
 }
 
 // pageSlotKey files a pageSlot in a list_prompts call's context.

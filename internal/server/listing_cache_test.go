@@ -179,3 +179,30 @@ func TestListPromptsKeptPagesFollowTheirInputs(t *testing.T) {
 		t.Errorf("after the tool set changed: %s", got)
 	}
 }
+
+// TestListingInputsAreTheSameLists: the listing's caches take a list for
+// the one they hold only when it is that list (its backing array and
+// length), not a copy with the same contents, which a refresh makes.
+func TestListingInputsAreTheSameLists(t *testing.T) {
+	models := []gateway.Model{testModel}
+	ts := []tools.Tool{fetchTool{}}
+	in := listingInputs{models: models, tools: ts}
+	for _, tc := range []struct {
+		name string
+		o    listingInputs
+		want bool
+	}{
+		{"the same lists", listingInputs{models: models, tools: ts}, true},
+		{"a copied model list", listingInputs{models: append([]gateway.Model(nil), models...), tools: ts}, false},
+		{"a copied tool set", listingInputs{models: models, tools: append([]tools.Tool(nil), ts...)}, false},
+		{"a shorter model list", listingInputs{models: models[:0], tools: ts}, false},
+		{"no tools", listingInputs{models: models}, false},
+	} {
+		if got := in.is(tc.o); got != tc.want {
+			t.Errorf("%s: is = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if !(listingInputs{}).is(listingInputs{models: []gateway.Model{}, tools: []tools.Tool{}}) {
+		t.Error("empty lists are not the same inputs as nil ones")
+	}
+}

@@ -20,11 +20,9 @@ type bindingProblems struct {
 	// ranking is the server's, so a problem is judged as runs bind.
 	ranking engine.Ranking
 
-	mu     sync.Mutex
-	gen    *catalog.Generation
-	models []gateway.Model
-	tools  []tools.Tool
-	found  map[string]string // prompt name → problem ("" for none)
+	mu    sync.Mutex
+	in    listingInputs
+	found map[string]string // prompt name → problem ("" for none)
 }
 
 // problem is e's binding problem ("" when it has none, or when the probe
@@ -34,9 +32,10 @@ func (b *bindingProblems) problem(ctx context.Context, gen *catalog.Generation, 
 	if p == nil {
 		return ""
 	}
+	in := listingInputs{gen, models, ts}
 	b.mu.Lock()
-	if b.gen != gen || !sameList(b.models, models) || !sameTools(b.tools, ts) || b.found == nil {
-		b.gen, b.models, b.tools, b.found = gen, models, ts, map[string]string{}
+	if !b.in.is(in) || b.found == nil {
+		b.in, b.found = in, map[string]string{}
 	}
 	if problem, ok := b.found[e.Name()]; ok {
 		b.mu.Unlock()
@@ -54,16 +53,32 @@ func (b *bindingProblems) problem(ctx context.Context, gen *catalog.Generation, 
 		return problem
 	}
 	b.mu.Lock()
-	if b.gen == gen && sameList(b.models, models) && sameTools(b.tools, ts) {
+	if b.in.is(in) {
 		b.found[e.Name()] = problem
 	}
 	b.mu.Unlock()
 	return problem
 }
 
-// sameList reports whether a and b are the same model list (the same
-// backing array and length): a refreshed list is a new slice.
-func sameList(a, b []gateway.Model) bool {
+// listingInputs are what list_prompts' pages and their binding problems
+// are made of, besides the offset: the catalog generation, the model list
+// and the tool set. The listing's caches (pageCache, bindingProblems) each
+// hold the entries of one and empty themselves for any other.
+type listingInputs struct {
+	gen    *catalog.Generation
+	models []gateway.Model
+	tools  []tools.Tool
+}
+
+// is reports whether in and o are the same inputs: the same generation,
+// model list and tool set.
+func (in listingInputs) is(o listingInputs) bool {
+	return in.gen == o.gen && sameSlice(in.models, o.models) && sameSlice(in.tools, o.tools)
+}
+
+// sameSlice reports whether a and b are the same list: the same backing
+// array and length (a new model list or tool set is a new slice).
+func sameSlice[T any](a, b []T) bool {
 	if len(a) != len(b) {
 		return false
 	}

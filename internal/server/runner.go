@@ -270,7 +270,7 @@ func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progres
 		// The engine counts the turns and sums the tokens, failed runs
 		// included; nothing here counts them again.
 		turns, tokens := uint32(res.Turns), runTokens(res.Tokens)
-		traceTokens := runtrace.Tokens{Prompt: int(tokens.Prompt), Completion: int(tokens.Completion)}
+		traceTokens := traceTokensOf(tokens)
 		if err != nil {
 			ended = true
 			at := s.traces.End(trace, string(runs.StatusFailed), runs.FailureText(ctx, err), int(turns), traceTokens)

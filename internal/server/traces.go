@@ -75,10 +75,15 @@ func recorders(locals []any) []*runtrace.Recorder {
 	return out
 }
 
+// traceTokensOf is a record's token counts as a trace states them.
+func traceTokensOf(t runs.Tokens) runtrace.Tokens {
+	return runtrace.Tokens{Prompt: int(t.Prompt), Completion: int(t.Completion)}
+}
+
 // restateTrace restates the header of a failed run's trace in its record's
 // words (see the registry's OnTerminal in server.go).
 func (s *Server) restateTrace(res runs.Result) {
-	tokens := runtrace.Tokens{Prompt: int(res.Tokens.Prompt), Completion: int(res.Tokens.Completion)}
+	tokens := traceTokensOf(res.Tokens)
 	if !s.tracesInRecords {
 		s.traces.Finish(res.RunID, string(res.Status), res.Error, int(res.Turns), tokens)
 		return
