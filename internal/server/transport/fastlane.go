@@ -420,7 +420,7 @@ func (l *fastLane) finish(call laneCall, res mcp.Result, err error) {
 		// nil result is kept, and goes out as null, as through the SDK.
 		result = res
 		if call.newEra {
-			annotate(res, l.impl)
+			AnnotateServerInfo(res, l.impl)
 		}
 	}
 	if err != nil && (isNotHandled(err) || errors.Is(err, errMethodNotFound)) {
