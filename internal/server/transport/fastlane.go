@@ -420,7 +420,7 @@ func (l *fastLane) finish(call laneCall, res mcp.Result, err error) {
 		// nil result is kept, and goes out as null, as through the SDK.
 		result = res
 		if call.newEra {
-			annotate(res, l.impl)
+			AnnotateServerInfo(res, l.impl)
 		}
 	}
 	if err != nil && (isNotHandled(err) || errors.Is(err, errMethodNotFound)) {
@@ -657,13 +657,15 @@ var (
 	errServerClosing  = &jsonrpc.Error{Code: -32004, Message: "server is closing"}
 )
 
+// plainErrorType is the type errors.New returns.
+var plainErrorType = reflect.TypeOf(errors.New(""))
+
 // isNotHandled reports whether err wraps jsonrpc2.ErrNotHandled, which
 // processResult turns into -32601: an unexported errors.New sentinel, so
 // it is recognised by its type and text.
 func isNotHandled(err error) bool {
-	plain := reflect.TypeOf(errors.New(""))
 	for _, e := range unwrapAll(err) {
-		if reflect.TypeOf(e) == plain && e.Error() == "JSON RPC not handled" {
+		if reflect.TypeOf(e) == plainErrorType && e.Error() == "JSON RPC not handled" {
 			return true
 		}
 	}

@@ -35,7 +35,7 @@ import (
 //     good once a logging/setLevel has been read (fastLane.leveled).
 //   - the result: setCompleteResultType, a no-op for *mcp.CallToolResult
 //     (it has no resultType), and annotateServerInfo, which the lane does
-//     with Backend.Impl (annotate).
+//     with Backend.Impl (AnnotateServerInfo).
 
 // Member names of a 2026-07-28 request's _meta (go-sdk mcp.MetaKey*).
 const (
@@ -161,10 +161,13 @@ func newEraProbe(params []byte) bool {
 	return ok && string(meta[metaProtocolVersion]) == newEraVersion
 }
 
-// annotate does to a 2026-07-28 result what ServerSession.handle does
-// after the handler (annotateServerInfo; see the top of this file): the
-// server's Implementation in its _meta, unless the handler put one there.
-func annotate(res mcp.Result, impl *mcp.Implementation) {
+// AnnotateServerInfo does to a 2026-07-28 result what ServerSession.handle
+// does after the handler (annotateServerInfo; see the top of this file):
+// the server's Implementation in its _meta, unless the handler put one
+// there. The transport's paths and the server's direct answers
+// (Backend.Direct), which encode their results themselves, all call it:
+// the one rule for where a 2026-07-28 result's serverInfo goes.
+func AnnotateServerInfo(res mcp.Result, impl *mcp.Implementation) {
 	m := res.GetMeta()
 	if m == nil {
 		m = map[string]any{}
@@ -175,8 +178,3 @@ func annotate(res mcp.Result, impl *mcp.Implementation) {
 	m[mcp.MetaKeyServerInfo] = impl
 	res.SetMeta(m)
 }
-
-// AnnotateServerInfo is annotate for the server's direct answers
-// (Backend.Direct), which encode their results themselves: the one rule
-// for where a 2026-07-28 result's serverInfo goes.
-func AnnotateServerInfo(res mcp.Result, impl *mcp.Implementation) { annotate(res, impl) }

@@ -81,3 +81,39 @@ func FuzzPlainCallParams(f *testing.F) {
 		}
 	})
 }
+
+// TestCallParamsTakeThePlainShapes is FuzzPlainCallParams' other half:
+// the fuzz target checks only what the lane accepts, so a decoder that
+// refused everything would pass it. The shapes the lane exists for are
+// taken, each by the decoder of its era, and the near misses are not.
+func TestCallParamsTakeThePlainShapes(t *testing.T) {
+	const era = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
+	for _, c := range []struct {
+		raw           string
+		plain, newEra bool
+	}{
+		{raw: `{"name":"run_prompt","arguments":{"prompt":"echo","args":"hi"}}`, plain: true},
+		{raw: `{ "name" : "x" , "arguments" : { "a" : [1, 2.5, null, true, "\u00e9"] } }`, plain: true},
+		{raw: `{"name":"list_prompts"}`, plain: true},
+		{raw: `{"name":"t","_meta":{"progressToken":"p"}}`, plain: true},
+		{raw: `{"name":"t","_meta":{"progressToken":-9007199254740992},"arguments":{}}`, plain: true},
+		{raw: `{"name":"t","_meta":{}}`, plain: true},
+		{raw: `{"Name":"t"}`},
+		{raw: `{"name":"t","name":"u"}`},
+		{raw: `{"n\u0061me":"t"}`},
+		{raw: `{"name":"t","arguments":null}`},
+		{raw: `{"name":"t","_meta":{"progressToken":1.5}}`},
+		{raw: `{"name":"t","extra":1}`},
+		{raw: `{"arguments":{}}`},
+		{raw: `{"name":"t","_meta":{` + era + `,"io.modelcontextprotocol/clientCapabilities":{}}}`, newEra: true},
+		{raw: `{"name":"t","arguments":{},"_meta":{"progressToken":3,` + era + `,"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}}`, newEra: true},
+		{raw: `{"name":"t","_meta":{` + era + `,"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"info"}}`},
+	} {
+		if _, ok := plainCallParams([]byte(c.raw)); ok != c.plain {
+			t.Errorf("plainCallParams(%s) took it: %v, want %v", c.raw, ok, c.plain)
+		}
+		if _, ok := newEraCallParams([]byte(c.raw)); ok != c.newEra {
+			t.Errorf("newEraCallParams(%s) took it: %v, want %v", c.raw, ok, c.newEra)
+		}
+	}
+}

@@ -45,7 +45,7 @@ func callReply(ctx context.Context, direct func(context.Context, DirectCall) (Di
 		res, err = chain(ctx, methodCallTool, req)
 	}
 	if err == nil && res != nil && impl != nil {
-		annotate(res, impl)
+		AnnotateServerInfo(res, impl)
 	}
 	return encodeReply(id, res, err)
 }
