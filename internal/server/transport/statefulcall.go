@@ -427,7 +427,8 @@ func (st *callStream) close(args mcp.CloseSSEStreamArgs) {
 	}
 	st.closed = true
 	if st.version >= "2025-11-25" && args.RetryAfter > 0 {
-		event := "event: close\nretry: " + strconv.FormatInt(args.RetryAfter.Milliseconds(), 10) + "\n\n"
+		// writeEvent's bytes (mcp/event.go): an empty data line too.
+		event := "event: close\nretry: " + strconv.FormatInt(args.RetryAfter.Milliseconds(), 10) + "\ndata: \n\n"
 		if _, err := st.w.Write([]byte(event)); err == nil {
 			http.NewResponseController(st.w).Flush()
 		}
