@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
@@ -18,16 +17,7 @@ import (
 // the SDK's handlers answer it: status, headers and bytes, the task's id
 // and times blanked.
 func TestHTTPDirectTasksAnswerAsTheSDK(t *testing.T) {
-	g, c := tcpGateway(t)
-	gate := gatewaytest.NewGate()
-	t.Cleanup(gate.Release)
-	for range 4 {
-		g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("eventually")))
-	}
-	limits := defaultLimits()
-	limits.ReplyDeadline = 100 * time.Millisecond
-	h := newHarness(t, fixture{limits: limits, opts: withGateway(c),
-		prompts: map[string]string{"summarize.md": summarizePrompt}})
+	h := heldRunsHarness(t, 4, 100*time.Millisecond, map[string]string{"summarize.md": summarizePrompt})
 	opts := transport.HTTPOptions{APIKey: testToken, AllowedHosts: []string{"localhost"}}
 	b, directs := countingDirect(h.srv.Backend())
 	direct, err := transport.HTTPHandlerCounting(b, opts, &atomic.Int64{})

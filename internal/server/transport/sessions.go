@@ -51,10 +51,10 @@ type sessionLimit struct {
 	log    *slog.Logger
 	max    int
 	// cancelCalls cancels the calls statefulCalls answers on a session
-	// (statefulPath sets it; nil: none). A closer marks the session
-	// closed first, then cancels: statefulCalls files a call first, then
-	// checks the session is still open, so each call is either refused or
-	// cancelled.
+	// (statefulPath sets it; a no-op without statefulCalls). A closer
+	// marks the session closed first, then cancels: statefulCalls files a
+	// call first, then checks the session is still open, so each call is
+	// either refused or cancelled.
 	cancelCalls func(sid string)
 
 	mu       sync.Mutex
@@ -82,7 +82,8 @@ func newSessionLimit(server *mcp.Server, calls *Calls, log *slog.Logger, max int
 		max = DefaultMaxSessions
 	}
 	return &sessionLimit{server: server, calls: calls, log: log, max: max,
-		use: map[string]*sessionUse{}, closed: map[string]bool{}}
+		cancelCalls: func(string) {},
+		use:         map[string]*sessionUse{}, closed: map[string]bool{}}
 }
 
 // wrap serves next (the stateful handler) under the cap. A POST without a
@@ -213,9 +214,7 @@ func (l *sessionLimit) idleTimeout(sid string) {
 	ss := u.ss
 	l.mu.Unlock()
 	l.calls.CancelSession(sid)
-	if l.cancelCalls != nil {
-		l.cancelCalls(sid)
-	}
+	l.cancelCalls(sid)
 	ss.Close()
 }
 
@@ -226,9 +225,7 @@ func (l *sessionLimit) closing(sid string) (was bool) {
 	was = l.closed[sid]
 	l.closed[sid] = true
 	l.mu.Unlock()
-	if l.cancelCalls != nil {
-		l.cancelCalls(sid)
-	}
+	l.cancelCalls(sid)
 	return was
 }
 
@@ -371,9 +368,7 @@ func (l *sessionLimit) closeSessions(ids []string) {
 	for _, sid := range ids {
 		want[sid] = true
 		l.calls.CancelSession(sid)
-		if l.cancelCalls != nil {
-			l.cancelCalls(sid)
-		}
+		l.cancelCalls(sid)
 	}
 	for ss := range l.server.Sessions() {
 		if want[ss.ID()] {

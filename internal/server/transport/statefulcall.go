@@ -207,10 +207,7 @@ func (s *statefulCalls) serve(w http.ResponseWriter, r *http.Request, sid string
 	st := &callStream{w: w, version: r.Header.Get(headerProtocolVersion)}
 	defer st.finish()
 	ctx = context.WithValue(ctx, callStreamKey{}, st)
-	hdr := w.Header()
-	hdr.Set("Cache-Control", "no-cache, no-transform")
-	hdr.Set("Content-Type", "text/event-stream")
-	hdr.Set("Connection", "keep-alive")
+	setStreamHeaders(w.Header(), "text/event-stream")
 	resp, data, err := callReply(ctx, s.direct, s.chain, &mcp.CallToolRequest{Session: ss, Params: params, Extra: &mcp.RequestExtra{
 		Header:         r.Header,
 		CloseSSEStream: st.close,
@@ -324,14 +321,19 @@ func writeDuplicateID(w http.ResponseWriter, id jsonrpc.ID) {
 		Code:    jsonrpc.CodeInvalidRequest,
 		Message: fmt.Sprintf("duplicate in-flight request ID %v", id.Raw()),
 	}})
-	hdr := w.Header()
-	hdr.Set("Cache-Control", "no-cache, no-transform")
-	hdr.Set("Connection", "keep-alive")
-	hdr.Set("Content-Type", "application/json")
+	setStreamHeaders(w.Header(), "application/json")
 	w.WriteHeader(http.StatusBadRequest)
 	if err == nil {
 		w.Write(data)
 	}
+}
+
+// setStreamHeaders sets the headers servePOST sets on a POST's reply
+// stream (an SSE stream, or a JSON refusal).
+func setStreamHeaders(hdr http.Header, contentType string) {
+	hdr.Set("Cache-Control", "no-cache, no-transform")
+	hdr.Set("Content-Type", contentType)
+	hdr.Set("Connection", "keep-alive")
 }
 
 // encodeReply is the response jsonrpc2 would write for the chain's
@@ -425,7 +427,8 @@ func (st *callStream) close(args mcp.CloseSSEStreamArgs) {
 	}
 	st.closed = true
 	if st.version >= "2025-11-25" && args.RetryAfter > 0 {
-		event := "event: close\nretry: " + strconv.FormatInt(args.RetryAfter.Milliseconds(), 10) + "\n\n"
+		// writeEvent's bytes (mcp/event.go): an empty data line too.
+		event := "event: close\nretry: " + strconv.FormatInt(args.RetryAfter.Milliseconds(), 10) + "\ndata: \n\n"
 		if _, err := st.w.Write([]byte(event)); err == nil {
 			http.NewResponseController(st.w).Flush()
 		}

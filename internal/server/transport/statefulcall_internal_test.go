@@ -32,6 +32,12 @@ func statefulServer(started chan<- struct{}) *mcp.Server {
 	s.AddTool(&mcp.Tool{Name: "goerror", InputSchema: schema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return nil, errors.New("a plain error")
 	})
+	s.AddTool(&mcp.Tool{Name: "closer", InputSchema: schema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1})
+		req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: 1500 * time.Millisecond})
+		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 2})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "after the close"}}}, nil
+	})
 	s.AddTool(&mcp.Tool{Name: "slow", InputSchema: schema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1})
 		started <- struct{}{}
@@ -153,6 +159,8 @@ func TestStatefulCallsAnswerAsTheSDK(t *testing.T) {
 		{name: "typed arguments", body: toolCall("3", "typed", `{"n":3}`, ""), taken: true},
 		{name: "bad arguments", body: toolCall("3", "typed", `{"n":"three"}`, ""), taken: true},
 		{name: "progress outside the call", body: toolCall("3", "elsewhere", `{}`, `{"progressToken":7}`), taken: true},
+		{name: "CloseSSEStream", body: toolCall("3", "closer", `{}`, `{"progressToken":7}`), taken: true},
+		{name: "CloseSSEStream on a 2025-06-18 session", version: "2025-06-18", headers: map[string]string{"Mcp-Protocol-Version": "2025-06-18"}, body: toolCall("3", "closer", `{}`, `{"progressToken":7}`), taken: true},
 		{name: "list_changed mid-call", body: toolCall("3", "changer", `{}`, ""), taken: true},
 		{name: "wildcard Accept", headers: map[string]string{"Accept": "*/*"}, body: toolCall("3", "const", `{}`, ""), taken: true},
 		{name: "Content-Type with charset", headers: map[string]string{"Content-Type": "application/json; charset=utf-8"}, body: toolCall("3", "const", `{}`, ""), taken: true},

@@ -92,16 +92,24 @@ func TestStatelessCallsOfTheServerAnswerAsTheSDK(t *testing.T) {
 // (its two model calls held until the test ends, so that the run is
 // running at its reply deadline) and trio prompts.
 func serverOfTheCalls(t *testing.T) *harness {
+	return heldRunsHarness(t, 2, 200*time.Millisecond,
+		map[string]string{"echo.md": echoPrompt, "summarize.md": summarizePrompt, "trio.md": trioPrompt})
+}
+
+// heldRunsHarness is a server of prompts whose first `held` model calls
+// answer "eventually" only when the test ends, so that a run making them
+// is still running at the reply deadline.
+func heldRunsHarness(t *testing.T, held int, deadline time.Duration, prompts map[string]string) *harness {
+	t.Helper()
 	g, c := tcpGateway(t)
 	gate := gatewaytest.NewGate()
 	t.Cleanup(gate.Release)
-	for range 2 {
+	for range held {
 		g.Enqueue(gatewaytest.Gated(gate, gatewaytest.Text("eventually")))
 	}
 	limits := defaultLimits()
-	limits.ReplyDeadline = 200 * time.Millisecond
-	return newHarness(t, fixture{limits: limits, opts: withGateway(c),
-		prompts: map[string]string{"echo.md": echoPrompt, "summarize.md": summarizePrompt, "trio.md": trioPrompt}})
+	limits.ReplyDeadline = deadline
+	return newHarness(t, fixture{limits: limits, opts: withGateway(c), prompts: prompts})
 }
 
 // serverCall is one tools/call of the built-in tools: its body, what its

@@ -290,10 +290,7 @@ func (s *stateless) serveDirect(w http.ResponseWriter, r *http.Request, ss *mcp.
 	st := &callStream{w: w, version: protocolStateless, statuses: true}
 	defer st.finish()
 	ctx := context.WithValue(r.Context(), callStreamKey{}, st)
-	hdr := w.Header()
-	hdr.Set("Cache-Control", "no-cache, no-transform")
-	hdr.Set("Content-Type", "text/event-stream")
-	hdr.Set("Connection", "keep-alive")
+	setStreamHeaders(w.Header(), "text/event-stream")
 	resp, data, err := callReply(ctx, s.direct, s.chain, &mcp.CallToolRequest{Session: ss, Params: params, Extra: &mcp.RequestExtra{
 		TokenInfo:      auth.TokenInfoFromContext(r.Context()),
 		Header:         r.Header,
@@ -469,10 +466,7 @@ func serveCall(w http.ResponseWriter, r *http.Request, srv *mcp.Server, log *slo
 		return false
 	}
 	defer ss.Close()
-	hdr := w.Header()
-	hdr.Set("Cache-Control", "no-cache, no-transform")
-	hdr.Set("Content-Type", "text/event-stream")
-	hdr.Set("Connection", "keep-alive")
+	setStreamHeaders(w.Header(), "text/event-stream")
 	// What servePOST attaches to every request (RequestExtra); closing the
 	// SSE stream early does nothing in 2026-07-28.
 	req.Extra = &mcp.RequestExtra{
