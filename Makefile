@@ -28,16 +28,16 @@ prompt-tests:
 # it decodes and answers under the same id; every other line is refused.
 .PHONY: fuzz-smoke
 fuzz-smoke:
-	$(GO) test -run '^$$' -fuzz '^FuzzAdmitURL$$' -fuzztime 20s ./internal/tools/
+	GO=$(GO) ./test/fuzz-once.sh ./internal/tools/ FuzzAdmitURL 20s
 	# The config loader (prompts.toml and prompts.env): no panic, every
 	# failure a described *config.Error, every success within its limits.
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 15s ./internal/config/
-	$(GO) test -run '^$$' -fuzz '^FuzzStdioFraming$$' -fuzztime 15s ./internal/server/transport/
-	$(GO) test -run '^$$' -fuzz '^FuzzJSONRPCID$$' -fuzztime 15s ./internal/server/transport/
+	GO=$(GO) ./test/fuzz-once.sh ./internal/config/ FuzzLoad 15s
+	GO=$(GO) ./test/fuzz-once.sh ./internal/server/transport/ FuzzStdioFraming 15s
+	GO=$(GO) ./test/fuzz-once.sh ./internal/server/transport/ FuzzJSONRPCID 15s
 	# A 2026-07-28 tools/call the transport answers itself gets the SDK's answer.
-	$(GO) test -run '^$$' -fuzz '^FuzzStatelessCallsAnswerAsTheSDK$$' -fuzztime 15s ./internal/server/transport/
+	GO=$(GO) ./test/fuzz-once.sh ./internal/server/transport/ FuzzStatelessCallsAnswerAsTheSDK 15s
 	# A stateful tools/call the transport answers itself gets the SDK's answer.
-	$(GO) test -run '^$$' -fuzz '^FuzzStatefulCallsAnswerAsTheSDK$$' -fuzztime 15s ./internal/server/transport/
+	GO=$(GO) ./test/fuzz-once.sh ./internal/server/transport/ FuzzStatefulCallsAnswerAsTheSDK 15s
 
 # The bounded chaos test alone (it also runs in `test`): a few thousand
 # calls with random cancels, dropped connections and gateway faults, then
