@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -117,7 +118,12 @@ func readFile(path string, info fs.FileInfo, prev *walkTree, now time.Time) (*fi
 		info.ModTime().Before(old.readAt.Add(-racyWindow)) {
 		return old, ""
 	}
-	f, err := os.Open(path)
+	// O_NONBLOCK, which a regular file ignores, spares os.Open's four
+	// fcntl calls per file (Go sets a file non-blocking for its poller,
+	// then, as epoll refuses a regular file, back again): on a
+	// 10,000-prompt catalog they were a sixth of the boot's CPU. A file
+	// that is not regular by now then cannot block the read either.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, unreadable(err)
 	}

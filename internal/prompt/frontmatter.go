@@ -205,6 +205,14 @@ func (d fmDecoder) fileDecl(key string, y yamlNode) (*FileDecl, *ParseError) {
 
 // decodeFrontmatter is the strict decoder Parse uses.
 func decodeFrontmatter(s fmSplit) (Frontmatter, *ParseError) {
+	if fm, ok := plainFrontmatter(s.yaml); ok {
+		return fm, nil
+	}
+	return decodeYAMLFrontmatter(s)
+}
+
+// decodeYAMLFrontmatter decodes any frontmatter with goccy.
+func decodeYAMLFrontmatter(s fmSplit) (Frontmatter, *ParseError) {
 	d := fmDecoder{yamlLine: s.yamlLine}
 	var raw yamlFrontmatter
 	if err := yaml.UnmarshalWithOptions(s.yaml, &raw, yaml.DisallowUnknownField()); err != nil {
@@ -320,3 +328,92 @@ func yamlTypeName(v any) string {
 	}
 	return fmt.Sprintf("a %T", v)
 }
+
+// plainFrontmatter decodes the commonest frontmatter without the YAML
+// parser: only `name`, `description` and `promptforge` keys, each once, one
+// per line at column 0, the two strings plain scalars that YAML can only
+// read as the same string (see plainString) and the version a plain
+// decimal. It reports false for anything else, which decodeFrontmatter
+// hands to goccy, so every diagnosis stays goccy's. On a 10,000-prompt
+// catalog the YAML parser was more than half of parsing a short prompt,
+// and the catalog's boot parses every file
+// (TestPlainFrontmatterDecodesAsYAML compares the two).
+func plainFrontmatter(src []byte) (Frontmatter, bool) {
+	var fm Frontmatter
+	var seen [3]bool
+	for len(src) > 0 {
+		line, rest, found := bytes.Cut(src, []byte("\n"))
+		if !found {
+			return Frontmatter{}, false
+		}
+		src = rest
+		key, value, ok := bytes.Cut(line, []byte(": "))
+		if !ok {
+			return Frontmatter{}, false
+		}
+		value = bytes.TrimRight(bytes.TrimLeft(value, " "), " ")
+		var k int
+		switch string(key) {
+		case "name":
+			k = 0
+			fm.Name, ok = plainString(value)
+		case "description":
+			k = 1
+			fm.Description, ok = plainString(value)
+		case "promptforge":
+			k = 2
+			fm.Version, ok = plainVersion(value)
+			fm.HasVersion = ok
+		default:
+			return Frontmatter{}, false
+		}
+		if !ok || seen[k] {
+			return Frontmatter{}, false
+		}
+		seen[k] = true
+	}
+	return fm, seen[0] && seen[1]
+}
+
+// plainString returns v as the string a plain YAML scalar spells when it
+// can mean nothing else: it starts with an ASCII letter (so it is no
+// number, indicator, quote, tag, anchor or alias), holds only letters,
+// digits, spaces and punctuation that is never syntax inside a block plain
+// scalar (no ':', '#', quotes, brackets, braces, backslash or tab), and is
+// no word YAML 1.1 or 1.2 reads as a boolean or null.
+func plainString(v []byte) (string, bool) {
+	if len(v) == 0 || !isASCIILetter(v[0]) {
+		return "", false
+	}
+	for _, c := range v {
+		switch {
+		case isASCIILetter(c), c >= '0' && c <= '9', c == ' ':
+		case strings.IndexByte("_-.,;()/?!+=*&%$@^~<>|", c) >= 0:
+		default:
+			return "", false
+		}
+	}
+	switch strings.ToLower(string(v)) {
+	case "y", "n", "yes", "no", "on", "off", "true", "false", "null", "nan", "inf", "infinity":
+		return "", false
+	}
+	return string(v), true
+}
+
+// plainVersion reads a decimal without sign or leading zero (YAML 1.1
+// reads 010 as octal) short enough never to overflow.
+func plainVersion(v []byte) (uint64, bool) {
+	if len(v) == 0 || len(v) > 9 || v[0] < '1' || v[0] > '9' {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
+}
+
+func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }

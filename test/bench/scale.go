@@ -548,12 +548,24 @@ func bigCatalog(ctx context.Context, o options) error {
 	}
 	argv := []string{filepath.Join(o.dir, "promptforge-mcp-server"), "serve", "--stdio", cfg}
 
-	var boots []time.Duration
+	var boots, baseBoots []time.Duration
 	var cs *mcp.ClientSession
 	var logs *logWatch
 	for range 3 {
 		if cs != nil {
 			cs.Close()
+		}
+		if o.baseline != "" {
+			// The baseline's boot, alternating with ours, so that the
+			// two are measured under the same load.
+			cmd := exec.Command(filepath.Join(o.dir, "promptforge-baseline"), argv[1:]...)
+			t0 := time.Now()
+			bs, err := newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				return fmt.Errorf("boot the baseline: %w", err)
+			}
+			baseBoots = append(baseBoots, time.Since(t0))
+			bs.Close()
 		}
 		cmd := exec.Command(argv[0], argv[1:]...)
 		logs = watchLog(cmd)
@@ -592,6 +604,11 @@ func bigCatalog(ctx context.Context, o options) error {
 	reload := reloads[len(reloads)/2]
 	fmt.Printf("catalog of %d prompts over stdio (through the process boundary):\n", catalogSize)
 	fmt.Printf("  boot (spawn to the initialize reply, median of 3) %s\n", us(boot))
+	if len(baseBoots) > 0 {
+		slices.Sort(baseBoots)
+		base := baseBoots[len(baseBoots)/2]
+		fmt.Printf("  boot of baseline %s, alternating with ours (median of 3) %s: ours / baseline %.2fx\n", o.baseline, us(base), float64(boot)/float64(base))
+	}
 	fmt.Printf("  reload after one saved file (the save to the reload's log line, median of 5) %s = %.4f of the boot\n", us(reload), float64(reload)/float64(boot))
 	return catalogPages(ctx, o, prompts)
 }

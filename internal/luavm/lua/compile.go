@@ -414,8 +414,13 @@ type funcContext struct {
 
 func newFuncContext(sourcename string, parent *funcContext) *funcContext {
 	fc := &funcContext{
-		Proto:           newFunctionProto(sourcename),
-		Code:            &codeStore{make([]uint32, 0, 1024), make([]int, 0, 1024), 0},
+		Proto: newFunctionProto(sourcename),
+		// The proto keeps these arrays (Code, DbgSourcePositions), so they
+		// start small and grow by append: gopher-lua's 1,024 entries each
+		// kept 12 KB per function, 120 MB for a 10,000-prompt catalog whose
+		// chunks are a few instructions, and its boot paid for them in
+		// page faults and GC.
+		Code:            &codeStore{make([]uint32, 0, 8), make([]int, 0, 8), 0},
 		Parent:          parent,
 		Upvalues:        newVarNamePool(0),
 		Block:           newCodeBlock(newVarNamePool(0), labelNoJump, nil, nil, 0),
