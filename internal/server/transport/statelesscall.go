@@ -370,31 +370,39 @@ func oneCall(r *http.Request) (*jsonrpc.Request, bool) {
 	if jsonOK, streamOK := acceptsBoth(h.Values("Accept")); !jsonOK || !streamOK {
 		return nil, false
 	}
-	body, ok := bufferedBody(r)
-	if !ok || !json.Valid(body) {
+	v, ok := bufferedView(r)
+	if !ok {
 		return nil, false
 	}
-	if i := skipSpace(body, 0); i >= len(body) || body[i] != '{' {
-		return nil, false // a batch is the SDK's to refuse
-	}
-	if code, _, _ := requestProblem(body); code != 0 {
+	return v.call()
+}
+
+// call is the body's one tools/call request in the common spelling (see
+// oneCall); false for anything else.
+func (v *bodyView) call() (*jsonrpc.Request, bool) {
+	// A batch is the SDK's to refuse; so is a body that is not an object.
+	e, ok := v.single()
+	if !ok {
 		return nil, false
 	}
-	req, ok := decodeRequest(body)
+	if code, _, _ := envelopeProblem(e.raw, e.env, true); code != 0 {
+		return nil, false
+	}
+	req, ok := envelopeRequest(e.env)
 	if !ok || !req.IsCall() || req.Method != directCallMethod {
 		return nil, false
 	}
 	return req, true
 }
 
-// bufferedBody is r's body as bufferBody read it; false when it was not
-// read there, or was read since.
-func bufferedBody(r *http.Request) ([]byte, bool) {
+// bufferedView is the view of r's body as bufferBody read it; false when
+// it was not read there, or was read since.
+func bufferedView(r *http.Request) (*bodyView, bool) {
 	b, ok := r.Body.(*readBack)
 	if !ok || b.Len() != len(b.body) || len(b.body) == 0 {
 		return nil, false
 	}
-	return b.body, true
+	return b.view(), true
 }
 
 // acceptsBoth is the SDK's reading of Accept (mcp/streamable.go,
