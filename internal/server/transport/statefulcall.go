@@ -406,7 +406,7 @@ func (st *callStream) write(data []byte, last bool, status int) error {
 	if st.closed {
 		return fmt.Errorf("%w: undelivered message: stream not connected or already closed", errRejected)
 	}
-	if err := writeMessage(st.w, data, status); err != nil {
+	if err := writeMessage(st.w, data, status, last); err != nil {
 		return fmt.Errorf("%w: undelivered message: %w", errRejected, err)
 	}
 	return nil
