@@ -21,7 +21,8 @@ import (
 // FuzzBodyViewAnswersAsEachLayer holds them to the per-layer scans they
 // replace.
 type bodyView struct {
-	// valid is json.Valid(body); nothing below is set without it.
+	// valid is json.Valid(body) (validJSON); nothing below is set
+	// without it.
 	valid bool
 	// batch: the body is a JSON array.
 	batch bool
@@ -51,7 +52,7 @@ func scanBody(body []byte) *bodyView {
 }
 
 func (v *bodyView) scan(body []byte) {
-	if !json.Valid(body) {
+	if !validJSON(body) {
 		return
 	}
 	v.valid = true
