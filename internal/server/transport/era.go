@@ -56,11 +56,11 @@ func byEra(stateful, stateless http.Handler) http.Handler {
 			}
 			return
 		}
-		body, ok := postBody(w, r, stateful)
+		v, ok := postView(w, r, stateful)
 		if !ok {
 			return
 		}
-		if declaresStateless(body) {
+		if declaresStateless(v.messages()) {
 			stateless.ServeHTTP(w, r)
 			return
 		}
@@ -68,11 +68,11 @@ func byEra(stateful, stateless http.Handler) http.Handler {
 	})
 }
 
-// declaresStateless reports whether an MCP POST body (one message or a
-// batch) holds a server/discover or a request whose _meta names a
-// protocol version of the stateless era.
-func declaresStateless(body []byte) bool {
-	for _, m := range messages(body) {
+// declaresStateless reports whether an MCP POST body's messages (one
+// message or a batch) hold a server/discover or a request whose _meta
+// names a protocol version of the stateless era.
+func declaresStateless(msgs []message) bool {
+	for _, m := range msgs {
 		if m.Method == methodDiscover {
 			return true
 		}

@@ -354,11 +354,11 @@ func cancelOnDisconnect(calls *Calls, log *slog.Logger, next http.Handler) http.
 				log.Debug("cancelled the calls of a session the client ended", "calls", n)
 			}
 		}
-		body, ok := postBody(w, r, next)
+		v, ok := postView(w, r, next)
 		if !ok {
 			return
 		}
-		ids := callIDs(body)
+		ids := callIDs(v.messages())
 		if len(ids) > 0 {
 			defer calls.holdReply()()
 		}
@@ -450,7 +450,8 @@ func postBody(w http.ResponseWriter, r *http.Request, next http.Handler) ([]byte
 // read and nobody has read since is handed back as it is: the /mcp chain
 // (bufferBody, byEra, the session cap, cancel-on-disconnect, the id and
 // task-header checks) reads it in each layer, and copying it each time
-// cost a 4 MiB POST about 24 MiB.
+// cost a 4 MiB POST about 24 MiB. The layers read its one scan (readView,
+// bodyView), not the bytes.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if b, ok := r.Body.(*readBack); ok && b.Len() == len(b.body) {
 		return b.body, true
@@ -470,24 +471,39 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes), http.StatusRequestEntityTooLarge)
 		return nil, false
 	}
-	r.Body = &readBack{Reader: bytes.NewReader(body), body: body}
+	rb := &readBack{body: body}
+	rb.Reset(body)
+	r.Body = rb
 	return body, true
 }
 
 // readBack is a body readBody has read and put back. The layers only read
-// body; the handler at the end reads the Reader.
+// body, or its view; the handler at the end reads the Reader.
 type readBack struct {
-	*bytes.Reader
+	bytes.Reader
 	body []byte
+	// v is body's view (bodyView), made by the first layer that asks.
+	v       bodyView
+	scanned bool
 }
 
 func (*readBack) Close() error { return nil }
 
-// callIDs returns the ids of the tools/call requests in an MCP POST body
-// (one message or a batch).
-func callIDs(body []byte) []json.RawMessage {
+// view is the body's bodyView, scanned on the first call. The layers of
+// one request call it in turn, on the request's goroutine.
+func (b *readBack) view() *bodyView {
+	if !b.scanned {
+		b.scanned = true
+		b.v.scan(b.body)
+	}
+	return &b.v
+}
+
+// callIDs returns the ids of the tools/call requests among an MCP POST
+// body's messages (one message or a batch).
+func callIDs(msgs []message) []json.RawMessage {
 	var ids []json.RawMessage
-	for _, m := range messages(body) {
+	for _, m := range msgs {
 		if m.Method == "tools/call" && len(m.ID) > 0 && string(m.ID) != "null" {
 			ids = append(ids, m.ID)
 		}

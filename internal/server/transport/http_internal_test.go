@@ -250,7 +250,7 @@ func TestDeclaresStateless(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_META":{"` + metaProtocolVersion + `":"2026-07-28"}}}`, false},
 		{`not json`, false},
 	} {
-		if got := declaresStateless([]byte(tc.body)); got != tc.want {
+		if got := declaresStateless(messages([]byte(tc.body))); got != tc.want {
 			t.Errorf("declaresStateless(%s) = %v, want %v", tc.body, got, tc.want)
 		}
 	}

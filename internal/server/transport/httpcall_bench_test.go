@@ -32,7 +32,47 @@ func BenchmarkHTTPToolsCall(b *testing.B) {
 }
 
 func benchHTTPToolsCall(b *testing.B, stateless, direct bool) {
-	h := newHarness(b, fixture{})
+	call, done := newRawCaller(b, stateless, direct)
+	defer done()
+	call(0) // the stateless path's first call proves the version (serveCall)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		call(i)
+	}
+	b.StopTimer()
+}
+
+// TestCallReplyIsOneWrite: a run_prompt answered on either HTTP path
+// without the SDK's handler (statefulCalls; the stateless path's stand-in
+// session) reaches the client as one response with a Content-Length, the
+// SDK's event bytes as its body, not as a flushed chunk with the body's end
+// in a second write (writeSSE). The first stateless call, on a throwaway
+// session, is still flushed and chunked.
+func TestCallReplyIsOneWrite(t *testing.T) {
+	for _, stateless := range []bool{false, true} {
+		call, done := newRawCaller(t, stateless, true)
+		call(0)
+		resp, body := call(1)
+		done()
+		if resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) > 0 {
+			t.Errorf("stateless %v: Content-Length %d, Transfer-Encoding %q for a %d-byte reply; want the length, unchunked",
+				stateless, resp.ContentLength, resp.TransferEncoding, len(body))
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" || !strings.HasPrefix(body, "event: message\ndata: {") {
+			t.Errorf("stateless %v: %s reply %q; want the SDK's SSE event", stateless, ct, body)
+		}
+	}
+}
+
+// newRawCaller serves the real server's /mcp over loopback HTTP and
+// returns a raw POST of a run_prompt of the echo prompt as call i (on an
+// established stateful session, or as a 2026-07-28 call; answered
+// directly, or by the SDK's handlers), checked to be a result, and how to
+// end it all.
+func newRawCaller(tb testing.TB, stateless, direct bool) (call func(i int) (*http.Response, string), done func()) {
+	h := newHarness(tb, fixture{})
 	backend := h.srv.Backend()
 	opts := transport.HTTPOptions{APIKey: testToken, AllowedHosts: []string{"127.0.0.1"}}
 	var handler http.Handler
@@ -47,15 +87,14 @@ func benchHTTPToolsCall(b *testing.B, stateless, direct bool) {
 		handler, err = transport.HTTPHandlerSDKOnly(backend, opts)
 	}
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	ts := httptest.NewServer(handler)
-	defer ts.Close()
 	client := ts.Client()
-	post := func(headers map[string]string, body string) (http.Header, string) {
+	post := func(headers map[string]string, body string) (*http.Response, string) {
 		req, err := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		req.Header.Set("Authorization", "Bearer "+testToken)
 		req.Header.Set("Content-Type", "application/json")
@@ -65,14 +104,14 @@ func benchHTTPToolsCall(b *testing.B, stateless, direct bool) {
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		data, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
-		return resp.Header, string(data)
+		return resp, string(data)
 	}
 	headers := map[string]string{"Mcp-Protocol-Version": "2025-11-25"}
 	meta := ""
@@ -80,34 +119,31 @@ func benchHTTPToolsCall(b *testing.B, stateless, direct bool) {
 		headers = map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "run_prompt"}
 		meta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}}}`
 	} else {
-		hdr, body := post(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
-		sid := hdr.Get("Mcp-Session-Id")
+		resp, body := post(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+		sid := resp.Header.Get("Mcp-Session-Id")
 		if sid == "" {
-			b.Fatalf("initialize: %s", body)
+			tb.Fatalf("initialize: %s", body)
 		}
 		headers["Mcp-Session-Id"] = sid
 		post(headers, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	}
-	call := func(i int) {
-		_, body := post(headers, `{"jsonrpc":"2.0","id":`+strconv.Itoa(i)+`,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"echo","args":"x"}`+meta+`}}`)
+	call = func(i int) (*http.Response, string) {
+		resp, body := post(headers, `{"jsonrpc":"2.0","id":`+strconv.Itoa(i)+`,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"echo","args":"x"}`+meta+`}}`)
 		if !strings.Contains(body, `"result"`) || strings.Contains(body, `"isError":true`) {
-			b.Fatalf("call: %s", body)
+			tb.Fatalf("call: %s", body)
 		}
+		return resp, body
 	}
-	call(0) // the stateless path's first call proves the version (serveCall)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		i++
-		call(i)
-	}
-	b.StopTimer()
-	if !stateless {
-		req, _ := http.NewRequest(http.MethodDelete, ts.URL+"/mcp", nil)
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		req.Header.Set("Mcp-Session-Id", headers["Mcp-Session-Id"])
-		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
+	done = func() {
+		if !stateless {
+			req, _ := http.NewRequest(http.MethodDelete, ts.URL+"/mcp", nil)
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			req.Header.Set("Mcp-Session-Id", headers["Mcp-Session-Id"])
+			if resp, err := client.Do(req); err == nil {
+				resp.Body.Close()
+			}
 		}
+		ts.Close()
 	}
+	return call, done
 }

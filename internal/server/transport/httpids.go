@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"encoding/json"
 	"net/http"
 )
 
@@ -14,11 +13,11 @@ import (
 func exactIDs(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
-			body, ok := readBody(w, r)
+			v, ok := readView(w, r)
 			if !ok {
 				return
 			}
-			if id, problem := inexactID(body); problem != "" {
+			if id, problem := inexactID(v); problem != "" {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusBadRequest)
 				w.Write(errorReply(id, codeInvalidRequest, problem))
@@ -29,34 +28,14 @@ func exactIDs(next http.Handler) http.Handler {
 	})
 }
 
-// inexactID finds the first request in body (one message or a batch)
+// inexactID finds the first request of a body (one message or a batch)
 // whose id idProblem refuses.
-func inexactID(body []byte) (id []byte, problem string) {
-	if !json.Valid(body) {
-		return nil, ""
-	}
-	check := func(msg []byte) bool {
-		if e, ok := scanEnvelope(msg); ok && e.method != nil {
-			if p := idProblem(e.id); p != "" {
-				id, problem = e.id, p
-				return false
+func inexactID(v *bodyView) (id []byte, problem string) {
+	for i := range v.elems {
+		if e := &v.elems[i]; e.obj && e.env.method != nil {
+			if p := idProblem(e.env.id); p != "" {
+				return e.env.id, p
 			}
-		}
-		return true
-	}
-	i := skipSpace(body, 0)
-	if i >= len(body) || body[i] != '[' {
-		check(body)
-		return id, problem
-	}
-	for i = skipSpace(body, i+1); i < len(body) && body[i] != ']'; {
-		end, _ := skipValue(body, i)
-		if !check(body[i:end]) {
-			return id, problem
-		}
-		i = skipSpace(body, end)
-		if i < len(body) && body[i] == ',' {
-			i = skipSpace(body, i+1)
 		}
 	}
 	return nil, ""

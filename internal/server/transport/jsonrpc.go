@@ -207,6 +207,12 @@ func idProblem(raw []byte) string {
 // under (the raw id when it is a string or a number, else nil for null).
 func requestProblem(msg []byte) (code int, problem string, replyID []byte) {
 	e, ok := scanEnvelope(msg)
+	return envelopeProblem(msg, e, ok)
+}
+
+// envelopeProblem is requestProblem for a message already scanned: e and
+// ok are scanEnvelope's answer for msg.
+func envelopeProblem(msg []byte, e envelope, ok bool) (code int, problem string, replyID []byte) {
 	if !ok {
 		if i := skipSpace(msg, 0); i < len(msg) && msg[i] == '[' {
 			return codeInvalidRequest, "a JSON-RPC batch (an array) is not accepted: send one message per line", nil
@@ -242,6 +248,11 @@ func requestProblem(msg []byte) (code int, problem string, replyID []byte) {
 // decoder then handles. FuzzStdioFraming checks that the two agree.
 func decodeRequest(msg []byte) (req *jsonrpc.Request, ok bool) {
 	e, _ := scanEnvelope(msg)
+	return envelopeRequest(e)
+}
+
+// envelopeRequest is decodeRequest for a message already scanned into e.
+func envelopeRequest(e envelope) (req *jsonrpc.Request, ok bool) {
 	if !e.plain || e.method == nil || e.result || e.error || !plainString(e.method) {
 		return nil, false
 	}

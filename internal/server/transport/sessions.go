@@ -124,11 +124,12 @@ func (l *sessionLimit) wrap(next http.Handler) http.Handler {
 			}
 			return
 		}
-		body, ok := postBody(w, r, next)
+		v, ok := postView(w, r, next)
 		if !ok {
 			return
 		}
-		opens, stray := sessionlessCalls(body)
+		msgs := v.messages()
+		opens, stray := sessionlessCalls(msgs)
 		if stray != nil {
 			writeRPCError(w, http.StatusBadRequest, stray, jsonrpc.CodeInvalidRequest,
 				"no session: send initialize first and name the session it returns in the Mcp-Session-Id header (or speak protocol 2026-07-28, which needs no session)")
@@ -140,7 +141,7 @@ func (l *sessionLimit) wrap(next http.Handler) http.Handler {
 		}
 		if !l.reserve() {
 			w.Header().Set("Retry-After", strconv.Itoa(sessionRetryAfter))
-			writeRPCError(w, http.StatusServiceUnavailable, initializeID(body), codeServerBusy,
+			writeRPCError(w, http.StatusServiceUnavailable, initializeID(msgs), codeServerBusy,
 				fmt.Sprintf("the server has %d live MCP sessions, its limit ([server].max_sessions): end sessions you no longer use (HTTP DELETE), retry later, or ask the operator to raise the limit", l.max))
 			return
 		}
@@ -378,11 +379,12 @@ func (l *sessionLimit) closeSessions(ids []string) {
 	l.log.Debug("closed HTTP sessions idle under session pressure", "sessions", len(ids), "idle_for", SessionIdleUnderPressure)
 }
 
-// sessionlessCalls reads a POST without a session id: opens is whether it
-// carries an initialize, stray the id of its first other request (ping
-// aside, which the SDK answers without a session), nil when none.
-func sessionlessCalls(body []byte) (opens bool, stray json.RawMessage) {
-	for _, m := range messages(body) {
+// sessionlessCalls reads the messages of a POST without a session id:
+// opens is whether it carries an initialize, stray the id of its first
+// other request (ping aside, which the SDK answers without a session), nil
+// when none.
+func sessionlessCalls(msgs []message) (opens bool, stray json.RawMessage) {
+	for _, m := range msgs {
 		switch {
 		case m.Method == "initialize":
 			opens = true
@@ -393,9 +395,9 @@ func sessionlessCalls(body []byte) (opens bool, stray json.RawMessage) {
 	return opens, stray
 }
 
-// initializeID is the id of the initialize in body, for its refusal.
-func initializeID(body []byte) json.RawMessage {
-	for _, m := range messages(body) {
+// initializeID is the id of the initialize among msgs, for its refusal.
+func initializeID(msgs []message) json.RawMessage {
+	for _, m := range msgs {
 		if m.Method == "initialize" {
 			return m.ID
 		}
@@ -417,48 +419,7 @@ type message struct {
 // "Method" would be one thing here and another to the SDK: an initialize
 // the session cap did not count, or a call no disconnect cancelled.
 func messages(body []byte) []message {
-	if !json.Valid(body) {
-		return nil
-	}
-	one := func(msg []byte) (message, bool) {
-		e, ok := scanEnvelope(msg)
-		if !ok {
-			return message{}, false
-		}
-		m := message{ID: e.id, Params: e.params}
-		switch {
-		case e.method == nil:
-		case plainString(e.method):
-			// The common spelling, without encoding/json's reflection:
-			// every layer of the /mcp chain reads the method.
-			m.Method = string(e.method[1 : len(e.method)-1])
-		case json.Unmarshal(e.method, &m.Method) != nil:
-			return message{}, false
-		}
-		return m, true
-	}
-	i := skipSpace(body, 0)
-	if body[i] != '[' {
-		m, ok := one(body)
-		if !ok {
-			return nil
-		}
-		return []message{m}
-	}
-	var batch []message
-	for i = skipSpace(body, i+1); i < len(body) && body[i] != ']'; {
-		end, _ := skipValue(body, i)
-		m, ok := one(body[i:end])
-		if !ok {
-			return nil
-		}
-		batch = append(batch, m)
-		i = skipSpace(body, end)
-		if i < len(body) && body[i] == ',' {
-			i = skipSpace(body, i+1)
-		}
-	}
-	return batch
+	return scanBody(body).messages()
 }
 
 // writeRPCError answers with a JSON-RPC error response under id (null

@@ -234,10 +234,13 @@ func (s *statefulCalls) done(sid, key string) {
 // while it is served; a call under the id of one answered here is refused
 // as the SDK refuses an id in flight.
 func (s *statefulCalls) passOn(w http.ResponseWriter, r *http.Request, sid string) {
-	body, _ := bufferedBody(r)
+	var msgs []message
+	if v, ok := bufferedView(r); ok {
+		msgs = v.messages()
+	}
 	var keys []string
 	var ids []jsonrpc.ID
-	for _, m := range messages(body) {
+	for _, m := range msgs {
 		if m.Method == methodCancelled {
 			s.cancel(sid, m.Params)
 			continue
@@ -403,7 +406,7 @@ func (st *callStream) write(data []byte, last bool, status int) error {
 	if st.closed {
 		return fmt.Errorf("%w: undelivered message: stream not connected or already closed", errRejected)
 	}
-	if err := writeMessage(st.w, data, status); err != nil {
+	if err := writeMessage(st.w, data, status, last); err != nil {
 		return fmt.Errorf("%w: undelivered message: %w", errRejected, err)
 	}
 	return nil

@@ -370,31 +370,39 @@ func oneCall(r *http.Request) (*jsonrpc.Request, bool) {
 	if jsonOK, streamOK := acceptsBoth(h.Values("Accept")); !jsonOK || !streamOK {
 		return nil, false
 	}
-	body, ok := bufferedBody(r)
-	if !ok || !json.Valid(body) {
+	v, ok := bufferedView(r)
+	if !ok {
 		return nil, false
 	}
-	if i := skipSpace(body, 0); i >= len(body) || body[i] != '{' {
-		return nil, false // a batch is the SDK's to refuse
-	}
-	if code, _, _ := requestProblem(body); code != 0 {
+	return v.call()
+}
+
+// call is the body's one tools/call request in the common spelling (see
+// oneCall); false for anything else.
+func (v *bodyView) call() (*jsonrpc.Request, bool) {
+	// A batch is the SDK's to refuse; so is a body that is not an object.
+	e, ok := v.single()
+	if !ok {
 		return nil, false
 	}
-	req, ok := decodeRequest(body)
+	if code, _, _ := envelopeProblem(e.raw, e.env, true); code != 0 {
+		return nil, false
+	}
+	req, ok := envelopeRequest(e.env)
 	if !ok || !req.IsCall() || req.Method != directCallMethod {
 		return nil, false
 	}
 	return req, true
 }
 
-// bufferedBody is r's body as bufferBody read it; false when it was not
-// read there, or was read since.
-func bufferedBody(r *http.Request) ([]byte, bool) {
+// bufferedView is the view of r's body as bufferBody read it; false when
+// it was not read there, or was read since.
+func bufferedView(r *http.Request) (*bodyView, bool) {
 	b, ok := r.Body.(*readBack)
 	if !ok || b.Len() != len(b.body) || len(b.body) == 0 {
 		return nil, false
 	}
-	return b.body, true
+	return b.view(), true
 }
 
 // acceptsBoth is the SDK's reading of Accept (mcp/streamable.go,
@@ -564,7 +572,9 @@ func (c *callConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	// A failed write is the client gone, which the POST's context reports;
 	// the connection itself is not broken (stream.deliverLocked's errors
 	// are ErrRejected too).
-	if err := writeMessage(c.w, data, status); err != nil {
+	// Flushed, the reply too: serveCall returns only after the session's
+	// close.
+	if err := writeMessage(c.w, data, status, false); err != nil {
 		return fmt.Errorf("%w: %w", errRejected, err)
 	}
 	return nil
@@ -572,10 +582,12 @@ func (c *callConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 // writeMessage writes one encoded message: as one SSE event, or, with a
 // status, as the whole response (a SEP-2575 error reply: that status and
-// the bare JSON-RPC response, as stream.deliverLocked writes it).
-func writeMessage(w http.ResponseWriter, data []byte, status int) error {
+// the bare JSON-RPC response, as stream.deliverLocked writes it). final
+// marks the last message of a response whose handler returns as soon as it
+// is written: its event is left to net/http to send (see writeSSE).
+func writeMessage(w http.ResponseWriter, data []byte, status int, final bool) error {
 	if status == 0 {
-		return writeSSE(w, data)
+		return writeSSE(w, data, !final)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -626,16 +638,28 @@ func errorStatus(msg jsonrpc.Message) int {
 	return 0
 }
 
-// writeSSE writes data as one SSE "message" event and flushes it, as the
-// SDK's writeEvent does (mcp/event.go) without an event id (no event
-// store, and none in 2026-07-28).
-func writeSSE(w http.ResponseWriter, data []byte) error {
+// writeSSE writes data as one SSE "message" event, as the SDK's
+// writeEvent does (mcp/event.go) without an event id (no event store, and
+// none in 2026-07-28), and flushes it when flush is set.
+//
+// A call's reply, the last event of its stream, is not flushed when the
+// handler returns right after it (callStream.reply): net/http then sends
+// the whole response at once when the handler returns, with a
+// Content-Length when it is under its 2 KiB chunking buffer, where a flush
+// sent the event as one chunk and the chunked body's end in a second write
+// once the handler returned. Each call so costs the server one write
+// syscall and the client one read less, and the client's SSE reader finds
+// the body's end without waiting for another packet. The event's bytes,
+// its Content-Type and the other headers stay the SDK's.
+func writeSSE(w http.ResponseWriter, data []byte, flush bool) error {
 	buf := make([]byte, 0, len("event: message\ndata: \n\n")+len(data))
 	buf = append(buf, "event: message\ndata: "...)
 	buf = append(buf, data...)
 	buf = append(buf, "\n\n"...)
 	_, err := w.Write(buf)
-	http.NewResponseController(w).Flush()
+	if flush {
+		http.NewResponseController(w).Flush()
+	}
 	return err
 }
 

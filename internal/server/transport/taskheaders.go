@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -22,10 +21,6 @@ import (
 // headerMcpName is the standard header naming a request's target.
 const headerMcpName = "Mcp-Name"
 
-// taskMethodPrefix is how every task method's name starts in a body that
-// spells it without escapes (isTaskMethod).
-const taskMethodPrefix = `"tasks/`
-
 // isTaskMethod reports whether method's Mcp-Name is params.taskId.
 func isTaskMethod(method string) bool {
 	switch method {
@@ -44,24 +39,16 @@ func taskNameHeader(next http.Handler) http.Handler {
 			return
 		}
 		// Capped like every other read of a body here: it runs before the
-		// SDK's own limit.
-		body, ok := readBody(w, r)
+		// SDK's own limit. The view is the one every later layer reads
+		// (bodyView): a body that is not one task request, every
+		// tools/call of this era, goes on after a look at its method.
+		v, ok := readView(w, r)
 		if !ok {
 			return
 		}
-		// A task method's name is spelled "tasks/… in the body, or with an
-		// escape: a body with neither, every tools/call of this era, goes
-		// on without taskRequest's validation and scan of the whole body
-		// (about half of the instructions the /mcp layers spent on a
-		// 2026-07-28 run_prompt POST; docs/benchmarks.md, "Backend.Direct
-		// on both HTTP paths").
-		if !bytes.Contains(body, []byte(taskMethodPrefix)) && bytes.IndexByte(body, '\\') < 0 {
-			next.ServeHTTP(w, r)
-			return
-		}
 		// A batch or a body that is not one request is the SDK's to refuse.
-		msg, ok := taskRequest(body)
-		if !ok || !isTaskMethod(msg.Method) {
+		msg, ok := taskRequest(v)
+		if !ok {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -99,25 +86,31 @@ type taskMessage struct {
 	TaskID string
 }
 
-// taskRequest reads body's id, method and params.taskId as the SDK's
+// taskRequest reads the id, method and params.taskId of a body that is
+// one tasks/get, tasks/update or tasks/cancel request, as the SDK's
 // decoder does (messages; a map for params: exact names, the last of a
-// repeated one winning). encoding/json into a struct folds case, so
-// {"method":"tasks/get","Method":"ping"} read as ping here would have
-// skipped the check the SDK's tasks/get needs. false: not one request.
-func taskRequest(body []byte) (taskMessage, bool) {
-	msgs := messages(body)
-	if len(msgs) != 1 || bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
+// repeated one winning); false for any other body. encoding/json into a
+// struct folds case, so {"method":"tasks/get","Method":"ping"} read as
+// ping here would have skipped the check the SDK's tasks/get needs.
+func taskRequest(v *bodyView) (taskMessage, bool) {
+	e, ok := v.single()
+	if !ok {
 		return taskMessage{}, false
 	}
-	m := taskMessage{ID: msgs[0].ID, Method: msgs[0].Method}
-	// Only a task method's params are read: every 2026-07-28 POST passes
-	// here, and decoding a tools/call's arguments into a map was most of
-	// this check's cost.
-	if !isTaskMethod(m.Method) {
-		return m, true
+	// Only a task method's params are read, and its name made a string:
+	// every 2026-07-28 POST passes here.
+	var method string
+	if plainString(e.env.method) {
+		if !isTaskMethod(string(e.env.method[1 : len(e.env.method)-1])) {
+			return taskMessage{}, false
+		}
+		method = string(e.env.method[1 : len(e.env.method)-1])
+	} else if method, ok = e.methodName(); !ok || !isTaskMethod(method) {
+		return taskMessage{}, false
 	}
+	m := taskMessage{ID: e.env.id, Method: method}
 	var params map[string]json.RawMessage
-	if json.Unmarshal(msgs[0].Params, &params) == nil {
+	if json.Unmarshal(e.env.params, &params) == nil {
 		json.Unmarshal(params["taskId"], &m.TaskID)
 	}
 	return m, true

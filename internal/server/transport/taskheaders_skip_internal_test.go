@@ -7,10 +7,9 @@ import (
 	"testing"
 )
 
-// taskNameHeader's skip (a body with neither "tasks/ nor a backslash goes
-// on unread) passes on no body in which taskRequest finds a tasks/get,
-// tasks/update or tasks/cancel: sent without Mcp-Name, every such body is
-// refused.
+// taskNameHeader passes on no body in which taskRequest finds a
+// tasks/get, tasks/update or tasks/cancel (escaped spellings included):
+// sent without Mcp-Name, every such body is refused.
 func FuzzTaskNameHeaderSkip(f *testing.F) {
 	for _, b := range []string{
 		`{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"taskId":"abc"}}`,
@@ -22,8 +21,8 @@ func FuzzTaskNameHeaderSkip(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		msg, ok := taskRequest([]byte(body))
-		if !ok || !isTaskMethod(msg.Method) || len(body) > maxBodyBytes {
+		msg, ok := taskRequest(scanBody([]byte(body)))
+		if !ok || len(body) > maxBodyBytes {
 			return
 		}
 		passed := false
