@@ -191,7 +191,9 @@ func TestDirectReadsRepliesAsNetHTTP(t *testing.T) {
 		{"early hints first", "HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n" + withLength("HTTP/1.1 200 OK\r\n", "ok"), false, true},
 		{"1.0 keep-alive", withLength("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n", "ok"), false, true},
 		{"gzip not decoded", withLength("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n", "\x1f\x8bnot really"), false, true},
-		{"connection close", withLength("HTTP/1.1 200 OK\r\nConnection: close\r\n", "ok"), true, false},
+		// The server keeps these two open: the client must close them.
+		{"connection close", withLength("HTTP/1.1 200 OK\r\nConnection: close\r\n", "ok"), false, false},
+		{"1.0 with length", withLength("HTTP/1.0 200 OK\r\n", "ok"), false, false},
 		{"1.0 until close", "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nread until the server closes", true, false},
 		{"1.1 until close", "HTTP/1.1 200 OK\r\n\r\nno length, no chunking", true, false},
 		{"cut short", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort", true, false},
