@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -518,21 +517,6 @@ func TestDirectStartsNoGoroutine(t *testing.T) {
 	if direct, fallback := inFlight(tr), inFlight(tr.Fallback); direct != 1 || fallback != 3 {
 		t.Errorf("a turn in flight: %d client goroutines on the direct path, %d on net/http; want 1 (the caller) and 3", direct, fallback)
 	}
-}
-
-// clientGoroutines returns the ids of the goroutines running the gateway
-// client or net/http's client transport (ids, so that one of an earlier
-// test ending meanwhile does not count).
-func clientGoroutines() map[string]bool {
-	buf := make([]byte, 1<<20)
-	ids := map[string]bool{}
-	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-		if strings.Contains(g, "gateway.(*Client).Complete") || strings.Contains(g, "net/http.(*persistConn)") {
-			id, _, _ := strings.Cut(strings.TrimPrefix(g, "goroutine "), " ")
-			ids[id] = true
-		}
-	}
-	return ids
 }
 
 // Idle connections close after 90 s on a timer (no goroutine waits for
