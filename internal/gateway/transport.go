@@ -264,18 +264,20 @@ func (t *Transport) putIdle(c *directConn) {
 	if t.idle == nil {
 		t.idle = make(map[string][]*directConn)
 	}
-	t.idle[c.addr] = append(t.idle[c.addr], c)
-	c.idleAt = time.Now()
-	t.mu.Unlock()
 	timeout := t.IdleConnTimeout
 	if timeout <= 0 {
 		timeout = idleConnTimeout
 	}
+	// The timer is armed before the lock is let go: takeIdle stops it as
+	// soon as another request takes c.
+	c.idleAt = time.Now()
 	if c.timer == nil {
 		c.timer = time.AfterFunc(timeout, func() { t.expire(c, timeout) })
 	} else {
 		c.timer.Reset(timeout)
 	}
+	t.idle[c.addr] = append(t.idle[c.addr], c)
+	t.mu.Unlock()
 }
 
 // expire closes c if it is still idle and has been for timeout. The check
