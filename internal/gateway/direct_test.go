@@ -142,15 +142,14 @@ func itoa(n int) string {
 	}
 }
 
-func get(t *testing.T, hc *http.Client, url string) (*http.Response, []byte, error) {
+// get sends a GET of url through rt and reads the reply.
+func get(t *testing.T, rt http.RoundTripper, url string) (*http.Response, []byte, error) {
 	t.Helper()
-	resp, err := hc.Get(url)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	if err != nil {
-		return nil, nil, err
+		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp, body, err
+	return send(rt, req)
 }
 
 // N sequential turns go out on one connection, and none through net/http.
@@ -205,12 +204,11 @@ func TestDirectReadsRepliesAsNetHTTP(t *testing.T) {
 			// net/http, asked not to compress as the direct path does not.
 			ref := &http.Transport{DisableCompression: true}
 			t.Cleanup(ref.CloseIdleConnections)
-			want, wantBody, wantErr := get(t, &http.Client{Transport: ref}, g.URL()+"/v1/models")
+			want, wantBody, wantErr := get(t, ref, g.URL()+"/v1/models")
 			before := g.accepts.Load()
 
 			tr, dials := countingTransport(t)
-			hc := &http.Client{Transport: tr}
-			got, gotBody, gotErr := get(t, hc, g.URL()+"/v1/models")
+			got, gotBody, gotErr := get(t, tr, g.URL()+"/v1/models")
 			if (gotErr == nil) != (wantErr == nil) {
 				t.Fatalf("direct error %v, net/http error %v", gotErr, wantErr)
 			}
@@ -230,7 +228,7 @@ func TestDirectReadsRepliesAsNetHTTP(t *testing.T) {
 				}
 			}
 			// A second request: on the same connection only if it was kept.
-			_, _, _ = get(t, hc, g.URL()+"/v1/models")
+			_, _, _ = get(t, tr, g.URL()+"/v1/models")
 			if n := g.accepts.Load() - before; (n == 1) != tc.reused {
 				t.Errorf("two requests took %d connections; reused should be %v", n, tc.reused)
 			}
@@ -257,7 +255,7 @@ func TestDirectWritesTheRequestAsNetHTTP(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer k")
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json")
-		if _, _, err := get2(rt, req); err != nil {
+		if _, _, err := send(rt, req); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -276,7 +274,8 @@ func TestDirectWritesTheRequestAsNetHTTP(t *testing.T) {
 	}
 }
 
-func get2(rt http.RoundTripper, req *http.Request) (*http.Response, []byte, error) {
+// send sends req through rt and reads the reply.
+func send(rt http.RoundTripper, req *http.Request) (*http.Response, []byte, error) {
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		return nil, nil, err
@@ -355,7 +354,7 @@ func TestDirectRetriesOnlyWhatNetHTTPRetries(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				_, _, err = get2(tr, req)
+				_, _, err = send(tr, req)
 				return err
 			}
 			if err := send(); err != nil {
@@ -393,7 +392,7 @@ func TestDirectCancelWhileWaitingForHeaders(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.URL()+"/v1/chat/completions", strings.NewReader("{}"))
-		_, _, err := get2(tr, req)
+		_, _, err := send(tr, req)
 		errc <- err
 	}()
 	<-arrived
@@ -402,7 +401,7 @@ func TestDirectCancelWhileWaitingForHeaders(t *testing.T) {
 	if err := <-errc; err != why {
 		t.Errorf("cancelled round trip: %v, want the context's cause as net/http returns it", err)
 	}
-	if _, _, err := get(t, &http.Client{Transport: tr}, g.URL()+"/v1/models"); err != nil {
+	if _, _, err := get(t, tr, g.URL()+"/v1/models"); err != nil {
 		t.Fatal(err)
 	}
 	if n := g.accepts.Load(); n != 2 {
@@ -440,7 +439,7 @@ func TestDirectCancelWhileReadingTheBody(t *testing.T) {
 		t.Errorf("read after cancel: %v, want context.Canceled", err)
 	}
 	resp.Body.Close()
-	if _, _, err := get(t, &http.Client{Transport: tr}, g.URL()+"/v1/models"); err != nil {
+	if _, _, err := get(t, tr, g.URL()+"/v1/models"); err != nil {
 		t.Fatal(err)
 	}
 	if n := g.accepts.Load(); n != 2 {
@@ -461,7 +460,7 @@ func TestDirectFallsBackToNetHTTP(t *testing.T) {
 		t.Cleanup(proxy.Close)
 		tr, dials := countingTransport(t)
 		tr.Proxy = func(*http.Request) (*url.URL, error) { return url.Parse(proxy.URL) }
-		_, body, err := get(t, &http.Client{Transport: tr}, "http://gateway.invalid/v1/models")
+		_, body, err := get(t, tr, "http://gateway.invalid/v1/models")
 		if err != nil || string(body) != "via proxy" || proxied.Load() != 1 || dials.fallback.Load() != 1 {
 			t.Errorf("proxied: %q, %v; proxy saw %d, net/http dialled %d", body, err, proxied.Load(), dials.fallback.Load())
 		}
@@ -473,7 +472,7 @@ func TestDirectFallsBackToNetHTTP(t *testing.T) {
 		t.Cleanup(srv.Close)
 		tr, dials := countingTransport(t)
 		tr.Fallback.TLSClientConfig = &tls.Config{RootCAs: srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
-		_, body, err := get(t, &http.Client{Transport: tr}, srv.URL+"/v1/models")
+		_, body, err := get(t, tr, srv.URL+"/v1/models")
 		if err != nil || dials.fallback.Load() != 1 {
 			t.Errorf("https: %q, %v; net/http dialled %d", body, err, dials.fallback.Load())
 		}
@@ -544,9 +543,8 @@ func TestDirectIdleTimeoutAndClose(t *testing.T) {
 		}()
 		tr := gateway.NewTransport()
 		tr.DialContext = ln.dial
-		hc := &http.Client{Transport: tr}
 		fetch := func() {
-			if _, _, err := get(t, hc, "http://gateway.test/v1/models"); err != nil {
+			if _, _, err := get(t, tr, "http://gateway.test/v1/models"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -576,37 +574,19 @@ func TestDirectIdleTimeoutAndClose(t *testing.T) {
 // waits on the connection's deadline, moved by the context's end).
 func TestDirectTimeoutOnAFakeClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ln := newPipeListener()
-		stop := make(chan struct{})
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
-			select {
-			case <-r.Context().Done():
-			case <-stop:
+		silentServerOn(gateway.NewTransport(), func(hc *http.Client) {
+			c, err := gateway.New(gateway.Options{BaseURL: "http://gateway.test/v1", APIKey: secret.MustNew("k"), Timeout: 7 * time.Second, HTTPClient: hc})
+			if err != nil {
+				t.Fatal(err)
 			}
-		})}
-		served := make(chan struct{})
-		go func() {
-			defer close(served)
-			_ = srv.Serve(ln)
-		}()
-		tr := gateway.NewTransport()
-		tr.DialContext = ln.dial
-		c, err := gateway.New(gateway.Options{BaseURL: "http://gateway.test/v1", APIKey: secret.MustNew("k"), Timeout: 7 * time.Second, HTTPClient: &http.Client{Transport: tr}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		_, err = c.Complete(t.Context(), userTurn("hi"))
-		if got := time.Since(start); got != 7*time.Second {
-			t.Errorf("gave up after %v, want 7s", got)
-		}
-		if ge := asError(t, err, gateway.KindTransport); !ge.Timeout() {
-			t.Errorf("not a timeout: %v", err)
-		}
-		close(stop)
-		tr.CloseIdleConnections()
-		_ = srv.Close()
-		<-served
+			start := time.Now()
+			_, err = c.Complete(t.Context(), userTurn("hi"))
+			if got := time.Since(start); got != 7*time.Second {
+				t.Errorf("gave up after %v, want 7s", got)
+			}
+			if ge := asError(t, err, gateway.KindTransport); !ge.Timeout() {
+				t.Errorf("not a timeout: %v", err)
+			}
+		})
 	})
 }
