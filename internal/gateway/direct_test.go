@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -69,7 +70,7 @@ type rawGateway struct {
 	conns []net.Conn
 }
 
-func newRawGateway(t *testing.T, reply func(n int64, req *http.Request) (string, bool)) *rawGateway {
+func newRawGateway(t testing.TB, reply func(n int64, req *http.Request) (string, bool)) *rawGateway {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -588,5 +589,57 @@ func TestDirectTimeoutOnAFakeClock(t *testing.T) {
 				t.Errorf("not a timeout: %v", err)
 			}
 		})
+	})
+}
+
+// Whatever bytes a server sends, the direct path reads the same reply as
+// net/http, or fails where net/http fails. The server closes the
+// connection after its bytes, so a reply that promises more ends short on
+// both.
+func FuzzDirectReadsAsNetHTTP(f *testing.F) {
+	for _, seed := range []string{
+		withLength("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n", chatOK),
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n5\r\nhello\r\n0\r\nX-T: v\r\n\r\n",
+		"HTTP/1.0 200 OK\r\n\r\nuntil close",
+		"HTTP/1.1 103 Early Hints\r\n\r\n" + withLength("HTTP/1.1 200 OK\r\n", "ok"),
+		"HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort",
+		"HTTP/1.1 200\r\n\r\n",
+		"",
+	} {
+		f.Add(seed)
+	}
+	var mu sync.Mutex
+	current := ""
+	g := newRawGateway(f, func(int64, *http.Request) (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		return current, true
+	})
+	f.Fuzz(func(t *testing.T, raw string) {
+		mu.Lock()
+		current = raw
+		mu.Unlock()
+		// Each side on fresh connections: a kept one would carry what an
+		// earlier input left behind.
+		ref := &http.Transport{DisableCompression: true}
+		defer ref.CloseIdleConnections()
+		want, wantBody, wantErr := get(t, ref, g.URL()+"/v1/models")
+		tr := gateway.NewTransport()
+		defer tr.CloseIdleConnections()
+		got, gotBody, gotErr := get(t, tr, g.URL()+"/v1/models")
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("direct error %v, net/http error %v", gotErr, wantErr)
+		}
+		if wantErr != nil {
+			return
+		}
+		if got.StatusCode != want.StatusCode || got.ContentLength != want.ContentLength || got.Close != want.Close ||
+			string(gotBody) != string(wantBody) || fmt.Sprint(got.Header) != fmt.Sprint(want.Header) || fmt.Sprint(got.Trailer) != fmt.Sprint(want.Trailer) {
+			t.Errorf("direct %d len %d close %v header %v trailer %v body %q\nnet/http %d len %d close %v header %v trailer %v body %q",
+				got.StatusCode, got.ContentLength, got.Close, got.Header, got.Trailer, gotBody,
+				want.StatusCode, want.ContentLength, want.Close, want.Header, want.Trailer, wantBody)
+		}
 	})
 }
