@@ -44,7 +44,10 @@ func probeStale(c net.Conn) bool {
 
 // waitReadable waits until the reply starts to arrive (or the peer closes,
 // or the deadline passes), so the bufio.Reader it is read through is taken
-// only then: a run waiting on the model holds no read buffer.
+// only then: a run waiting on the model holds no read buffer. The first
+// call of f must look at the socket rather than wait: RawConn.Read clears
+// the poller's readiness before calling it, so a reply that arrived
+// before the wait began would otherwise never wake it.
 func waitReadable(c net.Conn) error {
 	rc := rawConn(c)
 	if rc == nil {
