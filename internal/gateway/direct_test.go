@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -446,6 +447,62 @@ func TestDirectCancelWhileReadingTheBody(t *testing.T) {
 	if n := g.accepts.Load(); n != 2 {
 		t.Errorf("%d connections; the cancelled one must not be reused", n)
 	}
+}
+
+// Cancelling while dialling, or while writing a request the gateway does
+// not read (32 MiB, more than the sockets buffer), ends the round trip
+// with the context's cause.
+func TestDirectCancelWhileDiallingOrWriting(t *testing.T) {
+	why := errors.New("the run was cancelled")
+	t.Run("dialling", func(t *testing.T) {
+		tr, _ := countingTransport(t)
+		dialling := make(chan struct{})
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			close(dialling)
+			<-ctx.Done()
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: ctx.Err()}
+		}
+		ctx, cancel := context.WithCancelCause(t.Context())
+		errc := make(chan error, 1)
+		go func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:9/v1/models", nil)
+			_, _, err := send(tr, req)
+			errc <- err
+		}()
+		<-dialling
+		cancel(why)
+		if err := <-errc; err != why {
+			t.Errorf("cancelled dial: %v, want the context's cause", err)
+		}
+	})
+	t.Run("writing", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		accepted := make(chan net.Conn, 1)
+		go func() {
+			c, err := ln.Accept()
+			if err == nil {
+				accepted <- c // never read
+			}
+		}()
+		tr, _ := countingTransport(t)
+		ctx, cancel := context.WithCancelCause(t.Context())
+		errc := make(chan error, 1)
+		go func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ln.Addr().String()+"/v1/chat/completions", bytes.NewReader(make([]byte, 32<<20)))
+			_, _, err := send(tr, req)
+			errc <- err
+		}()
+		c := <-accepted
+		defer c.Close()
+		cancel(why)
+		if err := <-errc; err != why {
+			t.Errorf("cancelled write: %v, want the context's cause", err)
+		}
+	})
 }
 
 // A request a proxy takes, and an https one, go through net/http.
