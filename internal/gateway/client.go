@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -104,51 +103,6 @@ func orDefault(d, def time.Duration) time.Duration {
 	}
 	return d
 }
-
-// NewTransport returns the HTTP transport for gateway calls: the default
-// transport with a connect timeout like the reference gateway's (10s), 64
-// idle connections per host, enough for concurrent runs (and their fanout
-// arms) against one gateway, and small buffers (see [NewTransportFor]).
-// [New] uses it when [Options.HTTPClient] is nil; a host that wraps the
-// transport (the server times every call) builds on it, so every client of
-// the gateway has the same limits.
-//
-// 64 is the serve path's value: the server built its own transport with
-// it, while a client New built had 32 and web_search the default 2.
-func NewTransport() *http.Transport { return NewTransportFor(0) }
-
-// NewTransportFor is [NewTransport] for a host that runs up to runs model
-// turns at once (serve: [server].max_concurrent_runs): it keeps an idle
-// connection per run, at least 64.
-//
-// The idle pool is what keeps a busy server from dialling: with fewer idle
-// places than runs, every turn that ends while the pool is full closes its
-// connection and a later turn dials a new one, which at 1,000 runs in
-// flight was half of them (a TCP connect and close on both sides, two new
-// goroutines: about 10 % of the server's CPU in its profile, and the
-// gateway's own). The default transport's MaxIdleConns (100 over all hosts)
-// is raised with it, or it would cap the pool first. Idle connections
-// still close after IdleConnTimeout (90 s).
-//
-// The read and write buffers are 1 KiB, not net/http's 4 KiB: each
-// connection keeps both for its life, one connection per run in flight,
-// while a chat request is written once (headers and the first KiB
-// buffered, the rest written straight through) and a reply read once
-// (ReadAll reads large bodies past the buffer). That is 6 KiB less per run
-// in flight for at most one more write and a few more reads per turn.
-func NewTransportFor(runs int) *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	idle := max(64, runs)
-	t.MaxIdleConnsPerHost = idle
-	t.MaxIdleConns = max(t.MaxIdleConns, idle)
-	t.ReadBufferSize, t.WriteBufferSize = transportBuffer, transportBuffer
-	return t
-}
-
-// transportBuffer is the size of a gateway connection's read and write
-// buffers (see NewTransportFor).
-const transportBuffer = 1 << 10
 
 // CloseIdleConnections closes the client's idle keep-alive connections,
 // e.g. when a host replaces its client on reload.

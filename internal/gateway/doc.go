@@ -48,11 +48,29 @@
 // through [Error.Body] for debug logs. The key never appears in %v, %#v or
 // slog output of a [Client] or [Options].
 //
-// Connections. The package starts no goroutine of its own; net/http's
-// transport runs two per open connection (its read and write loops), one
-// connection per request in flight. [NewTransportFor] keeps as many idle
-// connections as the host runs model turns at once (serve: one per run
-// slot), so a busy server reuses them instead of dialling per turn; idle
-// ones close after 90 s, or on [Client.CloseIdleConnections], which the
-// host calls when it replaces or closes its client.
+// Connections. The package starts no goroutine of its own, and for the
+// usual gateway (a model server on loopback or a LAN over plain http, no
+// proxy) none runs per connection either: [Transport] makes such a round
+// trip on the caller's goroutine (direct.go), over keep-alive connections
+// it pools itself, reading each reply with the standard library's
+// http.ReadResponse. A connection goes back to the pool only when its
+// reply was read to the end and neither side asked to close; one the
+// server closed while idle is noticed before use (a non-blocking peek),
+// and a request that met one anyway is sent again exactly when net/http
+// would send it again (never a POST the server may have acted on). The
+// request's context ending moves the connection's deadline into the past
+// (context.AfterFunc), which ends any wait, and the connection is closed.
+// No buffer is held while a connection is idle or waiting for the model:
+// requests are assembled in a pooled buffer and written in one write,
+// replies read through a pooled 1 KiB reader taken when the reply starts
+// to arrive. No Accept-Encoding is sent, so replies come uncompressed.
+// Everything else (https, a proxy from the environment, a request net/http
+// would treat specially) goes to [Transport.Fallback], net/http's
+// transport, whose read and write loops run two goroutines per open
+// connection. [NewTransportFor] keeps as many idle connections on each
+// path as the host runs model turns at once (serve: one per run slot), so
+// a busy server reuses them instead of dialling per turn; idle ones close
+// after 90 s (a timer per connection, no goroutine), or on
+// [Client.CloseIdleConnections], which the host calls when it replaces or
+// closes its client.
 package gateway

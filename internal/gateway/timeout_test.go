@@ -78,7 +78,11 @@ func silentGateway(t *testing.T, cfg gateway.Options, fn func(c *gateway.Client)
 
 // silentServer runs fn with an HTTP client whose every request reaches a
 // server that never answers, over pipes, so it runs on a bubble's clock.
-func silentServer(fn func(hc *http.Client)) {
+func silentServer(fn func(hc *http.Client)) { silentServerOn(nil, fn) }
+
+// silentServerOn is silentServer with the client's transport tr (its
+// dialer replaced by the pipes'); nil is a plain net/http transport.
+func silentServerOn(tr *gateway.Transport, fn func(hc *http.Client)) {
 	ln := newPipeListener()
 	stop := make(chan struct{})
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -95,10 +99,17 @@ func silentServer(fn func(hc *http.Client)) {
 		defer close(served)
 		_ = srv.Serve(ln)
 	}()
-	tr := &http.Transport{DialContext: ln.dial}
-	fn(&http.Client{Transport: tr})
+	var rt interface {
+		http.RoundTripper
+		CloseIdleConnections()
+	} = &http.Transport{DialContext: ln.dial}
+	if tr != nil {
+		tr.DialContext = ln.dial
+		rt = tr
+	}
+	fn(&http.Client{Transport: rt})
 	close(stop)
-	tr.CloseIdleConnections()
+	rt.CloseIdleConnections()
 	_ = srv.Close()
 	<-served
 }

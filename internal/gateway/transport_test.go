@@ -69,7 +69,8 @@ func TestTransportKeepsAConnectionPerRun(t *testing.T) {
 func TestTransportBuffers(t *testing.T) {
 	tr := gateway.NewTransportFor(0)
 	defer tr.CloseIdleConnections()
-	if tr.ReadBufferSize != 1<<10 || tr.WriteBufferSize != 1<<10 || tr.MaxIdleConnsPerHost != 64 {
-		t.Errorf("buffers %d/%d, idle per host %d; want 1024/1024 and 64", tr.ReadBufferSize, tr.WriteBufferSize, tr.MaxIdleConnsPerHost)
+	fb := tr.Fallback
+	if fb.ReadBufferSize != 1<<10 || fb.WriteBufferSize != 1<<10 || fb.MaxIdleConnsPerHost != 64 || tr.MaxIdleConnsPerHost != 64 {
+		t.Errorf("buffers %d/%d, idle per host %d/%d; want 1024/1024 and 64", fb.ReadBufferSize, fb.WriteBufferSize, fb.MaxIdleConnsPerHost, tr.MaxIdleConnsPerHost)
 	}
 }

@@ -1,0 +1,303 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// The direct path: one plain-http round trip on the caller's goroutine.
+// The request is assembled in a pooled buffer and written in one write;
+// the caller then waits for the reply to become readable with no buffer
+// held, reads it through a pooled bufio.Reader with http.ReadResponse, and
+// gets the body wrapped in a directBody, which gives the connection back
+// to the pool when the body has been read to EOF and neither side asked
+// to close. Cancellation is a context.AfterFunc that moves the
+// connection's deadline into the past, which ends whatever read or write
+// is waiting; the connection is then closed, never reused.
+
+// directConn is one keep-alive connection of the direct path.
+type directConn struct {
+	net.Conn
+	addr string
+	// reused is set once the connection has carried a request: only a
+	// reused connection's failure may be the server closing it while it
+	// was idle, which is when a request is sent again.
+	reused bool
+	idleAt time.Time   // guarded by Transport.mu
+	timer  *time.Timer // the idle timeout, made on the first putIdle
+}
+
+var (
+	// errClosedBeforeReply is a connection that ended before any byte of
+	// the reply (net/http's errServerClosedIdle).
+	errClosedBeforeReply = errors.New("the gateway closed the connection before replying")
+	// errReadAfterClose is net/http's wording for a read of a closed body.
+	errReadAfterClose = errors.New("http: read on closed response body")
+)
+
+// roundTrip sends req on an idle connection or a new one. A request that
+// failed on a reused connection before the server can have acted on it is
+// sent again on another, by net/http's rule (transport.go
+// shouldRetryRequest): when nothing of it was written, or when the
+// connection ended before any byte of the reply and the request is
+// replayable (GET, HEAD, OPTIONS, TRACE or an Idempotency-Key). A POST
+// that was written is never sent twice: the server may have acted on it.
+func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	wire := t.writeBuffer()
+	defer t.putWriteBuffer(wire)
+	err := writeRequest(wire, req)
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	addr := dialAddr(req.URL)
+	for {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		c := t.takeIdle(addr)
+		if c == nil {
+			nc, err := t.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, context.Cause(ctx)
+				}
+				return nil, err
+			}
+			c = &directConn{Conn: nc, addr: addr}
+		}
+		resp, retry, err := t.exchange(ctx, c, req, wire.Bytes())
+		if err == nil || !retry {
+			return resp, err
+		}
+	}
+}
+
+// exchange writes wire on c and reads the reply's head. On failure c is
+// closed, and retry says whether the request may go out again.
+func (t *Transport) exchange(ctx context.Context, c *directConn, req *http.Request, wire []byte) (_ *http.Response, retry bool, _ error) {
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+	fail := func(err error, again bool) (*http.Response, bool, error) {
+		stop()
+		c.Close()
+		if ctx.Err() != nil {
+			return nil, false, context.Cause(ctx)
+		}
+		return nil, again && c.reused, err
+	}
+	if n, err := c.Write(wire); err != nil {
+		return fail(fmt.Errorf("write the request: %w", err), n == 0)
+	}
+	if err := waitReadable(c.Conn); err != nil {
+		return fail(err, replayable(req))
+	}
+	br := t.reader(c.Conn)
+	if _, err := br.Peek(1); err != nil {
+		t.putReader(br)
+		if err == io.EOF {
+			err = errClosedBeforeReply
+		}
+		return fail(err, replayable(req))
+	}
+	resp, err := http.ReadResponse(br, req)
+	// Informational replies (103 Early Hints, a stray 100) come before
+	// the real one, as net/http allows up to five.
+	for n := 0; err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200; n++ {
+		if resp.StatusCode == http.StatusSwitchingProtocols || n == 5 {
+			err = fmt.Errorf("unexpected reply %q before the final one", resp.Status)
+			break
+		}
+		resp, err = http.ReadResponse(br, req)
+	}
+	if err != nil {
+		t.putReader(br)
+		return fail(fmt.Errorf("read the reply: %w", err), false)
+	}
+	b := &directBody{t: t, c: c, br: br, rc: resp.Body, ctx: ctx, stop: stop, keep: !resp.Close && !req.Close}
+	if resp.Body == http.NoBody {
+		b.release()
+		return resp, false, nil
+	}
+	resp.Body = b
+	return resp, false, nil
+}
+
+// replayable is net/http's Request.isReplayable for a request whose body
+// this path has already read into memory.
+func replayable(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, key := req.Header["Idempotency-Key"]
+	_, xkey := req.Header["X-Idempotency-Key"]
+	return key || xkey
+}
+
+// writeRequest assembles req as net/http's Request.Write would for a
+// request direct admits: request line, Host, User-Agent, Content-Length,
+// Connection: close if asked, the other headers, then the body, read in
+// full here so the write is one syscall and a retry needs no rewind.
+func writeRequest(buf *bytes.Buffer, req *http.Request) error {
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	buf.WriteString(method)
+	buf.WriteByte(' ')
+	buf.WriteString(req.URL.RequestURI())
+	buf.WriteString(" HTTP/1.1\r\nHost: ")
+	buf.WriteString(hostHeader(req))
+	buf.WriteString("\r\n")
+	ua := "Go-http-client/1.1"
+	if _, ok := req.Header["User-Agent"]; ok {
+		ua = textproto.TrimString(req.Header.Get("User-Agent"))
+	}
+	if ua != "" {
+		buf.WriteString("User-Agent: ")
+		buf.WriteString(ua)
+		buf.WriteString("\r\n")
+	}
+	var n int64
+	if req.Body != nil && req.Body != http.NoBody {
+		n = req.ContentLength
+	}
+	if n > 0 || (method != http.MethodGet && method != http.MethodHead) {
+		buf.WriteString("Content-Length: ")
+		buf.WriteString(strconv.FormatInt(n, 10))
+		buf.WriteString("\r\n")
+	}
+	if req.Close {
+		buf.WriteString("Connection: close\r\n")
+	}
+	for k, vs := range req.Header {
+		switch http.CanonicalHeaderKey(k) {
+		case "Host", "User-Agent", "Content-Length", "Transfer-Encoding", "Trailer":
+			continue
+		}
+		for _, v := range vs {
+			buf.WriteString(k)
+			buf.WriteString(": ")
+			buf.WriteString(textproto.TrimString(v))
+			buf.WriteString("\r\n")
+		}
+	}
+	buf.WriteString("\r\n")
+	if n == 0 {
+		return nil
+	}
+	buf.Grow(int(n))
+	body := buf.AvailableBuffer()[:n]
+	got, err := io.ReadFull(req.Body, body)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return fmt.Errorf("read the request body: %w", err)
+	}
+	extra, _ := io.Copy(io.Discard, req.Body)
+	if int64(got) != n || extra != 0 {
+		return fmt.Errorf("http: ContentLength=%d with Body length %d", n, int64(got)+extra)
+	}
+	buf.Write(body)
+	return nil
+}
+
+// directBody is a direct reply's body: the connection goes back to the
+// pool when it has been read to EOF, and is closed by Close before that,
+// by a read error, or by the request's context ending.
+type directBody struct {
+	t    *Transport
+	c    *directConn
+	br   *bufio.Reader
+	rc   io.ReadCloser // http.ReadResponse's body, reading through br
+	ctx  context.Context
+	stop func() bool // stops the cancellation AfterFunc
+	keep bool        // neither side asked to close
+
+	mu    sync.Mutex
+	state bodyState
+	err   error // what a read returns once the state is not bodyOpen
+}
+
+type bodyState uint8
+
+const (
+	bodyOpen bodyState = iota
+	bodyDone           // read to EOF, failed or closed: the connection is released
+)
+
+func (b *directBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	if b.state != bodyOpen {
+		err := b.err
+		b.mu.Unlock()
+		return 0, err
+	}
+	b.mu.Unlock()
+	n, err := b.rc.Read(p)
+	if err == nil {
+		return n, nil
+	}
+	b.mu.Lock()
+	if b.state != bodyOpen { // closed while the read waited
+		err := b.err
+		b.mu.Unlock()
+		return n, err
+	}
+	b.state = bodyDone
+	if err != io.EOF {
+		b.stop()
+		b.c.Close()
+		if b.ctx.Err() != nil {
+			err = context.Cause(b.ctx)
+		}
+		b.err = err
+		b.mu.Unlock()
+		return n, err
+	}
+	b.err = io.EOF
+	b.mu.Unlock()
+	b.release()
+	return n, io.EOF
+}
+
+// release ends the exchange after the whole reply was read: the
+// connection goes back to the pool unless a side asked to close, the
+// context ended (its AfterFunc may have moved the deadline), or bytes
+// beyond the reply arrived (nothing may follow a reply unasked).
+func (b *directBody) release() {
+	reuse := b.stop() && b.keep && b.br.Buffered() == 0
+	b.t.putReader(b.br)
+	b.br = nil
+	if !reuse {
+		b.c.Close()
+		return
+	}
+	b.c.reused = true
+	b.t.putIdle(b.c)
+}
+
+// Close closes the connection unless the body was read to its end: the
+// rest of the reply is not drained, as net/http does not drain it.
+func (b *directBody) Close() error {
+	b.mu.Lock()
+	open := b.state == bodyOpen
+	b.state, b.err = bodyDone, errReadAfterClose
+	b.mu.Unlock()
+	if open {
+		b.stop()
+		b.c.Close()
+	}
+	return nil
+}
