@@ -243,6 +243,9 @@ func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progres
 			ModelSet:  s.models,
 			Tools:     s.tools,
 			Ranking:   s.ranking,
+			// Runs of the same prompts against the same model list bind
+			// their models alike: ranked once, not per run.
+			ModelPicks: s.picks,
 		}
 		if obs != nil {
 			opts.Observer = engine.Observers(s.observer, obs)
