@@ -254,7 +254,7 @@ func (u *unit) turnCompleted(req, resp []byte, finish, reasoning string, usage g
 	n := u.r.turns.Add(1)
 	u.r.spend(usage)
 	if u.r.cfg.Debug != nil {
-		u.r.debug(DebugTurn{Execution: u.r.execution, Section: u.name, Turn: int(n),
+		u.r.debug(DebugTurn{Execution: u.r.cfg.Execution, Section: u.name, Turn: int(n),
 			Request: req, Response: resp, FinishReason: finish, Reasoning: reasoning})
 	}
 	if info != nil {

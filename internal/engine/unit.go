@@ -134,11 +134,11 @@ func (u *unit) vmOptions(kind luavm.Kind, id int, now time.Time, when string, re
 		Params: u.r.cfg.Params,
 		Sys: luavm.Sys{
 			When: when, Now: now.UTC().Format(time.RFC3339), ID: id, SectionName: u.name,
-			Execution: u.r.execution, SectionCount: len(u.r.p.Sections), Index: u.index,
+			Execution: u.r.cfg.Execution, SectionCount: len(u.r.p.Sections), Index: u.index,
 		},
 		Var:     v,
 		Reply:   reply,
-		Limits:  u.r.vmLimits,
+		Limits:  u.r.cfg.Limits.Limits,
 		Item:    u.item,
 		HasItem: u.hasItem,
 		Writer:  u.writer,
@@ -387,7 +387,7 @@ func (u *unit) prose(ctx context.Context, b prompt.Block, last bool) error {
 	if u.sec == nil {
 		resolve = u.vm.Resolve
 	}
-	text, err := prompt.SubstituteMax(b.Text, resolve, r.vmLimits.MaxStringBytes)
+	text, err := prompt.SubstituteMax(b.Text, resolve, r.cfg.Limits.Limits.MaxStringBytes)
 	if err != nil {
 		return err
 	}
