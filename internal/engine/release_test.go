@@ -87,3 +87,12 @@ func TestProseSectionMakesNoVM(t *testing.T) {
 	// Made after two turns, the VM has the reply and the finish reason.
 	allocs(section+"Say hello.\n\nAgain.\n\n"+lua(`return reply .. " " .. sys.reply_finish_reason`), "hello stop")
 }
+
+// The scope of prose without tools is one allocation: a run holds it
+// through its model turn. Its maps come with its first tools.
+func TestAScopeWithoutToolsIsOneAllocation(t *testing.T) {
+	var kept *scope // escapes, as the turn's scope does
+	if allocs := testing.AllocsPerRun(100, func() { kept = newScope() }); allocs != 1 || kept == nil {
+		t.Fatalf("an empty scope takes %v allocations, want 1", allocs)
+	}
+}
