@@ -342,6 +342,20 @@ func cpuPerOp(b *testing.B, loop func()) {
 	b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
+// speakHarness serves the speak prompt against g, with room for runs in
+// flight, finished records retained for retain, and tracing as given.
+func speakHarness(b *testing.B, g *memGateway, runs int, retain time.Duration, tracing *runtrace.Options) *harness {
+	return newHarness(b, fixture{
+		prompts: map[string]string{"speak.md": speakPrompt("speak")},
+		limits:  Limits{MaxConcurrentRuns: runs, AdmissionTimeout: time.Minute, ReplyDeadline: time.Hour, RetainCompleted: retain},
+		opts: func(o *Options) {
+			o.Client = g.client
+			o.Models = modelset.Static([]gateway.Model{testModel})
+			o.Tracing = tracing
+		},
+	})
+}
+
 // BenchmarkRunsInFlight holds 1,000 run_prompt calls in flight at a gated
 // gateway and reports what each costs in heap and stack: the call's
 // handler, its run, the engine's state and the gateway request. The gated
@@ -351,14 +365,7 @@ func BenchmarkRunsInFlight(b *testing.B) {
 	const runs = 1000
 	for b.Loop() {
 		g := newMemGateway(b)
-		h := newHarness(b, fixture{
-			prompts: map[string]string{"speak.md": speakPrompt("speak")},
-			limits:  Limits{MaxConcurrentRuns: runs, AdmissionTimeout: time.Minute, ReplyDeadline: time.Hour, RetainCompleted: time.Minute},
-			opts: func(o *Options) {
-				o.Client = g.client
-				o.Models = modelset.Static([]gateway.Model{testModel})
-			},
-		})
+		h := speakHarness(b, g, runs, time.Minute, nil)
 		call := &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "speak"}}
 		// Warm up connection pools and lazily built state.
 		go h.session.CallTool(context.Background(), call)
@@ -403,15 +410,7 @@ func memInUse() uint64 {
 func BenchmarkHeldProseRuns(b *testing.B) {
 	const runs = 1000
 	g := newMemGateway(b)
-	h := newHarness(b, fixture{
-		prompts: map[string]string{"speak.md": speakPrompt("speak")},
-		limits:  Limits{MaxConcurrentRuns: runs, AdmissionTimeout: time.Minute, ReplyDeadline: time.Hour, RetainCompleted: time.Nanosecond},
-		opts: func(o *Options) {
-			o.Client = g.client
-			o.Models = modelset.Static([]gateway.Model{testModel})
-			o.Tracing = &runtrace.Options{}
-		},
-	})
+	h := speakHarness(b, g, runs, time.Nanosecond, &runtrace.Options{})
 	cs := httpSession(b, serveHTTPFor(b, h, h.srv.MCP()), stateful)
 	call := func() *mcp.CallToolParams {
 		return &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "speak"}}
