@@ -38,6 +38,10 @@ type Options struct {
 	// Ranking is how tools.need and models.need rank their candidates;
 	// the zero value is the lexical ranker with its policies.
 	Ranking
+	// ModelPicks, when set, remembers the lexical ranker's model bindings
+	// across the runs that share it (one per Ranking); nil ranks every
+	// run's model list afresh.
+	ModelPicks *ModelPicks
 	// Params are the caller's typed arguments, already validated against
 	// the prompt's `arguments:` with defaults applied (the host's job:
 	// see prompt.CoerceArgument). Every VM of the run sees them as the

@@ -233,8 +233,19 @@ var errNoModel = errors.New("no model matches")
 
 // pickModel binds description against the run's model list.
 func (b *bindings) pickModel(ctx context.Context, description string, o luavm.ModelOpts) (gateway.Model, error) {
+	all := b.r.models.Models
+	// Only the lexical ranker's picks are remembered (see ModelPicks).
+	picks := b.r.cfg.ModelPicks
+	if b.r.cfg.Ranker != nil {
+		picks = nil
+	}
+	key := keyOf(description, o)
+	if i, ok := picks.lookup(all, key); ok {
+		return all[i], nil
+	}
 	var cands []gateway.Model
-	for _, m := range b.r.models.Models {
+	var from []int // cands[i] is all[from[i]]
+	for i, m := range all {
 		if o.Context != nil && m.Context < *o.Context {
 			continue
 		}
@@ -254,6 +265,7 @@ func (b *bindings) pickModel(ctx context.Context, description string, o luavm.Mo
 			}
 		}
 		cands = append(cands, m)
+		from = append(from, i)
 	}
 	if len(cands) == 0 {
 		return gateway.Model{}, errNoModel
@@ -276,6 +288,7 @@ func (b *bindings) pickModel(ctx context.Context, description string, o luavm.Mo
 	}
 	switch dec.Outcome {
 	case match.Bind:
+		picks.remember(all, key, from[dec.Members[0]])
 		return cands[dec.Members[0]], nil
 	case match.Ambiguous:
 		return gateway.Model{}, bindingErr("ambiguous models match capability %q: %s; describe the model more precisely", description, quoteIDs(ids))

@@ -178,7 +178,7 @@ func (fc *fanoutCall) arm(ctx context.Context, fr frame, i, id int, v *luavm.Var
 // is the arm's text.
 func (u *unit) runArm(ctx context.Context, id int, v *luavm.Var) (string, error) {
 	f, err := func() (flow, error) {
-		u.vm = luavm.New(ctx, u.vmOptions(luavm.KindSection, id, u.r.walkAt, u.incoming, v))
+		u.vm = luavm.New(ctx, u.vmOptions(luavm.KindSection, id, u.r.now(), u.r.walkAt, u.incoming, v))
 		defer u.teardown()
 		return u.blocks(ctx, u.incoming)
 	}()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
@@ -597,7 +598,7 @@ func TestFanout_PreCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := r.newUnit(frame{}, place{slice: p.Sections, index: 0}, ViaWalk)
-	u.vm = luavm.New(ctx, u.vmOptions(luavm.KindSection, 1, "", nil, nil))
+	u.vm = luavm.New(ctx, u.vmOptions(luavm.KindSection, 1, time.Now(), "", nil, nil))
 	defer u.vm.Close()
 	_, err = u.fanout(ctx, "## W", []any{"a"})
 	wantCancelled(t, err, cause.Error())

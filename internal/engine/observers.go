@@ -10,6 +10,19 @@ import (
 // forwarding, log narration, a test's recorder) instead of wrapping one in
 // another. Like every Observer it must not block, so each of obs must not.
 func Observers(obs ...Observer) Observer {
+	// One live observer (the common case: a server call without a
+	// progress token) is returned as it is, without building a list.
+	var one Observer
+	n := 0
+	for _, o := range obs {
+		if o != nil {
+			one = o
+			n++
+		}
+	}
+	if n == 1 {
+		return one
+	}
 	var live multiObserver
 	for _, o := range obs {
 		if o != nil {

@@ -73,6 +73,22 @@ func TestObserversHandEveryEventToEachInOrder(t *testing.T) {
 	engine.Observers().Observe(engine.Event{Detail: engine.RunStarted}) // none: a no-op
 }
 
+// One live observer among nils is itself, composed without allocating
+// (each server run composes its narration with its progress, which a call
+// without a progress token does not have).
+func TestObserversOfOneIsThatOne(t *testing.T) {
+	var n int
+	one := engine.ObserverFunc(func(engine.Event) { n++ })
+	var o engine.Observer
+	if allocs := testing.AllocsPerRun(100, func() { o = engine.Observers(one, nil) }); allocs != 0 {
+		t.Fatalf("%v allocations to compose one observer, want 0", allocs)
+	}
+	o.Observe(engine.Event{Detail: engine.RunStarted})
+	if n != 1 {
+		t.Fatalf("the one observer saw %d events, want 1", n)
+	}
+}
+
 // The server's narration: at info and above only the run start and the
 // failures reach the log, and no line at any level carries anything an
 // author wrote (mcp-server §1.3).

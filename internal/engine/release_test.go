@@ -58,3 +58,41 @@ func liveHeap() uint64 {
 	metrics.Read(s)
 	return s[0].Value.Uint64()
 }
+
+// A section of prose alone (no Lua block, no template, no shared library)
+// never makes its Lua VM: nothing would run in it. The same section whose
+// prose reads a template makes one for the substitution (and releases it
+// before the turn), so it allocates a VM's worth more per run; both answer
+// alike, and the reply and finish reason of an earlier turn still reach a
+// later Lua block (the VM made late gets them).
+func TestProseSectionMakesNoVM(t *testing.T) {
+	allocs := func(body, want string) float64 {
+		t.Helper()
+		g := newGW(t)
+		g.Respond(func(gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Text("hello") })
+		p := parse(t, body)
+		cfg := g.cfg()
+		return testing.AllocsPerRun(50, func() {
+			res, err := Run(context.Background(), p, "x", nil, cfg)
+			result{Result: res, err: err}.ok(t, want)
+		})
+	}
+	section := header + "# T\n\n" + defaultModel + "\n## Run\n\n"
+	plain := allocs(section+"Say hello.\n", "hello")
+	templated := allocs(section+"Say {{ args }}.\n", "hello")
+	// A section VM is about 50 allocations (luavm.New).
+	if plain+30 > templated {
+		t.Errorf("a prose-only section allocates %.0f objects per run, one whose prose reads a template %.0f: the prose-only section made a VM", plain, templated)
+	}
+	// Made after two turns, the VM has the reply and the finish reason.
+	allocs(section+"Say hello.\n\nAgain.\n\n"+lua(`return reply .. " " .. sys.reply_finish_reason`), "hello stop")
+}
+
+// The scope of prose without tools is one allocation: a run holds it
+// through its model turn. Its maps come with its first tools.
+func TestAScopeWithoutToolsIsOneAllocation(t *testing.T) {
+	var kept *scope // escapes, as the turn's scope does
+	if allocs := testing.AllocsPerRun(100, func() { kept = newScope() }); allocs != 1 || kept == nil {
+		t.Fatalf("an empty scope takes %v allocations, want 1", allocs)
+	}
+}

@@ -22,13 +22,13 @@ import (
 
 // run is the state of one Run call.
 type run struct {
-	p                 *prompt.Prompt
-	args              string
-	store             *store.Store
+	p     *prompt.Prompt
+	args  string
+	store *store.Store
+	// cfg is the host's Options with its defaults applied: its
+	// Execution is set and its Limits.Limits are the VMs' (WithDefaults).
 	cfg               Options
-	execution         string
 	guard             *luavm.Guard
-	vmLimits          luavm.Limits
 	memory            *luavm.Memory // the run's memory ceiling, shared by all its VMs
 	maxToolIterations int
 	now               func() time.Time
@@ -94,21 +94,21 @@ func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cf
 // newRun prepares the state of one run: defaults, limits, the guard nonce
 // and the checked tool registry.
 func newRun(p *prompt.Prompt, args string, st *store.Store, cfg Options) (*run, error) {
-	r := &run{p: p, args: args, store: st, cfg: cfg, execution: cfg.Execution, now: cfg.Now}
+	r := &run{p: p, args: args, store: st, cfg: cfg, now: cfg.Now}
 	if r.store == nil {
 		r.store = store.New()
 	}
 	if r.now == nil {
 		r.now = time.Now
 	}
-	if r.execution == "" {
-		r.execution = mintExecution()
+	if r.cfg.Execution == "" {
+		r.cfg.Execution = mintExecution()
 	}
 	if r.cfg.Client == nil {
 		r.cfg.Client = gateway.NewDisabled(noClientReason)
 	}
-	r.vmLimits = cfg.Limits.Limits.WithDefaults()
-	r.memory = luavm.NewMemory(r.vmLimits.MaxRunMemory)
+	r.cfg.Limits.Limits = cfg.Limits.Limits.WithDefaults()
+	r.memory = luavm.NewMemory(r.cfg.Limits.MaxRunMemory)
 	def := cfg.Limits.MaxToolIterations
 	if def <= 0 {
 		def = DefaultMaxToolIterations
@@ -162,7 +162,7 @@ func validateTools(ts []tools.Tool) error {
 // observe reports a run-level event (the run starting and ending); info
 // goes to the tracer only, which gets only the failure (see traced).
 func (r *run) observe(section string, d Detail, info *Info) {
-	ev := Event{Execution: r.execution, Section: section, Detail: d}
+	ev := Event{Execution: r.cfg.Execution, Section: section, Detail: d}
 	if r.cfg.Observer != nil {
 		r.cfg.Observer.Observe(ev)
 	}

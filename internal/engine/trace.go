@@ -109,7 +109,7 @@ func (r *run) tracingTurns() bool { return r.cfg.Tracer != nil }
 // (only the ends of turns with Options.TraceTurnsOnly).
 func (u *unit) emit(d Detail, subject, message string, info *Info) {
 	r := u.r
-	ev := Event{Execution: r.execution, Section: u.name, Detail: d, Subject: subject, Message: message}
+	ev := Event{Execution: r.cfg.Execution, Section: u.name, Detail: d, Subject: subject, Message: message}
 	if r.cfg.Observer != nil && d != SectionFailed && (!u.frame.inArm || armForwarded[d] || d == DetailLua || d == ModelTurnStarted || d == ToolCallStarted) {
 		r.cfg.Observer.Observe(ev)
 	}

@@ -27,12 +27,17 @@ func (sc *scope) addLive(tb *toolBinding, description string) {
 		params = emptySchema
 	}
 	sc.order = append(sc.order, tb.alias)
+	if sc.live == nil {
+		sc.live = map[string]*toolBinding{}
+	}
 	sc.live[tb.alias] = tb
 	sc.specs = append(sc.specs, gateway.ToolSpec{Name: tb.alias, Description: description, Parameters: params})
 }
 
+// newScope is an empty scope; its maps come with its first tools (most
+// prose has none, and its scope is held through the model turn).
 func newScope() *scope {
-	return &scope{live: map[string]*toolBinding{}, local: map[string]bool{}}
+	return &scope{}
 }
 
 // h1Scope is the H1 prose scope: the always tools only.
@@ -73,6 +78,9 @@ func (u *unit) sectionScope() (*scope, error) {
 	}
 	for _, l := range u.locals {
 		sc.order = append(sc.order, l.alias)
+		if sc.local == nil {
+			sc.local = map[string]bool{}
+		}
 		sc.local[l.alias] = true
 		sc.specs = append(sc.specs, gateway.ToolSpec{Name: l.alias, Description: l.description, Parameters: l.schema})
 	}
@@ -254,7 +262,7 @@ func (u *unit) turnCompleted(req, resp []byte, finish, reasoning string, usage g
 	n := u.r.turns.Add(1)
 	u.r.spend(usage)
 	if u.r.cfg.Debug != nil {
-		u.r.debug(DebugTurn{Execution: u.r.execution, Section: u.name, Turn: int(n),
+		u.r.debug(DebugTurn{Execution: u.r.cfg.Execution, Section: u.name, Turn: int(n),
 			Request: req, Response: resp, FinishReason: finish, Reasoning: reasoning})
 	}
 	if info != nil {

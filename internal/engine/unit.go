@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/luavm"
@@ -50,8 +51,32 @@ type unit struct {
 	useAlias    string
 	model       *modelBinding // the prose model, fixed at the first prose block
 	// finalReply is the section's reply once its VM was released for the
-	// last block's model turn (releaseForTurn).
+	// last block's model turn (releaseForTurn); released says it was.
 	finalReply *string
+	released   bool
+
+	// lazy is the section VM not made yet (see machine); while it is
+	// pending, the section's reply and finish reason are kept here, as Go
+	// data, and given to the VM if it is made.
+	lazy *pendingVM
+}
+
+// pendingVM is what a section entry's VM is made from, kept until the
+// section first needs it (machine). A section of prose alone (no Lua
+// block, no template that reads Lua state, no shared library) never makes
+// one: making and closing it was about a quarter of the bytes a
+// one-turn prose run allocated (docs/benchmarks.md, "Prose runs at scale").
+type pendingVM struct {
+	// ctx is the section's context, which the VM's Lua runs under; it is
+	// kept only until the VM is made, within the section's own call.
+	ctx context.Context
+	id  int
+	at  time.Time // the section's start: sys.now, as if made then
+	v   *luavm.Var
+
+	reply     *string // the reply global as it stands
+	finish    string  // sys.reply_finish_reason, once a turn set it
+	hasFinish bool
 }
 
 type localTool struct {
@@ -99,7 +124,7 @@ func cancelledBy(ctx context.Context) *Error {
 	return &Error{Kind: KindCancelled, Err: &luavm.CancelledError{Cause: context.Cause(ctx)}}
 }
 
-func (u *unit) vmOptions(kind luavm.Kind, id int, when string, reply *string, v *luavm.Var) luavm.Options {
+func (u *unit) vmOptions(kind luavm.Kind, id int, now time.Time, when string, reply *string, v *luavm.Var) luavm.Options {
 	return luavm.Options{
 		Kind:   kind,
 		Host:   u,
@@ -108,12 +133,12 @@ func (u *unit) vmOptions(kind luavm.Kind, id int, when string, reply *string, v 
 		Args:   u.frame.args,
 		Params: u.r.cfg.Params,
 		Sys: luavm.Sys{
-			When: when, Now: u.r.timestamp(), ID: id, SectionName: u.name,
-			Execution: u.r.execution, SectionCount: len(u.r.p.Sections), Index: u.index,
+			When: when, Now: now.UTC().Format(time.RFC3339), ID: id, SectionName: u.name,
+			Execution: u.r.cfg.Execution, SectionCount: len(u.r.p.Sections), Index: u.index,
 		},
 		Var:     v,
 		Reply:   reply,
-		Limits:  u.r.vmLimits,
+		Limits:  u.r.cfg.Limits.Limits,
 		Item:    u.item,
 		HasItem: u.hasItem,
 		Writer:  u.writer,
@@ -125,6 +150,7 @@ func (u *unit) vmOptions(kind luavm.Kind, id int, when string, reply *string, v 
 // succeeded.
 func (u *unit) teardown() {
 	u.observe(LuaTeardownStarted)
+	u.lazy = nil
 	if u.vm != nil {
 		u.vm.Close()
 	}
@@ -140,8 +166,8 @@ func (u *unit) runH1(ctx context.Context) (walkEnd, *luavm.Var, error) {
 	if len(r.p.H1) == 0 {
 		return walkEnd{}, luavm.NewVar(), nil
 	}
-	when := r.timestamp()
-	u.vm = luavm.New(ctx, u.vmOptions(luavm.KindH1, 0, when, nil, nil))
+	now := r.now()
+	u.vm = luavm.New(ctx, u.vmOptions(luavm.KindH1, 0, now, now.UTC().Format(time.RFC3339), nil, nil))
 	var reply *string
 	var err error
 	for _, b := range r.p.H1 {
@@ -186,7 +212,13 @@ func (u *unit) runSection(ctx context.Context, reply *string, v *luavm.Var) (flo
 	id := int(r.ids.Add(1))
 	u.incoming = reply
 	u.observe(SectionStarted)
-	u.vm = luavm.New(ctx, u.vmOptions(luavm.KindSection, id, r.walkAt, reply, v))
+	if r.p.Shared != nil {
+		// The shared library runs at the section's start, whatever the
+		// section needs after.
+		u.vm = luavm.New(ctx, u.vmOptions(luavm.KindSection, id, r.now(), r.walkAt, reply, v))
+	} else {
+		u.lazy = &pendingVM{ctx: ctx, id: id, at: r.now(), v: v, reply: reply}
+	}
 	f, err := u.blocks(ctx, reply)
 	u.teardown()
 	if err != nil {
@@ -203,16 +235,21 @@ func (u *unit) runSection(ctx context.Context, reply *string, v *luavm.Var) (flo
 func (u *unit) blocks(ctx context.Context, reply *string) (flow, error) {
 	r := u.r
 	u.observe(LuaSharedLoadStarted)
-	if err := u.vm.RunShared(r.p.Shared); err != nil {
-		u.observe(LuaSharedLoadFailed)
-		return flow{}, err
+	if u.vm != nil {
+		if err := u.vm.RunShared(r.p.Shared); err != nil {
+			u.observe(LuaSharedLoadFailed)
+			return flow{}, err
+		}
 	}
 	u.observe(LuaSharedLoadSucceeded)
-	u.vm.InstallAliases(r.bind.aliasHandles())
+	if u.vm != nil {
+		u.vm.InstallAliases(r.bind.aliasHandles())
+	}
 
 	rolling := reply
 	for i, b := range u.sec.Blocks {
 		if b.Kind == prompt.BlockLua {
+			u.machine()
 			u.observe(LuaChunkStarted)
 			out, err := u.vm.RunChunk(b.Lua)
 			if err != nil {
@@ -241,21 +278,64 @@ func (u *unit) blocks(ctx context.Context, reply *string) (flow, error) {
 		if err := u.prose(ctx, b, i == len(u.sec.Blocks)-1); err != nil {
 			return flow{}, err
 		}
-		if u.vm == nil {
+		if u.released {
 			// The section's last block released the VM for its model
 			// turn (prose): nothing runs in it after, and var was checked
 			// before the turn, as Var would check it here.
 			return flow{reply: u.finalReply}, nil
 		}
 		var err error
-		if rolling, err = u.vm.Reply(); err != nil {
+		if rolling, err = u.reply(); err != nil {
 			return flow{}, err
 		}
 	}
-	if _, err := u.vm.Var(); err != nil {
-		return flow{}, err
+	if u.vm != nil {
+		if _, err := u.vm.Var(); err != nil {
+			return flow{}, err
+		}
 	}
 	return flow{reply: rolling}, nil
+}
+
+// machine makes the section's VM if it is still pending: from the options
+// the section started with, its aliases installed as blocks installs them,
+// and what the section did without it (its tool calls table and model
+// once it reached prose, the reply and finish reason of its turns) given
+// to it, so that the VM's state is what it would have been had it been
+// made at the section's start. It returns the VM (nil once released).
+func (u *unit) machine() *luavm.VM {
+	l := u.lazy
+	if l == nil {
+		return u.vm
+	}
+	u.lazy = nil
+	r := u.r
+	u.vm = luavm.New(l.ctx, u.vmOptions(luavm.KindSection, l.id, l.at, r.walkAt, l.reply, l.v))
+	u.vm.InstallAliases(r.bind.aliasHandles())
+	if u.proseSeen {
+		u.vm.InstallToolCalls()
+		if u.model != nil {
+			u.vm.SetModel(u.model.model.ID)
+		}
+	}
+	if l.hasFinish {
+		u.vm.SetFinishReason(l.finish)
+	}
+	return u.vm
+}
+
+// reply is the section's reply global: the VM's, or the pending one's.
+func (u *unit) reply() (*string, error) {
+	if u.lazy != nil {
+		return u.lazy.reply, nil
+	}
+	return u.vm.Reply()
+}
+
+// resolve is the template resolver of the section's prose; a template
+// that reads a path makes the VM.
+func (u *unit) resolve(p prompt.Path) (string, error) {
+	return u.machine().Resolve(p)
 }
 
 // prose runs one prose block: scope, substitution, model rounds, reply
@@ -264,9 +344,11 @@ func (u *unit) prose(ctx context.Context, b prompt.Block, last bool) error {
 	r := u.r
 	// A script that replaced var fails here, before the model is called,
 	// whether or not the prose names var (prompt-language §2.4: the host's
-	// next read).
-	if _, err := u.vm.Var(); err != nil {
-		return err
+	// next read). A VM not made yet ran no script.
+	if u.vm != nil {
+		if _, err := u.vm.Var(); err != nil {
+			return err
+		}
 	}
 	var sc *scope
 	if u.sec == nil {
@@ -275,11 +357,16 @@ func (u *unit) prose(ctx context.Context, b prompt.Block, last bool) error {
 		first := !u.proseSeen
 		u.proseSeen = true
 		if first {
-			u.vm.InstallToolCalls()
 			u.calls = map[string]int{}
 			if mb := u.sectionModel(); mb != nil {
 				u.model = mb
-				u.vm.SetModel(mb.model.ID)
+			}
+			// A pending VM gets both when it is made (machine).
+			if u.vm != nil {
+				u.vm.InstallToolCalls()
+				if u.model != nil {
+					u.vm.SetModel(u.model.model.ID)
+				}
 			}
 		}
 		u.observe(ToolScopeValidationStarted)
@@ -296,7 +383,11 @@ func (u *unit) prose(ctx context.Context, b prompt.Block, last bool) error {
 			}
 		}
 	}
-	text, err := prompt.SubstituteMax(b.Text, u.vm.Resolve, r.vmLimits.MaxStringBytes)
+	resolve := prompt.Resolver(u.resolve)
+	if u.sec == nil {
+		resolve = u.vm.Resolve
+	}
+	text, err := prompt.SubstituteMax(b.Text, resolve, r.cfg.Limits.Limits.MaxStringBytes)
 	if err != nil {
 		return err
 	}
@@ -319,6 +410,15 @@ func (u *unit) prose(ctx context.Context, b prompt.Block, last bool) error {
 		if res.text != nil {
 			u.observe(LuaReplyBindingStarted)
 			u.finalReply = res.text
+			u.observe(LuaReplyBindingSucceeded)
+		}
+		return nil
+	}
+	if l := u.lazy; l != nil {
+		l.finish, l.hasFinish = res.finish, true
+		if res.text != nil {
+			u.observe(LuaReplyBindingStarted)
+			l.reply = res.text
 			u.observe(LuaReplyBindingSucceeded)
 		}
 		return nil
@@ -348,11 +448,16 @@ func (u *unit) releaseForTurn(sc *scope) bool {
 	if u.sec == nil || len(sc.local) > 0 {
 		return false
 	}
-	reply, err := u.vm.Reply()
+	reply, err := u.reply()
 	if err != nil {
 		return false
 	}
-	u.finalReply = reply
+	u.finalReply, u.released = reply, true
+	if u.lazy != nil {
+		// Never made: nothing to close.
+		u.lazy = nil
+		return true
+	}
 	u.vm.Close()
 	u.vm = nil
 	return true

@@ -20,6 +20,7 @@ import (
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
 	"github.com/promptforge-go/promptforge/internal/modelset"
+	"github.com/promptforge-go/promptforge/internal/runtrace"
 	"github.com/promptforge-go/promptforge/internal/server/servertest"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
@@ -341,6 +342,20 @@ func cpuPerOp(b *testing.B, loop func()) {
 	b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
+// speakHarness serves the speak prompt against g, with room for runs in
+// flight, finished records retained for retain, and tracing as given.
+func speakHarness(b *testing.B, g *memGateway, runs int, retain time.Duration, tracing *runtrace.Options) *harness {
+	return newHarness(b, fixture{
+		prompts: map[string]string{"speak.md": speakPrompt("speak")},
+		limits:  Limits{MaxConcurrentRuns: runs, AdmissionTimeout: time.Minute, ReplyDeadline: time.Hour, RetainCompleted: retain},
+		opts: func(o *Options) {
+			o.Client = g.client
+			o.Models = modelset.Static([]gateway.Model{testModel})
+			o.Tracing = tracing
+		},
+	})
+}
+
 // BenchmarkRunsInFlight holds 1,000 run_prompt calls in flight at a gated
 // gateway and reports what each costs in heap and stack: the call's
 // handler, its run, the engine's state and the gateway request. The gated
@@ -350,14 +365,7 @@ func BenchmarkRunsInFlight(b *testing.B) {
 	const runs = 1000
 	for b.Loop() {
 		g := newMemGateway(b)
-		h := newHarness(b, fixture{
-			prompts: map[string]string{"speak.md": speakPrompt("speak")},
-			limits:  Limits{MaxConcurrentRuns: runs, AdmissionTimeout: time.Minute, ReplyDeadline: time.Hour, RetainCompleted: time.Minute},
-			opts: func(o *Options) {
-				o.Client = g.client
-				o.Models = modelset.Static([]gateway.Model{testModel})
-			},
-		})
+		h := speakHarness(b, g, runs, time.Minute, nil)
 		call := &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "speak"}}
 		// Warm up connection pools and lazily built state.
 		go h.session.CallTool(context.Background(), call)
@@ -383,4 +391,81 @@ func memInUse() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse + m.StackInuse
+}
+
+// BenchmarkHeldProseRuns holds 1,000 prose runs in flight, as the scale
+// benchmark's memory phase does (docs/benchmarks.md, "Prose runs at
+// scale"), but in one process: a go-sdk client over loopback streamable
+// HTTP (the stateful era), the whole transport stack, traces on as serve
+// has them by default, and the gated in-memory gateway holding every
+// model turn. Each op launches the 1,000 runs, waits until every one is
+// at the gateway, measures, and releases them. It reports, per run:
+//
+//   - heap-B/run, stack-B/run: live heap and goroutine stacks while the
+//     runs are held, after a collection, less before; the client's and
+//     the gateway's side of each run are in the process too, so these are
+//     upper bounds on the server's, and comparable between revisions;
+//   - allocs/run, alloc-B/run: allocations over the whole op (call, run,
+//     gateway turn, answer), client and gateway included.
+func BenchmarkHeldProseRuns(b *testing.B) {
+	const runs = 1000
+	g := newMemGateway(b)
+	h := speakHarness(b, g, runs, time.Nanosecond, &runtrace.Options{})
+	cs := httpSession(b, serveHTTPFor(b, h, h.srv.MCP()), stateful)
+	call := func() *mcp.CallToolParams {
+		return &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": "speak"}}
+	}
+	hold := func(release func()) {
+		var wg sync.WaitGroup
+		for range runs {
+			wg.Go(func() {
+				if res, err := cs.CallTool(context.Background(), call()); err != nil || res.IsError {
+					b.Errorf("call: %v %+v", err, res)
+				}
+			})
+		}
+		for range runs {
+			<-g.arrived
+		}
+		release()
+		wg.Wait()
+		// One more run, answered at once, whose registration evicts the
+		// finished records (retained for a nanosecond): the next op starts
+		// from one retained record, not 1,000.
+		if res, err := cs.CallTool(context.Background(), call()); err != nil || res.IsError {
+			b.Fatalf("call: %v %+v", err, res)
+		}
+	}
+	// Warm up: the connections, the pools, lazily built state. The gate
+	// stays shut: every op below holds its runs until it has measured.
+	gate := make(chan struct{})
+	g.gate(gate)
+	hold(func() { close(gate) })
+	var heap, stack, allocs, bytes float64
+	for b.Loop() {
+		gate := make(chan struct{})
+		g.gate(gate)
+		before := memNow()
+		hold(func() {
+			held := memNow()
+			heap += float64(int64(held.HeapAlloc) - int64(before.HeapAlloc))
+			stack += float64(int64(held.StackInuse) - int64(before.StackInuse))
+			close(gate)
+		})
+		after := memNow()
+		allocs += float64(after.Mallocs - before.Mallocs)
+		bytes += float64(after.TotalAlloc - before.TotalAlloc)
+	}
+	n := float64(b.N * runs)
+	b.ReportMetric(heap/n, "heap-B/run")
+	b.ReportMetric(stack/n, "stack-B/run")
+	b.ReportMetric(allocs/n, "allocs/run")
+	b.ReportMetric(bytes/n, "alloc-B/run")
+}
+
+func memNow() runtime.MemStats {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m
 }

@@ -29,9 +29,10 @@ type memGateway struct {
 	tr      *http.Transport
 	client  *gateway.Client
 	arrived chan struct{} // one token per arrival
-	release chan struct{}
-	once    sync.Once
 	served  chan struct{}
+
+	mu      sync.Mutex
+	release chan struct{} // the gate requests wait on; gate replaces it
 }
 
 func newMemGateway(t testing.TB) *memGateway {
@@ -59,8 +60,24 @@ func newMemGateway(t testing.TB) *memGateway {
 	return g
 }
 
-// Release answers every held request and every later one.
-func (g *memGateway) Release() { g.once.Do(func() { close(g.release) }) }
+// Release answers every held request and every later one (until gate).
+func (g *memGateway) Release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.release:
+	default:
+		close(g.release)
+	}
+}
+
+// gate holds the requests that arrive from now on until ch is closed (or
+// Release is called), for a benchmark that holds runs again and again.
+func (g *memGateway) gate(ch chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.release = ch
+}
 
 func (g *memGateway) close() {
 	g.Release()
@@ -75,9 +92,12 @@ func (g *memGateway) chat(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad body", http.StatusBadRequest)
 		return
 	}
+	g.mu.Lock()
+	release := g.release
+	g.mu.Unlock()
 	g.arrived <- struct{}{}
 	select {
-	case <-g.release:
+	case <-release:
 	case <-r.Context().Done():
 		return
 	}

@@ -76,13 +76,15 @@ type progress struct {
 // newProgress builds the observer. With a non-nil token it starts the pump,
 // which sends through notify with ctx's values (on streamable HTTP they
 // route the frame to the call's own SSE stream) but not its cancellation:
-// finish decides when the pump stops.
+// finish decides when the pump stops. Without a token (or notify) it is
+// nil, which observes nothing and finishes at once: a call that asked for
+// no progress, the common one, neither allocates nor holds one for its
+// run's whole wait.
 func newProgress(ctx context.Context, token any, notify notifyFunc) *progress {
-	p := &progress{token: token}
 	if token == nil || notify == nil {
-		p.token = nil
-		return p
+		return nil
 	}
+	p := &progress{token: token}
 	p.queue = make(chan frame, progressQueue)
 	p.pumpDone = make(chan struct{})
 	pumpCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -101,7 +103,7 @@ type wait struct {
 
 // Observe implements [engine.Observer].
 func (p *progress) Observe(ev engine.Event) {
-	if p.queue == nil {
+	if p == nil || p.queue == nil {
 		// No progress token: nothing to track, not even the wait's name
 		// (built below before startWait could refuse it).
 		return
@@ -253,6 +255,9 @@ func (p *progress) close() {
 // what is queued, and otherwise stops the pump and waits for it to return.
 // It returns the frames dropped while full and while closed.
 func (p *progress) finish() (dropped, disconnected uint64) {
+	if p == nil {
+		return 0, 0
+	}
 	p.close()
 	if p.pumpDone != nil {
 		timer := time.NewTimer(progressGrace)

@@ -394,7 +394,8 @@ func TestAHeldModelTurnSendsHeartbeatsToTheClient(t *testing.T) {
 }
 
 // A call without a progress token pays nothing per event: no pump, no
-// wait tracking, not even the wait's name.
+// wait tracking, not even the wait's name; nor per call: its progress is
+// neither made nor held while its run waits.
 func TestProgressWithoutATokenCostsNothingPerEvent(t *testing.T) {
 	p := newProgress(context.Background(), nil, nil)
 	subject := strings.Repeat("m", 8)
@@ -405,5 +406,14 @@ func TestProgressWithoutATokenCostsNothingPerEvent(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per event round without a progress token, want 0", allocs)
+	}
+	ctx := context.Background()
+	allocs = testing.AllocsPerRun(100, func() {
+		if dropped, disconnected := newProgress(ctx, nil, nil).finish(); dropped+disconnected != 0 {
+			t.Fatalf("dropped %d disconnected %d", dropped, disconnected)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per call without a progress token, want 0", allocs)
 	}
 }

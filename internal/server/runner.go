@@ -243,7 +243,16 @@ func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progres
 			ModelSet:  s.models,
 			Tools:     s.tools,
 			Ranking:   s.ranking,
-			Observer:  engine.Observers(s.observer, obs),
+			// Runs of the same prompts against the same model list bind
+			// their models alike: ranked once, not per run.
+			ModelPicks: s.picks,
+		}
+		if obs != nil {
+			opts.Observer = engine.Observers(s.observer, obs)
+		} else {
+			// No progress token: the narration alone (a nil *progress in
+			// the list would be a non-nil Observer).
+			opts.Observer = engine.Observers(s.observer)
 		}
 		s.traces.Enter(trace, next, &opts)
 		ended := false

@@ -103,6 +103,7 @@ type Server struct {
 	models   *modelset.Set
 	tools    []tools.Tool
 	ranking  engine.Ranking
+	picks    *engine.ModelPicks // every run's model bindings, for ranking
 	files    fileAccess
 	log      *slog.Logger
 	observer engine.Observer // the narration, then Options.Observer
@@ -212,6 +213,7 @@ func New(opts Options) (*Server, error) {
 		models:   opts.Models,
 		tools:    opts.Tools,
 		ranking:  opts.Ranking,
+		picks:    engine.NewModelPicks(),
 		limits:   opts.RunLimits,
 		problems: bindingProblems{ranking: opts.Ranking},
 		files: fileAccess{

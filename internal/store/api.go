@@ -10,7 +10,7 @@ import (
 
 // Store is a run-scoped virtual filesystem: logical path -> UTF-8 text.
 // It is safe for concurrent use (fanout arms share one Store). The zero
-// value is not usable; call [New].
+// value is an empty store, as [New] returns.
 type Store struct {
 	mu    sync.RWMutex
 	files map[string]string
@@ -30,9 +30,11 @@ type Store struct {
 	size atomic.Int64
 }
 
-// New returns an empty in-memory store.
+// New returns an empty in-memory store. Its maps are made by the first
+// write that needs each: most runs' stores stay empty (a prose run without
+// declared input), and each is held for the run's whole wait.
 func New() *Store {
-	return &Store{files: make(map[string]string), lastArm: make(map[string]Writer), tails: make(map[string][]byte)}
+	return &Store{}
 }
 
 // Range selects lines of a file for Read and ReadNumbered. The zero Range
@@ -76,6 +78,9 @@ func (s *Store) WriteAs(w Writer, path, content string) error {
 		if prev, ok := s.lastArm[path]; ok && prev.Fanout == w.Fanout && prev.Arm != w.Arm {
 			return errWriteRace(path)
 		}
+		if s.lastArm == nil {
+			s.lastArm = make(map[string]Writer)
+		}
 		s.lastArm[path] = w
 	}
 	s.set(path, content)
@@ -104,6 +109,9 @@ func (s *Store) Append(path, content string) error {
 	// ones), so an append loop copies each byte a bounded number of times.
 	buf = append(buf, content...)
 	s.set(path, unsafe.String(unsafe.SliceData(buf), len(buf)))
+	if s.tails == nil {
+		s.tails = make(map[string][]byte)
+	}
 	s.tails[path] = buf
 	return nil
 }
@@ -255,6 +263,9 @@ func (s *Store) set(path, content string) {
 		s.size.Add(int64(len(path)))
 	}
 	s.size.Add(int64(len(content) - len(old)))
+	if s.files == nil {
+		s.files = make(map[string]string)
+	}
 	s.files[path] = content
 	delete(s.tails, path)
 }

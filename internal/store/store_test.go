@@ -443,3 +443,29 @@ func TestAppendKeepsEarlierReads(t *testing.T) {
 		}
 	}
 }
+
+// An empty store is one allocation: a run holds its store for its whole
+// wait, and most runs' stores stay empty. Its maps come with the writes
+// that need them, and every operation works on it before and after.
+func TestAnEmptyStoreIsOneAllocation(t *testing.T) {
+	var kept *Store // escapes, as a run's store does
+	if allocs := testing.AllocsPerRun(100, func() { kept = New() }); allocs != 1 || kept == nil {
+		t.Fatalf("New makes %v allocations, want 1", allocs)
+	}
+	s := New()
+	if _, err := s.Read("a.txt", Range{}); err == nil {
+		t.Fatal("read a file of an empty store")
+	}
+	if err := s.Delete("a.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append("log.txt", "one"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteAs(Writer{Fanout: s.NewFanout(), Arm: 1}, "arm.txt", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Read("log.txt", Range{}); err != nil || got != "one" {
+		t.Fatalf("read %q, %v", got, err)
+	}
+}

@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/promptforge-go/promptforge/internal/gateway"
+
+	"github.com/promptforge-go/promptforge/internal/match"
+)
+
+// Runs sharing ModelPicks rank a model list once: later runs of the same
+// need bind the same model without building the lexical index again (many
+// fewer allocations), and a run with another list ranks that one.
+func TestModelPicksRankAListOnce(t *testing.T) {
+	g := newGW(t)
+	p := parse(t, header+"# T\n\n"+defaultModel+"\n## Run\n\n"+lua(`return writer.model_id`))
+	other := gateway.Model{ID: "other-model", Description: "An image generator for pictures", Dialect: gateway.DialectOpenAI}
+	run := func(cfg Options, want string) {
+		t.Helper()
+		res, err := Run(context.Background(), p, "", nil, cfg)
+		result{Result: res, err: err}.ok(t, want)
+	}
+	cfg := g.cfg()
+	cfg.Models = []gateway.Model{other, testModel}
+	fresh := testing.AllocsPerRun(20, func() { run(cfg, "test-model") })
+	cfg.ModelPicks = NewModelPicks()
+	picked := testing.AllocsPerRun(20, func() { run(cfg, "test-model") })
+	if picked+15 > fresh {
+		t.Errorf("a run binding through remembered picks makes %.0f allocations, one ranking afresh %.0f: the picks were not used", picked, fresh)
+	}
+	// Another list (a newer snapshot), where the same description binds
+	// another model: ranked, not read from the first list's picks.
+	writer := gateway.Model{ID: "writer-model", Description: "A general assistant model", Dialect: gateway.DialectOpenAI}
+	cfg.Models = []gateway.Model{writer}
+	run(cfg, "writer-model")
+}
+
+// A run ranked by another ranker than the lexical one (embeddings, which
+// can fall back while the embedder is down) ranks its list every time.
+func TestModelPicksOnlyKeepLexicalRanks(t *testing.T) {
+	g := newGW(t)
+	p := parse(t, header+"# T\n\n"+defaultModel+"\n## Run\n\n"+lua(`return writer.model_id`))
+	var indexed atomic.Int32
+	cfg := g.cfg()
+	cfg.Ranker = countingRanker{match.NewLexical(), &indexed}
+	cfg.ModelPicks = NewModelPicks()
+	for range 3 {
+		res, err := Run(context.Background(), p, "", nil, cfg)
+		result{Result: res, err: err}.ok(t, "test-model")
+	}
+	if n := indexed.Load(); n != 3 {
+		t.Fatalf("the ranker indexed the model list %d times for 3 runs, want 3", n)
+	}
+}
+
+// countingRanker is a real ranker that counts the indexes it builds.
+type countingRanker struct {
+	match.Ranker
+	n *atomic.Int32
+}
+
+func (c countingRanker) Index(ctx context.Context, docs []match.Doc) (match.Index, error) {
+	c.n.Add(1)
+	return c.Ranker.Index(ctx, docs)
+}
