@@ -121,9 +121,19 @@ func readFile(path string, info fs.FileInfo, prev *walkTree, now time.Time) (*fi
 	// O_NONBLOCK, which a regular file ignores, spares os.Open's four
 	// fcntl calls per file (Go sets a file non-blocking for its poller,
 	// then, as epoll refuses a regular file, back again): on a
-	// 10,000-prompt catalog they were a sixth of the boot's CPU. A file
-	// that is not regular by now then cannot block the read either.
+	// 10,000-prompt catalog they were a sixth of the boot's CPU. A FIFO
+	// (a [prompts.NAME] file, or one that replaced a listed file) no
+	// longer blocks the open: without a writer it reads as empty, but a
+	// writer that holds it open and writes nothing still holds the read
+	// (in the poller, not on a thread).
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		// Another open holds a write lease on the file (Samba's kernel
+		// oplocks, an NFS server's delegation): a non-blocking open is
+		// refused where os.Open waits for the holder to let go (fcntl(2),
+		// F_SETLEASE; TestReadFileWaitsForAWriteLease).
+		f, err = os.Open(path)
+	}
 	if err != nil {
 		return nil, unreadable(err)
 	}
