@@ -434,16 +434,6 @@ func bufferBody(next http.Handler) http.Handler {
 	})
 }
 
-// postBody hands a request that is not a POST to next and returns false;
-// a POST's body it returns as readBody does (false: answered).
-func postBody(w http.ResponseWriter, r *http.Request, next http.Handler) ([]byte, bool) {
-	if r.Method != http.MethodPost {
-		next.ServeHTTP(w, r)
-		return nil, false
-	}
-	return readBody(w, r)
-}
-
 // readBody reads r's body, at most maxBodyBytes (413 beyond), and puts it
 // back for the handler after it; false means the answer is written (408
 // for a body that did not arrive in time). A body an outer layer already
