@@ -254,34 +254,61 @@ func appendString(b []byte, s string) []byte {
 
 // scan reports whether s is written as it is (plain: log/slog's
 // needsQuoting is false) and, if not, whether its quoted form is s between
-// two quotes (simple: printable ASCII without '"' or '\').
+// two quotes (simple: printable ASCII without '"' or '\'). ASCII is
+// classified a byte at a time through asciiClass; a string with anything
+// else takes needsQuoting's rune walk, and strconv.
 func scan(s string) (plain, simple bool) {
 	if s == "" {
 		return false, true
 	}
-	plain, simple = true, true
+	var acc uint8
+	for i := 0; i < len(s); i++ {
+		acc |= asciiClass[s[i]]
+	}
+	if acc&nonASCII == 0 {
+		return acc&quoted == 0, acc&escaped == 0
+	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			switch {
-			case c == ' ' || c == '=':
-				plain = false
-			case c == '"' || c < ' ':
-				plain, simple = false, false
-			case c == '\\' || c == 0x7f:
-				// needsQuoting lets these through (0x7f is in slog's
-				// safe set); strconv escapes them.
-				simple = false
+			if asciiClass[c]&quoted != 0 {
+				return false, false
 			}
 			i++
 			continue
 		}
-		simple = false
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError || unicode.IsSpace(r) || !unicode.IsPrint(r) {
 			return false, false
 		}
 		i += size
 	}
-	return plain, simple
+	return true, false
 }
+
+// The classes of a byte for scan.
+const (
+	quoted   = 1 << iota // needsQuoting quotes a string with it
+	escaped              // strconv.Quote escapes it
+	nonASCII             // a byte of a multi-byte rune (or not UTF-8)
+)
+
+// asciiClass classifies each byte as log/slog's needsQuoting and strconv
+// see it: ' ' and '=' are quoted but not escaped, '"' and the controls
+// both, '\' and 0x7f (which needsQuoting lets through: 0x7f is in slog's
+// safe set) only escaped.
+var asciiClass = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c >= utf8.RuneSelf:
+			t[c] = nonASCII
+		case c == ' ' || c == '=':
+			t[c] = quoted
+		case c == '"' || c < ' ':
+			t[c] = quoted | escaped
+		case c == '\\' || c == 0x7f:
+			t[c] = escaped
+		}
+	}
+	return t
+}()
