@@ -169,3 +169,28 @@ return tostring(seen) .. tostring(fresh)`
 		}
 	}
 }
+
+// TestGuardNonceIsOnePerRun: the nonce, minted on first use, is the same
+// for every VM of a run that asks, on any goroutine, and differs between
+// runs.
+func TestGuardNonceIsOnePerRun(t *testing.T) {
+	a, _ := NewGuard()
+	b, _ := NewGuard()
+	var wg sync.WaitGroup
+	got := make([]string, 8)
+	for i := range got {
+		wg.Go(func() { got[i] = a.Nonce() })
+	}
+	wg.Wait()
+	for _, n := range got {
+		if n != got[0] || len(n) != 32 || strings.Trim(n, "0123456789abcdef") != "" {
+			t.Fatalf("nonces of one guard: %q", got)
+		}
+	}
+	if !strings.Contains(a.Wrap("x"), "untrusted_input_"+got[0]) {
+		t.Fatalf("Wrap does not use the guard's nonce %q: %q", got[0], a.Wrap("x"))
+	}
+	if b.Nonce() == got[0] {
+		t.Fatalf("two guards share the nonce %q", got[0])
+	}
+}
