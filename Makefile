@@ -38,8 +38,10 @@ fuzz-smoke:
 	GO=$(GO) ./test/fuzz-once.sh ./internal/server/transport/ FuzzStatelessCallsAnswerAsTheSDK 15s
 	# A stateful tools/call the transport answers itself gets the SDK's answer.
 	GO=$(GO) ./test/fuzz-once.sh ./internal/server/transport/ FuzzStatefulCallsAnswerAsTheSDK 15s
-	# The stderr log handler writes exactly what slog.TextHandler writes.
+	# The stderr log handler writes exactly what slog.TextHandler writes, and
+	# the stdio line check judges every line as json.Valid does.
 	GO=$(GO) ./test/fuzz-once.sh ./internal/logtext/ FuzzHandlerMatchesText 10s
+	GO=$(GO) ./test/fuzz-once.sh ./internal/server/transport/ FuzzValidJSON 10s
 
 # The bounded chaos test alone (it also runs in `test`): a few thousand
 # calls with random cancels, dropped connections and gateway faults, then
