@@ -38,9 +38,13 @@ fuzz-smoke:
 	GO=$(GO) ./test/fuzz-once.sh ./internal/server/transport/ FuzzStatelessCallsAnswerAsTheSDK 15s
 	# A stateful tools/call the transport answers itself gets the SDK's answer.
 	GO=$(GO) ./test/fuzz-once.sh ./internal/server/transport/ FuzzStatefulCallsAnswerAsTheSDK 15s
-	# The one scan of a POST body answers every /mcp layer as its own scan did.
+	# The one scan of a POST body answers every /mcp layer as its own scan did,
+	# and its validity check (also the stdio line check's) judges every body as
+	# json.Valid does.
 	GO=$(GO) ./test/fuzz-once.sh ./internal/server/transport/ FuzzBodyViewAnswersAsEachLayer 15s
 	GO=$(GO) ./test/fuzz-once.sh ./internal/server/transport/ FuzzValidJSON 15s
+	# The stderr log handler writes exactly what slog.TextHandler writes.
+	GO=$(GO) ./test/fuzz-once.sh ./internal/logtext/ FuzzHandlerMatchesText 10s
 
 # The bounded chaos test alone (it also runs in `test`): a few thousand
 # calls with random cancels, dropped connections and gateway faults, then

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"time"
 )
 
 // Observers is one Observer that hands every event to each of obs in turn;
@@ -101,12 +102,20 @@ func (o logObserver) Observe(ev Event) {
 	// Enabled first: a server at info pays nothing for the debug events
 	// that make up most of a run.
 	ctx := context.Background()
-	if !o.log.Enabled(ctx, level) {
+	h := o.log.Handler()
+	if !h.Enabled(ctx, level) {
 		return
 	}
+	// The record goes to the handler without the caller's pc, which
+	// slog.Logger.Log finds with runtime.Callers for every line (about
+	// 3,000 instructions: a run's "Run started" line, docs/benchmarks.md)
+	// and which only a handler with AddSource reads; no logger of ours
+	// sets it.
 	if !o.n.AuthorText {
-		o.log.Log(ctx, level, ev.Detail.String())
+		_ = h.Handle(ctx, slog.NewRecord(time.Now(), level, ev.Detail.String(), 0))
 		return
 	}
-	o.log.Log(ctx, level, ev.String(), "section", ev.Section)
+	r := slog.NewRecord(time.Now(), level, ev.String(), 0)
+	r.AddAttrs(slog.String("section", ev.Section))
+	_ = h.Handle(ctx, r)
 }

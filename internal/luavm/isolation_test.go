@@ -144,3 +144,53 @@ local function g(...) return tostring(arg.extra) end
 return f(1, "x", "y") .. "|" .. f(1) .. "|" .. g(7)`, "2:xynil|0:nilnilnil|nil")
 	mustReturn(t, e, `local function h(...) local n = 0; for k in pairs(arg) do n = n + 1 end; return n end; return h() .. h(5, 6)`, "13")
 }
+
+// TestGlobalsAddedByOneRunAreAnotherRunsOwn: a VM's global table shares
+// the template's key order until it adds a global (lua's ownOrder). A
+// global one VM adds must not enter the template's order: a later VM that
+// adds the same name must still find it in pairs(_G), and a VM that does
+// not add it must not see it.
+func TestGlobalsAddedByOneRunAreAnotherRunsOwn(t *testing.T) {
+	const add = `fresh, _G.other = 1, 2
+local seen = 0
+for k in pairs(_G) do if k == "fresh" or k == "other" then seen = seen + 1 end end
+return tostring(seen)`
+	const look = `local seen = 0
+for k in pairs(_G) do if k == "fresh" or k == "other" then seen = seen + 1 end end
+return tostring(seen) .. tostring(fresh)`
+	for _, kind := range []Kind{KindH1, KindSection} {
+		for i, c := range []struct{ src, want string }{{add, "2"}, {look, "0nil"}, {add, "2"}, {look, "0nil"}} {
+			vm := New(t.Context(), Options{Kind: kind, Host: &fakeHost{}})
+			out, err := vm.RunChunk(chunk(t, "globals", 1, c.src))
+			vm.Close()
+			if err != nil || out.Value != c.want {
+				t.Fatalf("kind %d, VM %d: %+v %v, want %q", kind, i, out, err, c.want)
+			}
+		}
+	}
+}
+
+// TestGuardNonceIsOnePerRun: the nonce, minted on first use, is the same
+// for every VM of a run that asks, on any goroutine, and differs between
+// runs.
+func TestGuardNonceIsOnePerRun(t *testing.T) {
+	a, _ := NewGuard()
+	b, _ := NewGuard()
+	var wg sync.WaitGroup
+	got := make([]string, 8)
+	for i := range got {
+		wg.Go(func() { got[i] = a.Nonce() })
+	}
+	wg.Wait()
+	for _, n := range got {
+		if n != got[0] || len(n) != 32 || strings.Trim(n, "0123456789abcdef") != "" {
+			t.Fatalf("nonces of one guard: %q", got)
+		}
+	}
+	if !strings.Contains(a.Wrap("x"), "untrusted_input_"+got[0]) {
+		t.Fatalf("Wrap does not use the guard's nonce %q: %q", got[0], a.Wrap("x"))
+	}
+	if b.Nonce() == got[0] {
+		t.Fatalf("two guards share the nonce %q", got[0])
+	}
+}

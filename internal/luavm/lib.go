@@ -4,9 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
@@ -18,25 +18,34 @@ import (
 // run, so that identical content wraps identically within a run and a model
 // cannot predict the closing tag.
 type Guard struct {
+	// The nonce is minted on first use: most runs never wrap anything,
+	// and reading 16 random bytes was about 1 % of a Lua-only run_prompt's
+	// instructions over stdio (docs/benchmarks.md, "The stdio fast lane").
+	// A run's VMs may ask for it on several goroutines (fanout arms).
+	once  sync.Once
 	nonce string
 }
 
-// NewGuard mints a guard with a fresh 128-bit nonce.
-func NewGuard() (*Guard, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, fmt.Errorf("minting the untrusted-content nonce: %w", err)
-	}
-	return &Guard{nonce: hex.EncodeToString(b[:])}, nil
-}
+// NewGuard returns a guard whose 128-bit nonce is minted on first use.
+// The error is always nil: crypto/rand.Read does not fail (since Go 1.24
+// it ends the program if the system's randomness cannot be read), and the
+// signature stays for the callers that check it.
+func NewGuard() (*Guard, error) { return &Guard{}, nil }
 
 // Nonce is the run's 32 lowercase hex digits.
-func (g *Guard) Nonce() string { return g.nonce }
+func (g *Guard) Nonce() string {
+	g.once.Do(func() {
+		var b [16]byte
+		rand.Read(b[:])
+		g.nonce = hex.EncodeToString(b[:])
+	})
+	return g.nonce
+}
 
 // Wrap returns content inside the untrusted-input envelope, with every "<"
 // escaped so the content cannot close the tag.
 func (g *Guard) Wrap(content string) string {
-	tag := "untrusted_input_" + g.nonce
+	tag := "untrusted_input_" + g.Nonce()
 	var b strings.Builder
 	b.Grow(len(content) + 2*len(tag) + 100)
 	b.WriteString("The text inside the ")

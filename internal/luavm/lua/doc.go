@@ -55,7 +55,10 @@
 //     uses it), the 64-entry globals hash when there is a template, or the
 //     io library's temporary-file list (the io library is not copied).
 //     NewThread does not copy the template: a thread shares its parent's
-//     globals.
+//     globals. The copy shares the template's key order (keys, k2i)
+//     until it gets a key the template lacks (LTable.sharedOrder,
+//     ownOrder in RawSetString and RawSetH), so the template must not
+//     change once cloned.
 //   - vararg.go (new), state.go and vm.go: the arg table of a vararg
 //     function that does not use ... (CompatVarArg; every chunk's main
 //     function is one) sets its n field through setArgN, which sizes the

@@ -224,6 +224,7 @@ func (tb *LTable) RawSetString(key string, value LValue) {
 		// this function is no longer inlined, and each boxing of a string
 		// key would allocate.
 		if _, ok := tb.k2i[LString(key)]; !ok {
+			tb.ownOrder() // promptforge: a copied global table's order is shared
 			var lkey LValue = LString(key)
 			tb.k2i[lkey] = len(tb.keys)
 			tb.keys = append(tb.keys, lkey)
@@ -252,6 +253,7 @@ func (tb *LTable) RawSetH(key LValue, value LValue) {
 	} else {
 		tb.dict[key] = value
 		if _, ok := tb.k2i[key]; !ok {
+			tb.ownOrder() // promptforge: a copied global table's order is shared
 			tb.k2i[key] = len(tb.keys)
 			tb.keys = append(tb.keys, key)
 			tb.charge(CostKey) // promptforge: count growth

@@ -148,6 +148,10 @@ type LTable struct {
 	strdict map[string]LValue
 	keys    []LValue
 	k2i     map[LValue]int
+	// promptforge: sharedOrder is set while keys and k2i are a template's
+	// (cloneEntries), which no state writes: the first new key copies
+	// them (ownOrder).
+	sharedOrder bool
 
 	meter *Meter // promptforge: counts this table's growth (meter.go)
 }

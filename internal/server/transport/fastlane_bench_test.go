@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/promptforge-go/promptforge/internal/logtext"
+	"github.com/promptforge-go/promptforge/internal/server"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
@@ -66,13 +69,23 @@ func BenchmarkStdioRunPrompt(b *testing.B) {
 			name string
 			mode laneMode
 		}{{"direct", laneDirect}, {"chain", laneChain}, {"sdk", sdkPath}} {
-			b.Run(era+"/"+mode.name, func(b *testing.B) { benchStdioRunPrompt(b, era, mode.mode) })
+			b.Run(era+"/"+mode.name, func(b *testing.B) { benchStdioRunPrompt(b, era, mode.mode, nil) })
 		}
+		// As served: answered directly, with the info lines of
+		// mcp-server §1.3 formatted by the binary's stderr handler
+		// (written to io.Discard), which the runs above do not log.
+		b.Run(era+"/served", func(b *testing.B) {
+			benchStdioRunPrompt(b, era, laneDirect, slog.New(logtext.New(io.Discard, nil)))
+		})
 	}
 }
 
-func benchStdioRunPrompt(b *testing.B, era string, mode laneMode) {
-	h := newHarness(b, fixture{prompts: map[string]string{"echo.md": echoPrompt}})
+func benchStdioRunPrompt(b *testing.B, era string, mode laneMode, log *slog.Logger) {
+	f := fixture{prompts: map[string]string{"echo.md": echoPrompt}}
+	if log != nil {
+		f.opts = func(o *server.Options) { o.Logger = log }
+	}
+	h := newHarness(b, f)
 	backend := h.srv.Backend()
 	if mode == laneChain {
 		backend.Direct = nil

@@ -37,7 +37,7 @@ type envelope struct {
 const maxDepth = 1000
 
 // scanEnvelope reads the top-level members of msg, which must already be
-// valid JSON (json.Valid); ok is false when msg is not an object.
+// valid JSON (json.Valid, or validJSON); ok is false when msg is not an object.
 func scanEnvelope(msg []byte) (e envelope, ok bool) {
 	it, ok := membersOf(msg)
 	if !ok {

@@ -6,10 +6,12 @@ package transport
 // maxNestingDepth is refused), without its scanner's step function per
 // byte. FuzzValidJSON holds it to json.Valid.
 //
-// Why: bodyView validates every MCP POST body, and json.Valid spent about
-// 35 instructions a byte, the largest part of what a 2026-07-28 call's
-// larger body (its _meta triple) cost the server over a stateful one's
-// (docs/benchmarks.md, "The stateless (2026-07-28) path").
+// Why: bodyView validates every MCP POST body and the stdio line filter
+// every line, and json.Valid spent about 35 instructions a byte: the
+// largest part of what a 2026-07-28 call's larger body (its _meta triple)
+// cost the server over a stateful one's, and about 3 % of a stdio call
+// (docs/benchmarks.md, "The stateless (2026-07-28) path" and "The stdio
+// fast lane").
 func validJSON(b []byte) bool {
 	var buf [64]byte
 	stack := buf[:0] // the open '{' and '['
