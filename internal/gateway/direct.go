@@ -156,9 +156,15 @@ func writeRequest(buf *bytes.Buffer, req *http.Request) error {
 	if method == "" {
 		method = http.MethodGet
 	}
+	// A control byte would split the request line (RawQuery goes out as
+	// it is): net/http refuses such a URL with this error.
+	ruri := req.URL.RequestURI()
+	if containsCTL(ruri) {
+		return errors.New("net/http: can't write control character in Request.URL")
+	}
 	buf.WriteString(method)
 	buf.WriteByte(' ')
-	buf.WriteString(req.URL.RequestURI())
+	buf.WriteString(ruri)
 	buf.WriteString(" HTTP/1.1\r\nHost: ")
 	buf.WriteString(hostHeader(req))
 	buf.WriteString("\r\n")
@@ -175,7 +181,9 @@ func writeRequest(buf *bytes.Buffer, req *http.Request) error {
 	if req.Body != nil && req.Body != http.NoBody {
 		n = req.ContentLength
 	}
-	if n > 0 || (method != http.MethodGet && method != http.MethodHead) {
+	// net/http's transferWriter.shouldSendContentLength: a body's length,
+	// or 0 for the methods servers expect one with.
+	if n > 0 || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
 		buf.WriteString("Content-Length: ")
 		buf.WriteString(strconv.FormatInt(n, 10))
 		buf.WriteString("\r\n")

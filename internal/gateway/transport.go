@@ -192,6 +192,16 @@ func hostHeader(req *http.Request) string {
 	return req.URL.Host
 }
 
+// containsCTL is net/http's stringContainsCTLByte.
+func containsCTL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < ' ' || b == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= 0x80 {
