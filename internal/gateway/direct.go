@@ -12,6 +12,7 @@ import (
 	"net/textproto"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -33,8 +34,13 @@ type directConn struct {
 	// reused connection's failure may be the server closing it while it
 	// was idle, which is when a request is sent again.
 	reused bool
-	idleAt time.Time   // guarded by Transport.mu
-	timer  *time.Timer // the idle timeout, made on the first putIdle
+	// poolable: the socket can be peeked at (probeStale), so a close
+	// while idle is seen before use. A dialer's wrapper that is no
+	// syscall.Conn cannot be, and a POST that met such a close could not
+	// be sent again: that connection serves one request.
+	poolable bool
+	idleAt   time.Time   // guarded by Transport.mu
+	timer    *time.Timer // the idle timeout, made on the first putIdle
 }
 
 var (
@@ -77,7 +83,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 				}
 				return nil, err
 			}
-			c = &directConn{Conn: nc, addr: addr}
+			c = &directConn{Conn: nc, addr: addr, poolable: t.poolUnprobed || rawConn(nc) != nil}
 		}
 		resp, retry, err := t.exchange(ctx, c, req, wire.Bytes())
 		if err == nil || !retry {
@@ -285,7 +291,7 @@ func (b *directBody) Read(p []byte) (int, error) {
 // context ended (its AfterFunc may have moved the deadline), or bytes
 // beyond the reply arrived (nothing may follow a reply unasked).
 func (b *directBody) release() {
-	reuse := b.stop() && b.keep && b.br.Buffered() == 0
+	reuse := b.stop() && b.keep && b.br.Buffered() == 0 && b.c.poolable
 	b.t.putReader(b.br)
 	b.br = nil
 	if !reuse {
@@ -308,4 +314,17 @@ func (b *directBody) Close() error {
 		b.c.Close()
 	}
 	return nil
+}
+
+// rawConn is c's socket, or nil for a connection that is no syscall.Conn.
+func rawConn(c net.Conn) syscall.RawConn {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
 }

@@ -1,10 +1,13 @@
 package gateway_test
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 // it, never written onto the wire (it would split the request line).
@@ -45,5 +48,38 @@ func TestDirectContentLengthAsNetHTTP(t *testing.T) {
 		if w, g := want.Header.Values("Content-Length"), got.Header.Values("Content-Length"); len(w) != len(g) {
 			t.Errorf("%s: Content-Length direct %q, net/http %q", m, g, w)
 		}
+	}
+}
+
+// opaqueConn hides the connection's socket (as a dialer that wraps its
+// connections does), so no non-blocking peek can look at it.
+type opaqueConn struct{ net.Conn }
+
+// where the connection's socket cannot be peeked at.
+func TestDirectStaleConnectionWithoutProbe(t *testing.T) {
+	g := newRawGateway(t, func(n int64, _ *http.Request) (string, bool) {
+		return withLength("HTTP/1.1 200 OK\r\n", "ok"), n == 1
+	})
+	tr, _ := countingTransport(t)
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return opaqueConn{c}, nil
+	}
+	post := func() error {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, g.URL()+"/v1/chat/completions", strings.NewReader("{}"))
+		_, _, err := send(tr, req)
+		return err
+	}
+	if err := post(); err != nil {
+		t.Fatal(err)
+	}
+	<-g.closed
+	time.Sleep(10 * time.Millisecond)
+	if err := post(); err != nil {
+		t.Fatalf("the stale connection surfaced: %v", err)
 	}
 }

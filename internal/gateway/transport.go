@@ -56,6 +56,10 @@ type Transport struct {
 	// IdleConnTimeout closes a direct connection idle this long.
 	IdleConnTimeout time.Duration
 
+	// poolUnprobed keeps connections probeStale cannot look at (tests:
+	// pipes on a fake clock; see export_test.go).
+	poolUnprobed bool
+
 	mu   sync.Mutex
 	idle map[string][]*directConn // by dial address, most recently used last
 
@@ -146,7 +150,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // Fallback, which then answers exactly as before).
 func (t *Transport) direct(req *http.Request) bool {
 	u := req.URL
-	if u == nil || u.Scheme != "http" || u.Host == "" || u.User != nil {
+	if !canProbe || u == nil || u.Scheme != "http" || u.Host == "" || u.User != nil {
 		return false
 	}
 	// An IPv6 zone or a non-ASCII name is rewritten by net/http before
