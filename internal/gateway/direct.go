@@ -39,8 +39,11 @@ type directConn struct {
 	// syscall.Conn cannot be, and a POST that met such a close could not
 	// be sent again: that connection serves one request.
 	poolable bool
-	idleAt   time.Time   // guarded by Transport.mu
-	timer    *time.Timer // the idle timeout, made on the first putIdle
+	// head is what a reply is read through: the connection, with
+	// net/http's bound on the bytes of the reply's head.
+	head   headReader
+	idleAt time.Time   // guarded by Transport.mu
+	timer  *time.Timer // the idle timeout, made on the first putIdle
 }
 
 var (
@@ -110,7 +113,8 @@ func (t *Transport) exchange(ctx context.Context, c *directConn, req *http.Reque
 	if err := waitReadable(c.Conn); err != nil {
 		return fail(err, replayable(req))
 	}
-	br := t.reader(c.Conn)
+	c.head = headReader{Conn: c.Conn, left: maxResponseHeaderBytes}
+	br := t.reader(&c.head)
 	if _, err := br.Peek(1); err != nil {
 		t.putReader(br)
 		if err == io.EOF {
@@ -120,25 +124,54 @@ func (t *Transport) exchange(ctx context.Context, c *directConn, req *http.Reque
 	}
 	resp, err := http.ReadResponse(br, req)
 	// Informational replies (103 Early Hints, a stray 100) come before
-	// the real one, as net/http allows up to five.
-	for n := 0; err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200; n++ {
-		if resp.StatusCode == http.StatusSwitchingProtocols || n == 5 {
-			err = fmt.Errorf("unexpected reply %q before the final one", resp.Status)
-			break
-		}
+	// the real one; as net/http's, they are bounded only by the bytes of
+	// all the heads together (maxResponseHeaderBytes). A 101 is final
+	// there, and the connection is not used again after it.
+	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 		resp, err = http.ReadResponse(br, req)
 	}
 	if err != nil {
+		if c.head.left <= 0 {
+			err = fmt.Errorf("net/http: server response headers exceeded %d bytes; aborted", maxResponseHeaderBytes)
+		}
 		t.putReader(br)
 		return fail(fmt.Errorf("read the reply: %w", err), false)
 	}
-	b := &directBody{t: t, c: c, br: br, rc: resp.Body, ctx: ctx, stop: stop, keep: !resp.Close && !req.Close}
+	c.head.left = -1 // the body is not bounded here
+	keep := !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
+	b := &directBody{t: t, c: c, br: br, rc: resp.Body, ctx: ctx, stop: stop, keep: keep}
 	if resp.Body == http.NoBody {
 		b.release()
 		return resp, false, nil
 	}
 	resp.Body = b
 	return resp, false, nil
+}
+
+// maxResponseHeaderBytes is net/http's default MaxResponseHeaderBytes: the
+// bytes a reply's head (with any informational replies before it) may
+// take before the reply is refused.
+const maxResponseHeaderBytes = 10 << 20
+
+// headReader reads a connection, at most left bytes while left >= 0.
+type headReader struct {
+	net.Conn
+	left int64
+}
+
+func (r *headReader) Read(p []byte) (int, error) {
+	if r.left < 0 {
+		return r.Conn.Read(p)
+	}
+	if r.left == 0 {
+		return 0, fmt.Errorf("read limit of %d bytes exhausted", maxResponseHeaderBytes)
+	}
+	if int64(len(p)) > r.left {
+		p = p[:r.left]
+	}
+	n, err := r.Conn.Read(p)
+	r.left -= int64(n)
+	return n, err
 }
 
 // replayable is net/http's Request.isReplayable for a request whose body

@@ -83,3 +83,39 @@ func TestDirectStaleConnectionWithoutProbe(t *testing.T) {
 		t.Fatalf("the stale connection surfaced: %v", err)
 	}
 }
+
+// A reply's head is bounded as net/http bounds it (10 MiB over the final
+// head and any informational ones before it), not by a count of
+// informational replies; a 101 is a final reply, as there.
+func TestDirectReadsHeadsAsNetHTTP(t *testing.T) {
+	skipWithoutDirect(t)
+	early := "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+	for name, raw := range map[string]string{
+		"six early hints":    strings.Repeat(early, 6) + withLength("HTTP/1.1 200 OK\r\n", "ok"),
+		"101":                "HTTP/1.1 101 Switching Protocols\r\n\r\n",
+		"an endless head":    "HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("a", 11<<20) + "\r\nContent-Length: 2\r\n\r\nok",
+		"endless 1xx":        strings.Repeat(early, (10<<20)/len(early)+1) + withLength("HTTP/1.1 200 OK\r\n", "ok"),
+		"a head near 10 MiB": "HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("a", 9<<20) + "\r\nContent-Length: 2\r\n\r\nok",
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := newRawGateway(t, func(int64, *http.Request) (string, bool) { return raw, true })
+			ref := &http.Transport{DisableCompression: true}
+			t.Cleanup(ref.CloseIdleConnections)
+			want, wantBody, wantErr := get(t, ref, g.URL()+"/v1/models")
+			tr, _ := countingTransport(t)
+			got, gotBody, gotErr := get(t, tr, g.URL()+"/v1/models")
+			if (gotErr == nil) != (wantErr == nil) {
+				t.Fatalf("direct error %v, net/http error %v", gotErr, wantErr)
+			}
+			if wantErr != nil {
+				if !strings.Contains(gotErr.Error(), "server response headers exceeded 10485760 bytes") {
+					t.Errorf("direct error %v, net/http error %v", gotErr, wantErr)
+				}
+				return
+			}
+			if got.StatusCode != want.StatusCode || string(gotBody) != string(wantBody) {
+				t.Errorf("direct %d %q, net/http %d %q", got.StatusCode, gotBody, want.StatusCode, wantBody)
+			}
+		})
+	}
+}

@@ -681,6 +681,8 @@ func FuzzDirectReadsAsNetHTTP(f *testing.F) {
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n5\r\nhello\r\n0\r\nX-T: v\r\n\r\n",
 		"HTTP/1.0 200 OK\r\n\r\nuntil close",
 		"HTTP/1.1 103 Early Hints\r\n\r\n" + withLength("HTTP/1.1 200 OK\r\n", "ok"),
+		strings.Repeat("HTTP/1.1 103 Early Hints\r\n\r\n", 6) + withLength("HTTP/1.1 200 OK\r\n", "ok"),
+		"HTTP/1.1 101 Switching Protocols\r\n\r\n",
 		"HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok",
 		"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort",

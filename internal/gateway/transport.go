@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -309,7 +310,7 @@ func (t *Transport) expire(c *directConn, timeout time.Duration) {
 	c.Close()
 }
 
-func (t *Transport) reader(c net.Conn) *bufio.Reader {
+func (t *Transport) reader(c io.Reader) *bufio.Reader {
 	if br, ok := t.readers.Get().(*bufio.Reader); ok {
 		br.Reset(c)
 		return br
