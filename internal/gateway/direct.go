@@ -99,16 +99,25 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 // closed, and retry says whether the request may go out again.
 func (t *Transport) exchange(ctx context.Context, c *directConn, req *http.Request, wire []byte) (_ *http.Response, retry bool, _ error) {
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+	// A gateway may reply and close before it has read the whole request
+	// (a 401 or 413 to a large one), and the write then fails: net/http
+	// reads the reply while it writes and returns it, so the reply is
+	// read here too, and the write's error returned only when there is
+	// none (the connection is not used again either way).
+	n, werr := c.Write(wire)
 	fail := func(err error, again bool) (*http.Response, bool, error) {
 		stop()
 		c.Close()
 		if ctx.Err() != nil {
 			return nil, false, context.Cause(ctx)
 		}
+		if werr != nil {
+			return nil, n == 0 && c.reused, fmt.Errorf("write the request: %w", werr)
+		}
 		return nil, again && c.reused, err
 	}
-	if n, err := c.Write(wire); err != nil {
-		return fail(fmt.Errorf("write the request: %w", err), n == 0)
+	if werr != nil && (n == 0 || isTimeout(werr)) {
+		return fail(nil, false)
 	}
 	if err := waitReadable(c.Conn); err != nil {
 		return fail(err, replayable(req))
@@ -138,7 +147,7 @@ func (t *Transport) exchange(ctx context.Context, c *directConn, req *http.Reque
 		return fail(fmt.Errorf("read the reply: %w", err), false)
 	}
 	c.head.left = -1 // the body is not bounded here
-	keep := !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
+	keep := !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols && werr == nil
 	b := &directBody{t: t, c: c, br: br, rc: resp.Body, ctx: ctx, stop: stop, keep: keep}
 	if resp.Body == http.NoBody {
 		b.release()
@@ -172,6 +181,11 @@ func (r *headReader) Read(p []byte) (int, error) {
 	n, err := r.Conn.Read(p)
 	r.left -= int64(n)
 	return n, err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // replayable is net/http's Request.isReplayable for a request whose body

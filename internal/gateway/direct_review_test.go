@@ -2,10 +2,12 @@ package gateway_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -117,5 +119,47 @@ func TestDirectReadsHeadsAsNetHTTP(t *testing.T) {
 				t.Errorf("direct %d %q, net/http %d %q", got.StatusCode, gotBody, want.StatusCode, wantBody)
 			}
 		})
+	}
+}
+
+// A gateway that answers a large request before reading it (a 401 to a
+// long prompt) and closes: the caller gets the 401, as from net/http, not
+// the write's "connection reset by peer" (which the client would report as
+// a gateway that is not running).
+func TestDirectReplyBeforeTheRequestIsWritten(t *testing.T) {
+	skipWithoutDirect(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				_, _ = c.Read(make([]byte, 1024))
+				_, _ = io.WriteString(c, "HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 6\r\n\r\nno key")
+				time.Sleep(20 * time.Millisecond)
+			})
+		}
+	})
+	body := strings.Repeat("x", 8<<20)
+	ref := &http.Transport{}
+	t.Cleanup(ref.CloseIdleConnections)
+	tr, _ := countingTransport(t)
+	for _, rt := range []http.RoundTripper{ref, tr} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+ln.Addr().String()+"/v1/chat/completions", strings.NewReader(body))
+		resp, b, err := send(rt, req)
+		if err != nil || resp.StatusCode != http.StatusUnauthorized || string(b) != "no key" {
+			t.Errorf("%T: %v; want the 401", rt, err)
+		}
 	}
 }
