@@ -163,3 +163,21 @@ func TestDirectReplyBeforeTheRequestIsWritten(t *testing.T) {
 		}
 	}
 }
+
+// A ContentLength its body does not have fails as net/http fails it; the
+// direct path allocated the length named first (1 TiB: the process died
+// out of memory).
+func TestDirectContentLengthLargerThanTheBody(t *testing.T) {
+	g := newRawGateway(t, func(int64, *http.Request) (string, bool) { return withLength("HTTP/1.1 200 OK\r\n", "ok"), false })
+	tr, _ := countingTransport(t)
+	for _, n := range []int64{3, 1 << 40} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, g.URL()+"/v1/x", strings.NewReader("{}"))
+		req.ContentLength = n
+		if _, _, err := send(tr, req); err == nil || !strings.Contains(err.Error(), "with Body length 2") {
+			t.Errorf("ContentLength %d with a 2-byte body: %v", n, err)
+		}
+	}
+	if n := g.requests.Load(); n != 0 {
+		t.Errorf("%d requests reached the gateway", n)
+	}
+}

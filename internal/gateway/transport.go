@@ -169,6 +169,12 @@ func (t *Transport) direct(req *http.Request) bool {
 	if req.Body != nil && req.Body != http.NoBody && req.ContentLength <= 0 {
 		return false
 	}
+	// The direct path makes room for the whole body before reading it: a
+	// larger length (or one a body does not have, which net/http reports
+	// as an error) is streamed by net/http instead of allocated.
+	if req.ContentLength > maxDirectBody {
+		return false
+	}
 	if len(req.TransferEncoding) > 0 || len(req.Trailer) > 0 {
 		return false
 	}
@@ -322,6 +328,10 @@ func (t *Transport) putReader(br *bufio.Reader) {
 	br.Reset(nil)
 	t.readers.Put(br)
 }
+
+// maxDirectBody is the largest request body the direct path assembles in
+// memory (writeRequest); a chat request with images is well below it.
+const maxDirectBody = 64 << 20
 
 // maxPooledWrite bounds the request buffers kept for reuse: a request
 // larger than this is assembled in a buffer of its own, which is dropped.
