@@ -12,6 +12,7 @@ import (
 	"net/textproto"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -33,6 +34,14 @@ type directConn struct {
 	// reused connection's failure may be the server closing it while it
 	// was idle, which is when a request is sent again.
 	reused bool
+	// poolable: the socket can be peeked at (probeStale), so a close
+	// while idle is seen before use. A dialer's wrapper that is no
+	// syscall.Conn cannot be, and a POST that met such a close could not
+	// be sent again: that connection serves one request.
+	poolable bool
+	// head is what a reply is read through: the connection, with
+	// net/http's bound on the bytes of the reply's head.
+	head   headReader
 	idleAt time.Time   // guarded by Transport.mu
 	timer  *time.Timer // the idle timeout, made on the first putIdle
 }
@@ -77,7 +86,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 				}
 				return nil, err
 			}
-			c = &directConn{Conn: nc, addr: addr}
+			c = &directConn{Conn: nc, addr: addr, poolable: t.poolUnprobed || rawConn(nc) != nil}
 		}
 		resp, retry, err := t.exchange(ctx, c, req, wire.Bytes())
 		if err == nil || !retry {
@@ -90,21 +99,31 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 // closed, and retry says whether the request may go out again.
 func (t *Transport) exchange(ctx context.Context, c *directConn, req *http.Request, wire []byte) (_ *http.Response, retry bool, _ error) {
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+	// A gateway may reply and close before it has read the whole request
+	// (a 401 or 413 to a large one), and the write then fails: net/http
+	// reads the reply while it writes and returns it, so the reply is
+	// read here too, and the write's error returned only when there is
+	// none (the connection is not used again either way).
+	n, werr := c.Write(wire)
 	fail := func(err error, again bool) (*http.Response, bool, error) {
 		stop()
 		c.Close()
 		if ctx.Err() != nil {
 			return nil, false, context.Cause(ctx)
 		}
+		if werr != nil {
+			return nil, n == 0 && c.reused, fmt.Errorf("write the request: %w", werr)
+		}
 		return nil, again && c.reused, err
 	}
-	if n, err := c.Write(wire); err != nil {
-		return fail(fmt.Errorf("write the request: %w", err), n == 0)
+	if werr != nil && (n == 0 || isTimeout(werr)) {
+		return fail(nil, false)
 	}
 	if err := waitReadable(c.Conn); err != nil {
 		return fail(err, replayable(req))
 	}
-	br := t.reader(c.Conn)
+	c.head = headReader{Conn: c.Conn, left: maxResponseHeaderBytes}
+	br := t.reader(&c.head)
 	if _, err := br.Peek(1); err != nil {
 		t.putReader(br)
 		if err == io.EOF {
@@ -114,25 +133,59 @@ func (t *Transport) exchange(ctx context.Context, c *directConn, req *http.Reque
 	}
 	resp, err := http.ReadResponse(br, req)
 	// Informational replies (103 Early Hints, a stray 100) come before
-	// the real one, as net/http allows up to five.
-	for n := 0; err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200; n++ {
-		if resp.StatusCode == http.StatusSwitchingProtocols || n == 5 {
-			err = fmt.Errorf("unexpected reply %q before the final one", resp.Status)
-			break
-		}
+	// the real one; as net/http's, they are bounded only by the bytes of
+	// all the heads together (maxResponseHeaderBytes). A 101 is final
+	// there, and the connection is not used again after it.
+	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 		resp, err = http.ReadResponse(br, req)
 	}
 	if err != nil {
+		if c.head.left <= 0 {
+			err = fmt.Errorf("net/http: server response headers exceeded %d bytes; aborted", maxResponseHeaderBytes)
+		}
 		t.putReader(br)
 		return fail(fmt.Errorf("read the reply: %w", err), false)
 	}
-	b := &directBody{t: t, c: c, br: br, rc: resp.Body, ctx: ctx, stop: stop, keep: !resp.Close && !req.Close}
+	c.head.left = -1 // the body is not bounded here
+	keep := !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols && werr == nil
+	b := &directBody{t: t, c: c, br: br, rc: resp.Body, ctx: ctx, stop: stop, keep: keep}
 	if resp.Body == http.NoBody {
 		b.release()
 		return resp, false, nil
 	}
 	resp.Body = b
 	return resp, false, nil
+}
+
+// maxResponseHeaderBytes is net/http's default MaxResponseHeaderBytes: the
+// bytes a reply's head (with any informational replies before it) may
+// take before the reply is refused.
+const maxResponseHeaderBytes = 10 << 20
+
+// headReader reads a connection, at most left bytes while left >= 0.
+type headReader struct {
+	net.Conn
+	left int64
+}
+
+func (r *headReader) Read(p []byte) (int, error) {
+	if r.left < 0 {
+		return r.Conn.Read(p)
+	}
+	if r.left == 0 {
+		return 0, fmt.Errorf("read limit of %d bytes exhausted", maxResponseHeaderBytes)
+	}
+	if int64(len(p)) > r.left {
+		p = p[:r.left]
+	}
+	n, err := r.Conn.Read(p)
+	r.left -= int64(n)
+	return n, err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // replayable is net/http's Request.isReplayable for a request whose body
@@ -156,9 +209,15 @@ func writeRequest(buf *bytes.Buffer, req *http.Request) error {
 	if method == "" {
 		method = http.MethodGet
 	}
+	// A control byte would split the request line (RawQuery goes out as
+	// it is): net/http refuses such a URL with this error.
+	ruri := req.URL.RequestURI()
+	if containsCTL(ruri) {
+		return errors.New("net/http: can't write control character in Request.URL")
+	}
 	buf.WriteString(method)
 	buf.WriteByte(' ')
-	buf.WriteString(req.URL.RequestURI())
+	buf.WriteString(ruri)
 	buf.WriteString(" HTTP/1.1\r\nHost: ")
 	buf.WriteString(hostHeader(req))
 	buf.WriteString("\r\n")
@@ -175,7 +234,9 @@ func writeRequest(buf *bytes.Buffer, req *http.Request) error {
 	if req.Body != nil && req.Body != http.NoBody {
 		n = req.ContentLength
 	}
-	if n > 0 || (method != http.MethodGet && method != http.MethodHead) {
+	// net/http's transferWriter.shouldSendContentLength: a body's length,
+	// or 0 for the methods servers expect one with.
+	if n > 0 || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
 		buf.WriteString("Content-Length: ")
 		buf.WriteString(strconv.FormatInt(n, 10))
 		buf.WriteString("\r\n")
@@ -277,7 +338,7 @@ func (b *directBody) Read(p []byte) (int, error) {
 // context ended (its AfterFunc may have moved the deadline), or bytes
 // beyond the reply arrived (nothing may follow a reply unasked).
 func (b *directBody) release() {
-	reuse := b.stop() && b.keep && b.br.Buffered() == 0
+	reuse := b.stop() && b.keep && b.br.Buffered() == 0 && b.c.poolable
 	b.t.putReader(b.br)
 	b.br = nil
 	if !reuse {
@@ -300,4 +361,17 @@ func (b *directBody) Close() error {
 		b.c.Close()
 	}
 	return nil
+}
+
+// rawConn is c's socket, or nil for a connection that is no syscall.Conn.
+func rawConn(c net.Conn) syscall.RawConn {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
 }

@@ -65,7 +65,8 @@
 // replies read through a pooled 1 KiB reader taken when the reply starts
 // to arrive. No Accept-Encoding is sent, so replies come uncompressed.
 // Everything else (https, a proxy from the environment, a request net/http
-// would treat specially) goes to [Transport.Fallback], net/http's
+// would treat specially, every request on a platform without the peek,
+// Windows among them) goes to [Transport.Fallback], net/http's
 // transport, whose read and write loops run two goroutines per open
 // connection. [NewTransportFor] keeps as many idle connections on each
 // path as the host runs model turns at once (serve: one per run slot), so

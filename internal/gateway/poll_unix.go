@@ -7,6 +7,9 @@ import (
 	"syscall"
 )
 
+// canProbe: probeStale can see a close while the connection was idle.
+const canProbe = true
+
 // readable looks at the connection's socket without consuming or
 // waiting: true when a read would not block (bytes, the peer's close, or
 // a socket error, which the read then reports).
@@ -54,16 +57,4 @@ func waitReadable(c net.Conn) error {
 		return nil
 	}
 	return rc.Read(readable)
-}
-
-func rawConn(c net.Conn) syscall.RawConn {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return nil
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return nil
-	}
-	return rc
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -55,6 +56,10 @@ type Transport struct {
 	MaxIdleConnsPerHost int
 	// IdleConnTimeout closes a direct connection idle this long.
 	IdleConnTimeout time.Duration
+
+	// poolUnprobed keeps connections probeStale cannot look at (tests:
+	// pipes on a fake clock; see export_test.go).
+	poolUnprobed bool
 
 	mu   sync.Mutex
 	idle map[string][]*directConn // by dial address, most recently used last
@@ -146,7 +151,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // Fallback, which then answers exactly as before).
 func (t *Transport) direct(req *http.Request) bool {
 	u := req.URL
-	if u == nil || u.Scheme != "http" || u.Host == "" || u.User != nil {
+	if !canProbe || u == nil || u.Scheme != "http" || u.Host == "" || u.User != nil {
 		return false
 	}
 	// An IPv6 zone or a non-ASCII name is rewritten by net/http before
@@ -162,6 +167,12 @@ func (t *Transport) direct(req *http.Request) bool {
 	// A body of unknown length would go out chunked, and an upload with
 	// trailers or an Expect: 100-continue waits on the server: net/http's.
 	if req.Body != nil && req.Body != http.NoBody && req.ContentLength <= 0 {
+		return false
+	}
+	// The direct path makes room for the whole body before reading it: a
+	// larger length (or one a body does not have, which net/http reports
+	// as an error) is streamed by net/http instead of allocated.
+	if req.ContentLength > maxDirectBody {
 		return false
 	}
 	if len(req.TransferEncoding) > 0 || len(req.Trailer) > 0 {
@@ -190,6 +201,16 @@ func hostHeader(req *http.Request) string {
 		return req.Host
 	}
 	return req.URL.Host
+}
+
+// containsCTL is net/http's stringContainsCTLByte.
+func containsCTL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < ' ' || b == 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 func isASCII(s string) bool {
@@ -295,7 +316,7 @@ func (t *Transport) expire(c *directConn, timeout time.Duration) {
 	c.Close()
 }
 
-func (t *Transport) reader(c net.Conn) *bufio.Reader {
+func (t *Transport) reader(c io.Reader) *bufio.Reader {
 	if br, ok := t.readers.Get().(*bufio.Reader); ok {
 		br.Reset(c)
 		return br
@@ -307,6 +328,10 @@ func (t *Transport) putReader(br *bufio.Reader) {
 	br.Reset(nil)
 	t.readers.Put(br)
 }
+
+// maxDirectBody is the largest request body the direct path assembles in
+// memory (writeRequest); a chat request with images is well below it.
+const maxDirectBody = 64 << 20
 
 // maxPooledWrite bounds the request buffers kept for reuse: a request
 // larger than this is assembled in a buffer of its own, which is dropped.
