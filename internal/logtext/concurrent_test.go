@@ -24,7 +24,9 @@ func TestConcurrentLinesAreWholeAndExact(t *testing.T) {
 	base := time.Date(2026, 12, 2, 1, 2, 3, 0, time.UTC)
 	hs := []func(slog.Handler) slog.Handler{
 		func(h slog.Handler) slog.Handler { return h },
-		func(h slog.Handler) slog.Handler { return h.WithAttrs([]slog.Attr{slog.String("component", "mcp server")}) },
+		func(h slog.Handler) slog.Handler {
+			return h.WithAttrs([]slog.Attr{slog.String("component", "mcp server")})
+		},
 		func(h slog.Handler) slog.Handler { return h.WithGroup("g").WithAttrs([]slog.Attr{slog.Int("n", 1)}) },
 	}
 	var want []string
