@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -64,4 +65,33 @@ type countingRanker struct {
 func (c countingRanker) Index(ctx context.Context, docs []match.Doc) (match.Index, error) {
 	c.n.Add(1)
 	return c.Ranker.Index(ctx, docs)
+}
+
+// Runs sharing ModelPicks at once, against two lists that bind the same
+// description to different models (a snapshot and its successor, runs of
+// both in flight), each bind their own list's model (the race detector
+// sees the picks written outside their lock).
+func TestModelPicksConcurrentLists(t *testing.T) {
+	g := newGW(t)
+	p := parse(t, header+"# T\n\n"+defaultModel+"\n## Run\n\n"+lua(`return writer.model_id`))
+	other := gateway.Model{ID: "other-model", Description: "An image generator for pictures", Dialect: gateway.DialectOpenAI}
+	writer := gateway.Model{ID: "writer-model", Description: "A general assistant model", Dialect: gateway.DialectOpenAI}
+	lists := [][]gateway.Model{{other, testModel}, {writer}}
+	want := []string{"test-model", "writer-model"}
+	picks := NewModelPicks()
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			cfg := g.cfg()
+			cfg.Models, cfg.ModelPicks = lists[i%2], picks
+			for range 5 {
+				res, err := Run(context.Background(), p, "", nil, cfg)
+				if err != nil || res.Value != want[i%2] {
+					t.Errorf("run %d: %q %v, want %q", i, res.Value, err, want[i%2])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -96,3 +96,30 @@ func TestAScopeWithoutToolsIsOneAllocation(t *testing.T) {
 		t.Fatalf("an empty scope takes %v allocations, want 1", allocs)
 	}
 }
+
+// A VM made late has its globals in the order the VM made at the
+// section's start would have had them: a reply bound by an earlier turn
+// of the section, when the section started without one, comes after the
+// alias globals (luavm.New: "in the order prompts may rely on"), as
+// SetReply added it there. A shared library makes the VM at the start,
+// which is the order to match.
+func TestLateVMKeepsTheGlobalsOrder(t *testing.T) {
+	probe := lua(`local n = {}
+for k in pairs(_G) do n[#n + 1] = tostring(k) end
+return table.concat(n, ",")`)
+	order := func(shared string) string {
+		t.Helper()
+		g := newGW(t)
+		g.Respond(func(gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Text("hello") })
+		p := parse(t, "# T\n\n"+shared+defaultModel+"\n## Run\n\nSay hello.\n\n"+probe)
+		r := runP(t, p, "x", g.cfg())
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return r.Value
+	}
+	late, early := order(""), order("```lua shared\nlocal _ = 1\n```\n")
+	if late != early {
+		t.Fatalf("the globals of a VM made after the turn:\n%s\nmade at the section's start:\n%s", late, early)
+	}
+}

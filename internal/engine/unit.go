@@ -75,6 +75,7 @@ type pendingVM struct {
 	v   *luavm.Var
 
 	reply     *string // the reply global as it stands
+	rebound   bool    // a turn bound reply after the section started
 	finish    string  // sys.reply_finish_reason, once a turn set it
 	hasFinish bool
 }
@@ -310,7 +311,10 @@ func (u *unit) machine() *luavm.VM {
 	}
 	u.lazy = nil
 	r := u.r
-	u.vm = luavm.New(l.ctx, u.vmOptions(luavm.KindSection, l.id, l.at, r.walkAt, l.reply, l.v))
+	// Made with the reply the section started with, and a reply a turn
+	// bound set after the aliases, as SetReply set it: a global the
+	// start lacked comes after them in the globals' order.
+	u.vm = luavm.New(l.ctx, u.vmOptions(luavm.KindSection, l.id, l.at, r.walkAt, u.incoming, l.v))
 	u.vm.InstallAliases(r.bind.aliasHandles())
 	if u.proseSeen {
 		u.vm.InstallToolCalls()
@@ -320,6 +324,9 @@ func (u *unit) machine() *luavm.VM {
 	}
 	if l.hasFinish {
 		u.vm.SetFinishReason(l.finish)
+	}
+	if l.rebound {
+		u.vm.SetReply(l.reply)
 	}
 	return u.vm
 }
@@ -418,7 +425,7 @@ func (u *unit) prose(ctx context.Context, b prompt.Block, last bool) error {
 		l.finish, l.hasFinish = res.finish, true
 		if res.text != nil {
 			u.observe(LuaReplyBindingStarted)
-			l.reply = res.text
+			l.reply, l.rebound = res.text, true
 			u.observe(LuaReplyBindingSucceeded)
 		}
 		return nil

@@ -194,3 +194,80 @@ func TestGuardNonceIsOnePerRun(t *testing.T) {
 		t.Fatalf("two guards share the nonce %q", got[0])
 	}
 }
+
+// keyOrder is t's keys in the order next walks them (nil values skipped).
+func keyOrder(t *lua.LTable) string {
+	var out []string
+	for k, _ := t.Next(lua.LNil); k != lua.LNil; k, _ = t.Next(k) {
+		out = append(out, fmt.Sprintf("%s:%s", k.Type(), k))
+	}
+	return strings.Join(out, ",")
+}
+
+// orderVandal changes the key order of its own globals every way Lua can:
+// keys of every type added (a non-array number, a float, a boolean, a
+// table, a function), template globals removed, set to nil and back, a
+// global added and removed and added again, through _G, through a
+// metatable's __newindex and while pairs walks _G; then it walks its
+// globals with next, as a run would.
+const orderVandal = `
+_G[-1], _G[1.5], _G[true] = "n", "f", "b"
+_G[{}], _G[print or tostring] = "t", "fn"
+assert, pcall = nil, nil
+tostring = nil; tostring = type
+zz = 1; zz = nil; zz = 2
+for k in pairs(_G) do _G["w_" .. type(k)] = 1 end
+setmetatable(_G, {__newindex = function(t, k, v) end})
+viameta = 1
+local n = 0
+for k in next, _G do n = n + 1 end
+return (n > 0) and "yes" or "no"`
+
+// TestGlobalsKeyOrderIsEachRunsOwn: the template's key order (shared by
+// every VM until it adds a global) is what a fresh VM walks, in that
+// order, however many VMs rewrote the order of their own globals at once
+// on their own goroutines (the race detector sees a write to the shared
+// order); and the template itself is unchanged.
+func TestGlobalsKeyOrderIsEachRunsOwn(t *testing.T) {
+	for _, kind := range []Kind{KindH1, KindSection} {
+		tmpl := shared().globalsFor(kind).table
+		wantTmpl := keyOrder(tmpl)
+		_, _, tmplKeys, _ := tmpl.TableFields()
+		fresh := func() string {
+			vm := New(t.Context(), Options{Kind: kind, Host: &fakeHost{}})
+			defer vm.Close()
+			return keyOrder(vm.L.G.Global)
+		}
+		want := fresh()
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for range 16 {
+			wg.Go(func() {
+				vm := New(t.Context(), Options{Kind: kind, Host: &fakeHost{}})
+				defer vm.Close()
+				out, err := vm.RunChunk(chunk(t, "order", 1, orderVandal))
+				if err != nil || out.Value != "yes" {
+					errs <- fmt.Errorf("kind %d: %+v %v", kind, out, err)
+				}
+				// The run's own order kept what it added.
+				if got := keyOrder(vm.L.G.Global); !strings.Contains(got, "string:zz") || !strings.Contains(got, "boolean:true") {
+					errs <- fmt.Errorf("kind %d: a VM's own key order lost its additions: %s", kind, got)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if got := keyOrder(tmpl); got != wantTmpl {
+			t.Fatalf("kind %d: the template's key order changed:\n%s\nwant\n%s", kind, got, wantTmpl)
+		}
+		if _, _, keys, _ := tmpl.TableFields(); keys != tmplKeys {
+			t.Fatalf("kind %d: the template holds %d keys, had %d", kind, keys, tmplKeys)
+		}
+		if got := fresh(); got != want {
+			t.Fatalf("kind %d: a fresh VM walks its globals as\n%s\nwant, as before the vandals:\n%s", kind, got, want)
+		}
+	}
+}
