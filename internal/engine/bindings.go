@@ -246,23 +246,8 @@ func (b *bindings) pickModel(ctx context.Context, description string, o luavm.Mo
 	var cands []gateway.Model
 	var from []int // cands[i] is all[from[i]]
 	for i, m := range all {
-		if o.Context != nil && m.Context < *o.Context {
+		if !key.admits(m) {
 			continue
-		}
-		if o.Thinking != nil {
-			switch m.Thinking {
-			case gateway.ThinkingSwitchable:
-			case gateway.ThinkingAlways:
-				if !*o.Thinking {
-					continue
-				}
-			case gateway.ThinkingNever:
-				if *o.Thinking {
-					continue
-				}
-			default:
-				continue
-			}
 		}
 		cands = append(cands, m)
 		from = append(from, i)

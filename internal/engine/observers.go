@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"context"
 	"log/slog"
-	"time"
+
+	"github.com/promptforge-go/promptforge/internal/logtext"
 )
 
 // Observers is one Observer that hands every event to each of obs in turn;
@@ -29,9 +29,6 @@ func Observers(obs ...Observer) Observer {
 		if o != nil {
 			live = append(live, o)
 		}
-	}
-	if len(live) == 1 {
-		return live[0]
 	}
 	return live
 }
@@ -99,23 +96,12 @@ func (o logObserver) Observe(ev Event) {
 	case SectionStarted, ModelTurnCompleted, ToolCallSucceeded, DetailLua:
 		level = o.n.Progress
 	}
-	// Enabled first: a server at info pays nothing for the debug events
-	// that make up most of a run.
-	ctx := context.Background()
-	h := o.log.Handler()
-	if !h.Enabled(ctx, level) {
-		return
-	}
-	// The record goes to the handler without the caller's pc, which
-	// slog.Logger.Log finds with runtime.Callers for every line (about
-	// 3,000 instructions: a run's "Run started" line, docs/benchmarks.md)
-	// and which only a handler with AddSource reads; no logger of ours
-	// sets it.
+	// Through logtext.LogAttrs, which checks Enabled first (a server at
+	// info pays nothing for the debug events that make up most of a run)
+	// and skips slog.Logger's caller lookup.
 	if !o.n.AuthorText {
-		_ = h.Handle(ctx, slog.NewRecord(time.Now(), level, ev.Detail.String(), 0))
+		logtext.LogAttrs(o.log.Handler(), level, ev.Detail.String())
 		return
 	}
-	r := slog.NewRecord(time.Now(), level, ev.String(), 0)
-	r.AddAttrs(slog.String("section", ev.Section))
-	_ = h.Handle(ctx, r)
+	logtext.LogAttrs(o.log.Handler(), level, ev.String(), slog.String("section", ev.Section))
 }

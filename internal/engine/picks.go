@@ -59,6 +59,28 @@ func keyOf(description string, o luavm.ModelOpts) pickKey {
 	return k
 }
 
+// admits reports whether m is a candidate under k's options. The filter
+// reads only the key, so an option that narrows the candidates is in the
+// key, and remembered picks can never be of a different candidate set.
+func (k pickKey) admits(m gateway.Model) bool {
+	if k.hasContext && m.Context < k.context {
+		return false
+	}
+	if !k.hasThinking {
+		return true
+	}
+	switch m.Thinking {
+	case gateway.ThinkingSwitchable:
+		return true
+	case gateway.ThinkingAlways:
+		return k.thinking
+	case gateway.ThinkingNever:
+		return !k.thinking
+	default:
+		return false
+	}
+}
+
 // lookup returns the index in models of the model k bound, if remembered.
 func (p *ModelPicks) lookup(models []gateway.Model, k pickKey) (int, bool) {
 	if p == nil || len(models) == 0 {

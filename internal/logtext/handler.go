@@ -312,3 +312,21 @@ var asciiClass = func() (t [256]uint8) {
 	}
 	return t
 }()
+
+// LogAttrs writes a record of level, msg and attrs to h, if h is enabled
+// for level, as slog.Logger.LogAttrs would, but without the caller's
+// program counter: the Logger finds it with runtime.Callers on every line
+// (about 3,000 instructions, docs/benchmarks.md "The stdio fast lane"),
+// and only a handler with AddSource reads it. The server's loggers never
+// set AddSource (cmd/promptforge-mcp-server/prologue.go), so the lines a
+// run writes on every call (mcp-server §1.3) come here; a logger that
+// needs the source uses slog.Logger as usual.
+func LogAttrs(h slog.Handler, level slog.Level, msg string, attrs ...slog.Attr) {
+	ctx := context.Background()
+	if !h.Enabled(ctx, level) {
+		return
+	}
+	r := slog.NewRecord(time.Now(), level, msg, 0)
+	r.AddAttrs(attrs...)
+	_ = h.Handle(ctx, r)
+}

@@ -179,3 +179,27 @@ func BenchmarkTerminalLine(b *testing.B) {
 		})
 	}
 }
+
+// TestLogAttrsWritesWhatTheLoggerWrites: LogAttrs writes the line
+// slog.Logger.LogAttrs writes through a TextHandler (the source aside, which
+// no server logger asks for), and nothing below the handler's level.
+func TestLogAttrsWritesWhatTheLoggerWrites(t *testing.T) {
+	var got, want bytes.Buffer
+	at := func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo, ReplaceAttr: at}
+	attrs := []slog.Attr{slog.String("run_id", "r-1"), slog.String("prompt", "say hi"), slog.Uint64("turns", 2),
+		slog.Uint64("prompt_tokens", 10), slog.Uint64("completion_tokens", 3), slog.Uint64("elapsed_ms", 7), slog.Bool("b", true)}
+	h := New(&got, opts)
+	LogAttrs(h, slog.LevelInfo, "run reached its terminal state", attrs...)
+	LogAttrs(h, slog.LevelDebug, "not written", attrs...)
+	l := slog.New(slog.NewTextHandler(&want, opts))
+	l.LogAttrs(context.Background(), slog.LevelInfo, "run reached its terminal state", attrs...)
+	if got.String() != want.String() {
+		t.Fatalf("LogAttrs wrote\n%q\nslog.Logger wrote\n%q", got.String(), want.String())
+	}
+}

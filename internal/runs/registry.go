@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/promptforge-go/promptforge/internal/logtext"
 )
 
 // Log messages an operator (and the tests) match on.
@@ -484,18 +486,12 @@ func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run f
 			r.failed.Add(1)
 		}
 		// Typed attrs: the key-value form boxes each value and converts
-		// it back (slog's argsToAttr), on every run (issue #12). Handed
-		// to the handler without the caller's pc, which LogAttrs finds
-		// with runtime.Callers (about 3,500 instructions a run) for a
-		// handler with AddSource, which no logger of ours sets. The same
-		// line either way.
-		if h := r.log.Handler(); h.Enabled(context.Background(), slog.LevelInfo) {
-			line := slog.NewRecord(time.Now(), slog.LevelInfo, msgTerminal, 0)
-			line.AddAttrs(slog.String("run_id", final.RunID), slog.String("prompt", final.Prompt), slog.String("status", string(final.Status)),
-				slog.Uint64("turns", uint64(final.Turns)), slog.Uint64("prompt_tokens", final.Tokens.Prompt),
-				slog.Uint64("completion_tokens", final.Tokens.Completion), slog.Uint64("elapsed_ms", final.ElapsedMS))
-			_ = h.Handle(context.Background(), line)
-		}
+		// it back (slog's argsToAttr), on every run (issue #12); through
+		// logtext.LogAttrs, which skips slog.Logger's caller lookup.
+		logtext.LogAttrs(r.log.Handler(), slog.LevelInfo, msgTerminal,
+			slog.String("run_id", final.RunID), slog.String("prompt", final.Prompt), slog.String("status", string(final.Status)),
+			slog.Uint64("turns", uint64(final.Turns)), slog.Uint64("prompt_tokens", final.Tokens.Prompt),
+			slog.Uint64("completion_tokens", final.Tokens.Completion), slog.Uint64("elapsed_ms", final.ElapsedMS))
 		if r.onTerminal != nil {
 			r.onTerminal(final)
 		}
