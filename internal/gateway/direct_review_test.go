@@ -31,14 +31,7 @@ func TestDirectRefusesControlBytesInTheURL(t *testing.T) {
 
 // net/http writes it.
 func TestDirectContentLengthAsNetHTTP(t *testing.T) {
-	seen := make(chan *http.Request, 2)
-	g := newRawGateway(t, func(_ int64, req *http.Request) (string, bool) {
-		seen <- req
-		return withLength("HTTP/1.1 200 OK\r\n", "ok"), false
-	})
-	tr, _ := countingTransport(t)
-	ref := &http.Transport{DisableCompression: true}
-	t.Cleanup(ref.CloseIdleConnections)
+	seen, g, tr, ref := requestRecorder(t)
 	for _, m := range []string{http.MethodDelete, http.MethodOptions, http.MethodPost, http.MethodGet, http.MethodPut} {
 		for _, rt := range []http.RoundTripper{ref, tr} {
 			req, _ := http.NewRequestWithContext(t.Context(), m, g.URL()+"/v1/x", nil)

@@ -257,14 +257,7 @@ func TestDirectReadsRepliesAsNetHTTP(t *testing.T) {
 // same request, header for header.
 func TestDirectWritesTheRequestAsNetHTTP(t *testing.T) {
 	skipWithoutDirect(t)
-	seen := make(chan *http.Request, 2)
-	g := newRawGateway(t, func(_ int64, req *http.Request) (string, bool) {
-		seen <- req
-		return withLength("HTTP/1.1 200 OK\r\n", "ok"), false
-	})
-	tr, _ := countingTransport(t)
-	ref := &http.Transport{DisableCompression: true}
-	t.Cleanup(ref.CloseIdleConnections)
+	seen, g, tr, ref := requestRecorder(t)
 	for _, rt := range []http.RoundTripper{ref, tr} {
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, g.URL()+"/v1/chat/completions?x=1", strings.NewReader(`{"a":1}`))
 		if err != nil {
@@ -727,4 +720,20 @@ func FuzzDirectReadsAsNetHTTP(f *testing.F) {
 				want.StatusCode, want.ContentLength, want.Close, want.Header, want.Trailer, wantBody)
 		}
 	})
+}
+
+// requestRecorder is a gateway that hands each request it reads to seen
+// and answers "ok", with the direct transport and net/http's (without
+// compression, as the direct path asks for none) to compare what each
+// writes.
+func requestRecorder(t *testing.T) (seen chan *http.Request, g *rawGateway, tr *gateway.Transport, ref *http.Transport) {
+	seen = make(chan *http.Request, 2)
+	g = newRawGateway(t, func(_ int64, req *http.Request) (string, bool) {
+		seen <- req
+		return withLength("HTTP/1.1 200 OK\r\n", "ok"), false
+	})
+	tr, _ = countingTransport(t)
+	ref = &http.Transport{DisableCompression: true}
+	t.Cleanup(ref.CloseIdleConnections)
+	return seen, g, tr, ref
 }
