@@ -52,6 +52,12 @@ func (s *Server) AnswerCall(ctx context.Context, call transport.DirectCall) (tra
 		return transport.DirectReply{}, false
 	}
 	req := &mcp.CallToolRequest{Session: call.Session, Params: call.Params}
+	var slot *pageSlot
+	if call.Params.Name == ToolListPrompts {
+		// listPrompts leaves its kept page here, as for pagesMiddleware.
+		slot = &pageSlot{}
+		ctx = context.WithValue(ctx, pageSlotKey{}, slot)
+	}
 	res, err := withTaskSlot(ctx, func(ctx context.Context) (mcp.Result, error) {
 		res, err := h(ctx, req)
 		if err != nil || res == nil {
@@ -70,7 +76,12 @@ func (s *Server) AnswerCall(ctx context.Context, call transport.DirectCall) (tra
 		// as the chain's are.
 		return transport.DirectReply{Result: res}, true
 	}
-	wire, err := s.encodeCallResult(ctr, completeResult(call.Session), call.ServerInfo)
+	var wire []byte
+	if slot != nil && slot.page != nil && ctr.Meta == nil && slot.page.answers(ctr) {
+		wire = s.pageWire(slot.page, completeResult(call.Session), call.ServerInfo)
+	} else {
+		wire, err = s.encodeCallResult(ctr, completeResult(call.Session), call.ServerInfo)
+	}
 	if err != nil {
 		return transport.DirectReply{Err: internalError("render the %s result: %v", call.Params.Name, err)}, true
 	}
@@ -86,6 +97,16 @@ func completeResult(ss *mcp.ServerSession) bool {
 		version = ip.ProtocolVersion
 	}
 	return version >= "2026-07-28"
+}
+
+// appendServerInfoMeta appends the _meta member a 2026-07-28 result
+// carries the server's Implementation in, and its comma: it comes first,
+// as the SDK writes it.
+func (s *Server) appendServerInfoMeta(out []byte) []byte {
+	out = append(out, `"_meta":`...)
+	out = append(out, metaServerInfo...)
+	out = append(out, s.serverInfo...)
+	return append(out, `},`...)
 }
 
 // metaServerInfo is the _meta member a 2026-07-28 result's serverInfo is
@@ -106,10 +127,7 @@ func (s *Server) encodeCallResult(res *mcp.CallToolResult, complete, serverInfo 
 	out := make([]byte, 0, 64+2*len(body)+len(s.serverInfo))
 	out = append(out, '{')
 	if serverInfo {
-		out = append(out, `"_meta":`...)
-		out = append(out, metaServerInfo...)
-		out = append(out, s.serverInfo...)
-		out = append(out, `},`...)
+		out = s.appendServerInfoMeta(out)
 	}
 	out = append(out, `"content":[`...)
 	for i, c := range res.Content {
@@ -135,6 +153,27 @@ func (s *Server) encodeCallResult(res *mcp.CallToolResult, complete, serverInfo 
 		out = append(out, `,"resultType":"complete"`...)
 	}
 	return append(out, '}'), nil
+}
+
+// pageWire is encodeCallResult for a list_prompts result that is still
+// exactly its kept page (encodedPage.answers): the page's members were
+// encoded once, when it was rendered, as CallToolResult.MarshalJSON writes
+// them, so a call copies them instead of escaping the text block and
+// scanning the structured half again (for a 10,000-prompt catalog's page,
+// about 50 KB each time: docs/benchmarks.md, "The 10,000-prompt
+// list_prompts page"). TestPageWireIsTheEncodedResult holds the two to the
+// same bytes.
+func (s *Server) pageWire(p *encodedPage, complete, serverInfo bool) []byte {
+	out := make([]byte, 0, 48+len(p.members)+len(s.serverInfo))
+	out = append(out, '{')
+	if serverInfo {
+		out = s.appendServerInfoMeta(out)
+	}
+	out = append(out, p.members...)
+	if complete {
+		out = append(out, `,"resultType":"complete"`...)
+	}
+	return append(out, '}')
 }
 
 // plainTexts reports whether every block is a text block with nothing but

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
 // sdkWire is what go-sdk v1.8.0 writes for res once callTool and, for a
@@ -132,5 +135,72 @@ func TestCallResultWireOtherShapes(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPageWireIsTheEncodedResult: a list_prompts page answered from its kept
+// members (pageWire) is byte for byte what encodeCallResult and the SDK
+// write for the same result, in either era and with or without the
+// server's Implementation, for pages whose descriptions hold what the
+// encodings escape (quotes, backslashes, <, >, &, U+2028) and a broken
+// entry; and AnswerCall takes that path for list_prompts.
+func TestPageWireIsTheEncodedResult(t *testing.T) {
+	files := map[string]string{"broken.md": "no frontmatter at all\n"}
+	for i := range 150 {
+		name := fmt.Sprintf("p_%03d", i)
+		files[name+".md"] = luaPrompt(name, fmt.Sprintf(`Says "%d" <b>&amp;</b> \u2028 back\slash`, i), "return args")
+	}
+	h := newHarness(t, fixture{prompts: files})
+	s := h.srv
+	for _, offset := range []int{0, 100} {
+		p, err := s.listingPage(t.Context(), offset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, complete := range []bool{false, true} {
+			for _, info := range []bool{false, true} {
+				want, err := s.encodeCallResult(p.result(), complete, info)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var impl *mcp.Implementation
+				if info {
+					impl = s.impl
+				}
+				if sdk := sdkWire(t, p.result(), complete, impl); string(want) != sdk {
+					t.Fatalf("offset %d: encodeCallResult differs from the SDK:\n%s\n%s", offset, want, sdk)
+				}
+				if got := s.pageWire(p, complete, info); string(got) != string(want) {
+					t.Errorf("offset %d, complete %v, serverInfo %v: pageWire\n got  %s\n want %s", offset, complete, info, got, want)
+				}
+			}
+		}
+	}
+	// AnswerCall hands listPrompts a slot and answers from the page it
+	// leaves there: the slot is what tells the two paths apart.
+	var saw *pageSlot
+	s.direct[ToolListPrompts] = func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		saw, _ = ctx.Value(pageSlotKey{}).(*pageSlot)
+		return s.listPrompts(ctx, req)
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.MCP().Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	reply, ok := s.AnswerCall(t.Context(), transport.DirectCall{Session: ss, Params: &mcp.CallToolParamsRaw{Name: ToolListPrompts, Arguments: json.RawMessage(`{}`)}})
+	if !ok || reply.Err != nil {
+		t.Fatalf("AnswerCall: %v %v", ok, reply.Err)
+	}
+	if saw == nil || saw.page == nil {
+		t.Fatal("list_prompts was not given a page slot, or left no page in it: AnswerCall encoded the page again")
+	}
+	if want := s.pageWire(saw.page, completeResult(ss), false); string(reply.Wire) != string(want) {
+		t.Errorf("AnswerCall:\n got  %s\n want %s", reply.Wire, want)
 	}
 }
