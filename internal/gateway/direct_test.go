@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -736,4 +737,50 @@ func requestRecorder(t *testing.T) (seen chan *http.Request, g *rawGateway, tr *
 	ref = &http.Transport{DisableCompression: true}
 	t.Cleanup(ref.CloseIdleConnections)
 	return seen, g, tr, ref
+}
+
+// A POST waiting for its reply has given its request buffer back: it is
+// never sent again once written, so the bytes of 1,000 runs waiting at
+// the model need not be held (docs/benchmarks.md, "What a waiting run
+// holds, once more"). A replayable request keeps its buffer for a retry.
+// One P, so the pool the waiting request put its buffer into is the one
+// the test takes from.
+func TestDirectWaitingPOSTHoldsNoRequestBuffer(t *testing.T) {
+	skipWithoutDirect(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, tc := range []struct {
+		method string
+		held   bool // the buffer is still the waiting request's
+	}{
+		{http.MethodPost, false},
+		{http.MethodGet, true},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			arrived, answer := make(chan struct{}), make(chan struct{})
+			g := newRawGateway(t, func(int64, *http.Request) (string, bool) {
+				close(arrived)
+				<-answer
+				return withLength("HTTP/1.1 200 OK\r\n", "ok"), false
+			})
+			tr, _ := countingTransport(t)
+			type reply struct {
+				body []byte
+				err  error
+			}
+			got := make(chan reply, 1)
+			go func() {
+				req, _ := http.NewRequestWithContext(t.Context(), tc.method, g.URL()+"/v1/chat/completions", strings.NewReader(strings.Repeat("x", 2000)))
+				_, body, err := send(tr, req)
+				got <- reply{body, err}
+			}()
+			<-arrived
+			if pooled := gateway.TakeWriteBuffer(tr).Cap() > 0; pooled == tc.held {
+				t.Errorf("%s waiting for its reply: request buffer back in the pool = %v, want %v", tc.method, pooled, !tc.held)
+			}
+			close(answer)
+			if r := <-got; r.err != nil || string(r.body) != "ok" {
+				t.Errorf("reply after the wait: %q, %v", r.body, r.err)
+			}
+		})
+	}
 }
