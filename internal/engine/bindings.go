@@ -25,9 +25,12 @@ type bindings struct {
 	byIndex   map[int]string // tool index → alias
 	always    []string
 
-	modelOrder []string
-	models     map[string]*modelBinding
-	defModel   string
+	// models are the declared model bindings in declaration order, found
+	// by model(alias). A slice, not a map: a run declares a handful at
+	// most, and the map's group (about 200 bytes) was held by every run
+	// for its whole wait at the gateway.
+	models   []*modelBinding
+	defModel string
 
 	// recorded is the first H1 resolution error: it fails the run after
 	// the block that caused it even when the block caught it.
@@ -58,8 +61,16 @@ type modelBinding struct {
 
 func (b *bindings) init(r *run) {
 	b.r = r
-	b.tools = map[string]*toolBinding{}
-	b.models = map[string]*modelBinding{}
+}
+
+// model is the binding declared as alias, or nil.
+func (b *bindings) model(alias string) *modelBinding {
+	for _, mb := range b.models {
+		if mb.alias == alias {
+			return mb
+		}
+	}
+	return nil
 }
 
 func (b *bindings) ranker() match.Ranker {
@@ -170,6 +181,11 @@ func (b *bindings) needTool(ctx context.Context, alias, description string, over
 	}
 	t := b.r.cfg.Tools[index]
 	tb := &toolBinding{alias: alias, description: description, override: override, tool: t, desc: t.Descriptor(), index: index}
+	if b.tools == nil {
+		// Made with the first tool, as byIndex is: a run that declares
+		// none (prose alone) holds no map through its wait.
+		b.tools = map[string]*toolBinding{}
+	}
 	b.tools[alias] = tb
 	b.toolOrder = append(b.toolOrder, alias)
 	if b.byIndex == nil {
@@ -204,7 +220,7 @@ func (b *bindings) alwaysTool(alias string, override *string) error {
 }
 
 func (b *bindings) needModel(ctx context.Context, alias, description string, opts *luavm.ModelOpts) (*modelBinding, error) {
-	if _, dup := b.models[alias]; dup {
+	if b.model(alias) != nil {
 		return nil, b.record(bindingErr("model alias %q was declared more than once", alias))
 	}
 	var o luavm.ModelOpts
@@ -222,8 +238,7 @@ func (b *bindings) needModel(ctx context.Context, alias, description string, opt
 		return nil, b.record(err)
 	}
 	mb := &modelBinding{alias: alias, description: description, model: m, opts: o}
-	b.models[alias] = mb
-	b.modelOrder = append(b.modelOrder, alias)
+	b.models = append(b.models, mb)
 	return mb, nil
 }
 
@@ -329,8 +344,8 @@ func (b *bindings) defaultModel(ctx context.Context, alias string, description *
 		b.defModel = alias
 		return mb, nil
 	}
-	mb, ok := b.models[alias]
-	if !ok {
+	mb := b.model(alias)
+	if mb == nil {
 		return nil, luavm.Scriptf("models.default alias %q was not declared by models.need", alias)
 	}
 	b.defModel = alias
@@ -354,9 +369,9 @@ func (b *bindings) aliasHandles() ([]luavm.ToolHandle, []luavm.ModelHandle) {
 	for _, a := range b.toolOrder {
 		ts = append(ts, b.tools[a].handle(false))
 	}
-	ms := make([]luavm.ModelHandle, 0, len(b.modelOrder))
-	for _, a := range b.modelOrder {
-		ms = append(ms, b.models[a].handle())
+	ms := make([]luavm.ModelHandle, 0, len(b.models))
+	for _, mb := range b.models {
+		ms = append(ms, mb.handle())
 	}
 	return ts, ms
 }

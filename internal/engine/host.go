@@ -131,8 +131,8 @@ func (u *unit) UseModel(alias string) (luavm.ModelHandle, error) {
 	if u.useAlias != "" {
 		return luavm.ModelHandle{}, luavm.Scriptf("models.use may be called at most once per section")
 	}
-	mb, ok := u.r.bind.models[alias]
-	if !ok {
+	mb := u.r.bind.model(alias)
+	if mb == nil {
 		return luavm.ModelHandle{}, luavm.Scriptf("models.use alias %q was not declared by models.need", alias)
 	}
 	u.useAlias = alias
@@ -140,8 +140,8 @@ func (u *unit) UseModel(alias string) (luavm.ModelHandle, error) {
 }
 
 func (u *unit) GetModel(alias string) (luavm.ModelHandle, error) {
-	mb, ok := u.r.bind.models[alias]
-	if !ok {
+	mb := u.r.bind.model(alias)
+	if mb == nil {
 		return luavm.ModelHandle{}, luavm.Scriptf("models.get alias %q was not declared by models.need", alias)
 	}
 	return mb.handle(), nil
@@ -152,12 +152,12 @@ func (u *unit) Infer(ctx context.Context, h *luavm.ModelHandle, p string) (strin
 	var mb *modelBinding
 	switch {
 	case h != nil:
-		mb = b.models[h.Alias]
+		mb = b.model(h.Alias)
 		if mb == nil {
 			return "", luavm.Scriptf("model alias %q was not declared by models.need", h.Alias)
 		}
 	case u.sec == nil:
-		mb = b.models[b.defModel]
+		mb = b.model(b.defModel)
 	default:
 		mb = u.sectionModel()
 	}

@@ -6,6 +6,7 @@ import (
 	"runtime/metrics"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/promptforge-go/promptforge/internal/gatewaytest"
 )
@@ -121,5 +122,15 @@ return table.concat(n, ",")`)
 	late, early := order(""), order("```lua shared\nlocal _ = 1\n```\n")
 	if late != early {
 		t.Fatalf("the globals of a VM made after the turn:\n%s\nmade at the section's start:\n%s", late, early)
+	}
+}
+
+// A run's state is held by every run in flight for its whole wait at the
+// gateway. With the 8-byte type header the allocator puts before an
+// object over 512 bytes that holds pointers, 696 bytes fill the 704-byte
+// size class; 8 more take the next, 768, and cost every waiting run 64.
+func TestRunFitsASmallSizeClass(t *testing.T) {
+	if size := unsafe.Sizeof(run{}); size > 696 {
+		t.Fatalf("a run is %d bytes; keep it within 696 (see its doc)", size)
 	}
 }

@@ -20,7 +20,10 @@ import (
 	"github.com/promptforge-go/promptforge/internal/tools"
 )
 
-// run is the state of one Run call.
+// run is the state of one Run call. Every run in flight holds one for its
+// whole wait at the gateway, so it is kept within 696 bytes: with the
+// allocator's 8-byte type header, the 704-byte size class
+// (TestRunFitsASmallSizeClass).
 type run struct {
 	p     *prompt.Prompt
 	args  string

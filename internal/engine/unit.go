@@ -403,7 +403,7 @@ func (u *unit) prose(ctx context.Context, b prompt.Block, last bool) error {
 	}
 	mb := u.model
 	if u.sec == nil {
-		mb = r.bind.models[r.bind.defModel]
+		mb = r.bind.model(r.bind.defModel)
 	}
 	if mb == nil {
 		return bindingErr("model binding required for section %s", u.name)
@@ -474,10 +474,10 @@ func (u *unit) releaseForTurn(sc *scope) bool {
 func (u *unit) sectionModel() *modelBinding {
 	b := &u.r.bind
 	if u.useAlias != "" {
-		return b.models[u.useAlias]
+		return b.model(u.useAlias)
 	}
 	if b.defModel != "" {
-		return b.models[b.defModel]
+		return b.model(b.defModel)
 	}
 	return nil
 }

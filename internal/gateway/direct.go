@@ -64,7 +64,18 @@ var (
 func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	wire := t.writeBuffer()
-	defer t.putWriteBuffer(wire)
+	held := true
+	// release gives wire back to the pool once, here or in exchange as
+	// soon as no retry can need it: a POST that was written is never sent
+	// again, so its bytes need not be held while the run waits for the
+	// model (a buffer of the request's size per run in flight).
+	release := func() {
+		if held {
+			held = false
+			t.putWriteBuffer(wire)
+		}
+	}
+	defer release()
 	err := writeRequest(wire, req)
 	if req.Body != nil {
 		req.Body.Close()
@@ -88,7 +99,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 			}
 			c = &directConn{Conn: nc, addr: addr, poolable: t.poolUnprobed || rawConn(nc) != nil}
 		}
-		resp, retry, err := t.exchange(ctx, c, req, wire.Bytes())
+		resp, retry, err := t.exchange(ctx, c, req, wire.Bytes(), release)
 		if err == nil || !retry {
 			return resp, err
 		}
@@ -96,8 +107,11 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // exchange writes wire on c and reads the reply's head. On failure c is
-// closed, and retry says whether the request may go out again.
-func (t *Transport) exchange(ctx context.Context, c *directConn, req *http.Request, wire []byte) (_ *http.Response, retry bool, _ error) {
+// closed, and retry says whether the request may go out again. Once the
+// whole request is written and it is not replayable (so retry stays
+// false whatever follows), it calls release, after which wire is not
+// touched.
+func (t *Transport) exchange(ctx context.Context, c *directConn, req *http.Request, wire []byte, release func()) (_ *http.Response, retry bool, _ error) {
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
 	// A gateway may reply and close before it has read the whole request
 	// (a 401 or 413 to a large one), and the write then fails: net/http
@@ -118,6 +132,9 @@ func (t *Transport) exchange(ctx context.Context, c *directConn, req *http.Reque
 	}
 	if werr != nil && (n == 0 || isTimeout(werr)) {
 		return fail(nil, false)
+	}
+	if werr == nil && !replayable(req) {
+		release()
 	}
 	if err := waitReadable(c.Conn); err != nil {
 		return fail(err, replayable(req))

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -736,4 +737,59 @@ func requestRecorder(t *testing.T) (seen chan *http.Request, g *rawGateway, tr *
 	ref = &http.Transport{DisableCompression: true}
 	t.Cleanup(ref.CloseIdleConnections)
 	return seen, g, tr, ref
+}
+
+// A POST waiting for its reply has given its request buffer back: it is
+// never sent again once written, so the bytes of 1,000 runs waiting at
+// the model need not be held (docs/benchmarks.md, "What a waiting run
+// holds, once more"). A replayable request keeps its buffer for a retry.
+// One P, so the pool the waiting request put its buffer into is the one
+// the test takes from; under the race detector sync.Pool drops a quarter
+// of what is put, so a POST gets several tries (all fail only without
+// the change, or one in 4^20 with it).
+func TestDirectWaitingPOSTHoldsNoRequestBuffer(t *testing.T) {
+	skipWithoutDirect(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for range 3 {
+		if waitingRequestPooled(t, http.MethodGet) {
+			t.Fatal("a GET waiting for its reply gave its request buffer back; a retry may need it")
+		}
+	}
+	for range 20 {
+		if waitingRequestPooled(t, http.MethodPost) {
+			return
+		}
+	}
+	t.Error("a POST waiting for its reply still holds its request buffer")
+}
+
+// waitingRequestPooled sends a request of method on a fresh transport and,
+// while the gateway holds it, reports whether a request buffer is back in
+// the transport's pool; then it checks the reply.
+func waitingRequestPooled(t *testing.T, method string) bool {
+	t.Helper()
+	arrived, answer := make(chan struct{}), make(chan struct{})
+	g := newRawGateway(t, func(int64, *http.Request) (string, bool) {
+		close(arrived)
+		<-answer
+		return withLength("HTTP/1.1 200 OK\r\n", "ok"), false
+	})
+	tr, _ := countingTransport(t)
+	type reply struct {
+		body []byte
+		err  error
+	}
+	got := make(chan reply, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(t.Context(), method, g.URL()+"/v1/chat/completions", strings.NewReader(strings.Repeat("x", 2000)))
+		_, body, err := send(tr, req)
+		got <- reply{body, err}
+	}()
+	<-arrived
+	pooled := gateway.TakeWriteBuffer(tr).Cap() > 0
+	close(answer)
+	if r := <-got; r.err != nil || string(r.body) != "ok" {
+		t.Fatalf("%s: reply after the wait: %q, %v", method, r.body, r.err)
+	}
+	return pooled
 }

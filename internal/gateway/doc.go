@@ -61,9 +61,10 @@
 // request's context ending moves the connection's deadline into the past
 // (context.AfterFunc), which ends any wait, and the connection is closed.
 // No buffer is held while a connection is idle or waiting for the model:
-// requests are assembled in a pooled buffer and written in one write,
-// replies read through a pooled 1 KiB reader taken when the reply starts
-// to arrive. No Accept-Encoding is sent, so replies come uncompressed.
+// requests are assembled in a pooled buffer and written in one write, the
+// buffer given back as soon as the request is written unless it may be
+// sent again (a replayable one keeps it for that), and replies read
+// through a pooled 1 KiB reader taken when the reply starts to arrive. No Accept-Encoding is sent, so replies come uncompressed.
 // Everything else (https, a proxy from the environment, a request net/http
 // would treat specially, every request on a platform without the peek,
 // Windows among them) goes to [Transport.Fallback], net/http's
