@@ -117,7 +117,7 @@ func newRawCaller(tb testing.TB, stateless, direct bool) (call func(i int) (*htt
 	meta := ""
 	if stateless {
 		headers = map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "run_prompt"}
-		meta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}}}`
+		meta = `"_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"},`
 	} else {
 		resp, body := post(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
 		sid := resp.Header.Get("Mcp-Session-Id")
@@ -127,8 +127,13 @@ func newRawCaller(tb testing.TB, stateless, direct bool) (call func(i int) (*htt
 		headers["Mcp-Session-Id"] = sid
 		post(headers, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	}
+	// The bodies are the go-sdk v1.8.0 client's own for this call, byte for
+	// byte but the id (captured from its StreamableClientTransport against
+	// the built server): a 2026-07-28 call's _meta comes first, its members
+	// in the order the client encodes them, so the scans here walk what a
+	// real client's POST makes them walk.
 	call = func(i int) (*http.Response, string) {
-		resp, body := post(headers, `{"jsonrpc":"2.0","id":`+strconv.Itoa(i)+`,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"echo","args":"x"}`+meta+`}}`)
+		resp, body := post(headers, `{"jsonrpc":"2.0","id":`+strconv.Itoa(i)+`,"method":"tools/call","params":{`+meta+`"name":"run_prompt","arguments":{"args":"hello","prompt":"echo"}}}`)
 		if !strings.Contains(body, `"result"`) || strings.Contains(body, `"isError":true`) {
 			tb.Fatalf("call: %s", body)
 		}
