@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -133,20 +134,7 @@ func (g *rawGateway) URL() string { return "http://" + g.ln.Addr().String() }
 const chatOK = `{"id":"x","object":"chat.completion","created":0,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`
 
 func withLength(head, body string) string {
-	return head + "Content-Length: " + itoa(len(body)) + "\r\n\r\n" + body
-}
-
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			return string(b[i:])
-		}
-	}
+	return head + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 }
 
 // skipWithoutDirect skips a test of the direct path where the platform
