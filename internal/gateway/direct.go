@@ -18,11 +18,12 @@ import (
 
 // The direct path: one plain-http round trip on the caller's goroutine.
 // The request is assembled in a pooled buffer and written in one write;
-// the caller then waits for the reply to become readable with no buffer
-// held, reads it through a pooled bufio.Reader with http.ReadResponse, and
-// gets the body wrapped in a directBody, which gives the connection back
-// to the pool when the body has been read to EOF and neither side asked
-// to close. Cancellation is a context.AfterFunc that moves the
+// the caller then waits for the reply to become readable with no read
+// buffer held (and no request buffer either, unless the request may be
+// sent again), reads it through a pooled bufio.Reader with
+// http.ReadResponse, and gets the body wrapped in a directBody, which
+// gives the connection back to the pool when the body has been read to
+// EOF and neither side asked to close. Cancellation is a context.AfterFunc that moves the
 // connection's deadline into the past, which ends whatever read or write
 // is waiting; the connection is then closed, never reused.
 
