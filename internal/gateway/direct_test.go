@@ -203,6 +203,9 @@ func TestDirectReadsRepliesAsNetHTTP(t *testing.T) {
 		{"cut short", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort", true, false},
 		{"chunked cut short", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel", true, false},
 		{"bad status line", "HTTP/1.1 abc\r\n\r\n", true, false},
+		// Bytes nobody asked for after the reply: the connection is not
+		// kept (directBody.release, probeStale).
+		{"bytes after the reply", withLength("HTTP/1.1 200 OK\r\n", "ok") + "unasked", false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
