@@ -346,8 +346,10 @@ func TestDirectStaleIdleConnection(t *testing.T) {
 // not (the server may have acted on it), as net/http decides.
 func TestDirectRetriesOnlyWhatNetHTTPRetries(t *testing.T) {
 	skipWithoutDirect(t)
-	for _, method := range []string{http.MethodGet, http.MethodPost} {
-		t.Run(method, func(t *testing.T) {
+	// A POST with an Idempotency-Key is replayable by net/http's rule.
+	for _, name := range []string{http.MethodGet, http.MethodPost, "POST with Idempotency-Key"} {
+		method, keyed := strings.Fields(name)[0], strings.Contains(name, "Idempotency-Key")
+		t.Run(name, func(t *testing.T) {
 			g := newRawGateway(t, func(n int64, _ *http.Request) (string, bool) {
 				if n == 2 {
 					return "", true // took the second request, closed without a reply
@@ -360,6 +362,9 @@ func TestDirectRetriesOnlyWhatNetHTTPRetries(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if keyed {
+					req.Header.Set("Idempotency-Key", "k1")
+				}
 				_, _, err = send(tr, req)
 				return err
 			}
@@ -367,10 +372,10 @@ func TestDirectRetriesOnlyWhatNetHTTPRetries(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := send()
-			switch method {
-			case http.MethodGet:
+			switch {
+			case method == http.MethodGet || keyed:
 				if err != nil || g.requests.Load() != 3 || g.accepts.Load() != 2 {
-					t.Errorf("GET: %v after %d requests on %d connections; want it sent again on a second", err, g.requests.Load(), g.accepts.Load())
+					t.Errorf("%s: %v after %d requests on %d connections; want it sent again on a second", name, err, g.requests.Load(), g.accepts.Load())
 				}
 			default:
 				if err == nil || g.requests.Load() != 2 || !strings.Contains(err.Error(), "closed the connection before replying") {
