@@ -789,3 +789,46 @@ func waitingRequestPooled(t *testing.T, method string) bool {
 	}
 	return pooled
 }
+
+// A connection whose reply ends while the idle pool for its host is full
+// is closed, not kept: two turns in flight at once with room for one idle
+// connection leave one open and close the other.
+func TestDirectIdlePoolFullCloses(t *testing.T) {
+	skipWithoutDirect(t)
+	both := make(chan struct{})
+	g := newRawGateway(t, func(n int64, _ *http.Request) (string, bool) {
+		switch n {
+		case 1:
+			<-both // the first two requests are on two connections at once
+		case 2:
+			close(both)
+		}
+		return withLength("HTTP/1.1 200 OK\r\n", "ok"), false
+	})
+	tr, _ := countingTransport(t)
+	tr.MaxIdleConnsPerHost = 1
+	errc := make(chan error, 2)
+	for range 2 {
+		go func() {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, g.URL()+"/v1/models", nil)
+			_, _, err := send(tr, req)
+			errc <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-g.closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("with room for one idle connection, neither of two was closed")
+	}
+	if _, _, err := get(t, tr, g.URL()+"/v1/models"); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.accepts.Load(); n != 2 {
+		t.Errorf("%d connections; the third request should reuse the one kept", n)
+	}
+}
