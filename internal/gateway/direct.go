@@ -18,11 +18,12 @@ import (
 
 // The direct path: one plain-http round trip on the caller's goroutine.
 // The request is assembled in a pooled buffer and written in one write;
-// the caller then waits for the reply to become readable with no buffer
-// held, reads it through a pooled bufio.Reader with http.ReadResponse, and
-// gets the body wrapped in a directBody, which gives the connection back
-// to the pool when the body has been read to EOF and neither side asked
-// to close. Cancellation is a context.AfterFunc that moves the
+// the caller then waits for the reply to become readable with no read
+// buffer held (and no request buffer either, unless the request may be
+// sent again), reads it through a pooled bufio.Reader with
+// http.ReadResponse, and gets the body wrapped in a directBody, which
+// gives the connection back to the pool when the body has been read to
+// EOF and neither side asked to close. Cancellation is a context.AfterFunc that moves the
 // connection's deadline into the past, which ends whatever read or write
 // is waiting; the connection is then closed, never reused.
 
@@ -303,21 +304,15 @@ type directBody struct {
 	stop func() bool // stops the cancellation AfterFunc
 	keep bool        // neither side asked to close
 
-	mu    sync.Mutex
-	state bodyState
-	err   error // what a read returns once the state is not bodyOpen
+	mu sync.Mutex
+	// err is nil while the body is open; once it was read to EOF, failed
+	// or was closed (the connection released), it is what a read returns.
+	err error
 }
-
-type bodyState uint8
-
-const (
-	bodyOpen bodyState = iota
-	bodyDone           // read to EOF, failed or closed: the connection is released
-)
 
 func (b *directBody) Read(p []byte) (int, error) {
 	b.mu.Lock()
-	if b.state != bodyOpen {
+	if b.err != nil {
 		err := b.err
 		b.mu.Unlock()
 		return 0, err
@@ -328,12 +323,11 @@ func (b *directBody) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	b.mu.Lock()
-	if b.state != bodyOpen { // closed while the read waited
+	if b.err != nil { // closed while the read waited
 		err := b.err
 		b.mu.Unlock()
 		return n, err
 	}
-	b.state = bodyDone
 	if err != io.EOF {
 		b.stop()
 		b.c.Close()
@@ -370,8 +364,8 @@ func (b *directBody) release() {
 // rest of the reply is not drained, as net/http does not drain it.
 func (b *directBody) Close() error {
 	b.mu.Lock()
-	open := b.state == bodyOpen
-	b.state, b.err = bodyDone, errReadAfterClose
+	open := b.err == nil
+	b.err = errReadAfterClose
 	b.mu.Unlock()
 	if open {
 		b.stop()

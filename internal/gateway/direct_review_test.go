@@ -12,7 +12,9 @@ import (
 	"time"
 )
 
-// it, never written onto the wire (it would split the request line).
+// A control byte in the request URI (a RawQuery with CR LF) is refused as
+// net/http refuses it, never written onto the wire (it would split the
+// request line).
 func TestDirectRefusesControlBytesInTheURL(t *testing.T) {
 	g := newRawGateway(t, func(int64, *http.Request) (string, bool) {
 		return withLength("HTTP/1.1 200 OK\r\n", "ok"), false
@@ -29,6 +31,7 @@ func TestDirectRefusesControlBytesInTheURL(t *testing.T) {
 	}
 }
 
+// A request without a body carries Content-Length: 0 exactly when
 // net/http writes it.
 func TestDirectContentLengthAsNetHTTP(t *testing.T) {
 	seen, g, tr, ref := requestRecorder(t)
@@ -50,7 +53,9 @@ func TestDirectContentLengthAsNetHTTP(t *testing.T) {
 // connections does), so no non-blocking peek can look at it.
 type opaqueConn struct{ net.Conn }
 
-// where the connection's socket cannot be peeked at.
+// A POST after the server closed the connection of the one before still
+// succeeds where the connection's socket cannot be peeked at: such a
+// connection serves one request and is not pooled.
 func TestDirectStaleConnectionWithoutProbe(t *testing.T) {
 	g := newRawGateway(t, func(n int64, _ *http.Request) (string, bool) {
 		return withLength("HTTP/1.1 200 OK\r\n", "ok"), n == 1

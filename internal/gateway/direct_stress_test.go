@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -30,7 +31,7 @@ func TestDirectReuseUnderCancellationAndEarlyClose(t *testing.T) {
 	for w := range 16 {
 		wg.Go(func() {
 			for i := range 100 {
-				path := "/" + itoa(w) + "-" + itoa(i) + "/"
+				path := "/" + strconv.Itoa(w) + "-" + strconv.Itoa(i) + "/"
 				ctx, cancel := context.WithCancel(t.Context())
 				mode := rand.IntN(4)
 				if mode == 3 {

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -133,20 +134,7 @@ func (g *rawGateway) URL() string { return "http://" + g.ln.Addr().String() }
 const chatOK = `{"id":"x","object":"chat.completion","created":0,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`
 
 func withLength(head, body string) string {
-	return head + "Content-Length: " + itoa(len(body)) + "\r\n\r\n" + body
-}
-
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			return string(b[i:])
-		}
-	}
+	return head + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 }
 
 // skipWithoutDirect skips a test of the direct path where the platform
@@ -215,6 +203,9 @@ func TestDirectReadsRepliesAsNetHTTP(t *testing.T) {
 		{"cut short", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort", true, false},
 		{"chunked cut short", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel", true, false},
 		{"bad status line", "HTTP/1.1 abc\r\n\r\n", true, false},
+		// Bytes nobody asked for after the reply: the connection is not
+		// kept (directBody.release, probeStale).
+		{"bytes after the reply", withLength("HTTP/1.1 200 OK\r\n", "ok") + "unasked", false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -355,8 +346,10 @@ func TestDirectStaleIdleConnection(t *testing.T) {
 // not (the server may have acted on it), as net/http decides.
 func TestDirectRetriesOnlyWhatNetHTTPRetries(t *testing.T) {
 	skipWithoutDirect(t)
-	for _, method := range []string{http.MethodGet, http.MethodPost} {
-		t.Run(method, func(t *testing.T) {
+	// A POST with an Idempotency-Key is replayable by net/http's rule.
+	for _, name := range []string{http.MethodGet, http.MethodPost, "POST with Idempotency-Key"} {
+		method, keyed := strings.Fields(name)[0], strings.Contains(name, "Idempotency-Key")
+		t.Run(name, func(t *testing.T) {
 			g := newRawGateway(t, func(n int64, _ *http.Request) (string, bool) {
 				if n == 2 {
 					return "", true // took the second request, closed without a reply
@@ -369,6 +362,9 @@ func TestDirectRetriesOnlyWhatNetHTTPRetries(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if keyed {
+					req.Header.Set("Idempotency-Key", "k1")
+				}
 				_, _, err = send(tr, req)
 				return err
 			}
@@ -376,10 +372,10 @@ func TestDirectRetriesOnlyWhatNetHTTPRetries(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := send()
-			switch method {
-			case http.MethodGet:
+			switch {
+			case method == http.MethodGet || keyed:
 				if err != nil || g.requests.Load() != 3 || g.accepts.Load() != 2 {
-					t.Errorf("GET: %v after %d requests on %d connections; want it sent again on a second", err, g.requests.Load(), g.accepts.Load())
+					t.Errorf("%s: %v after %d requests on %d connections; want it sent again on a second", name, err, g.requests.Load(), g.accepts.Load())
 				}
 			default:
 				if err == nil || g.requests.Load() != 2 || !strings.Contains(err.Error(), "closed the connection before replying") {
@@ -792,4 +788,47 @@ func waitingRequestPooled(t *testing.T, method string) bool {
 		t.Fatalf("%s: reply after the wait: %q, %v", method, r.body, r.err)
 	}
 	return pooled
+}
+
+// A connection whose reply ends while the idle pool for its host is full
+// is closed, not kept: two turns in flight at once with room for one idle
+// connection leave one open and close the other.
+func TestDirectIdlePoolFullCloses(t *testing.T) {
+	skipWithoutDirect(t)
+	both := make(chan struct{})
+	g := newRawGateway(t, func(n int64, _ *http.Request) (string, bool) {
+		switch n {
+		case 1:
+			<-both // the first two requests are on two connections at once
+		case 2:
+			close(both)
+		}
+		return withLength("HTTP/1.1 200 OK\r\n", "ok"), false
+	})
+	tr, _ := countingTransport(t)
+	tr.MaxIdleConnsPerHost = 1
+	errc := make(chan error, 2)
+	for range 2 {
+		go func() {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, g.URL()+"/v1/models", nil)
+			_, _, err := send(tr, req)
+			errc <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-g.closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("with room for one idle connection, neither of two was closed")
+	}
+	if _, _, err := get(t, tr, g.URL()+"/v1/models"); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.accepts.Load(); n != 2 {
+		t.Errorf("%d connections; the third request should reuse the one kept", n)
+	}
 }

@@ -64,7 +64,8 @@
 // requests are assembled in a pooled buffer and written in one write, the
 // buffer given back as soon as the request is written unless it may be
 // sent again (a replayable one keeps it for that), and replies read
-// through a pooled 1 KiB reader taken when the reply starts to arrive. No Accept-Encoding is sent, so replies come uncompressed.
+// through a pooled 1 KiB reader taken when the reply starts to arrive.
+// No Accept-Encoding is sent, so replies come uncompressed.
 // Everything else (https, a proxy from the environment, a request net/http
 // would treat specially, every request on a platform without the peek,
 // Windows among them) goes to [Transport.Fallback], net/http's

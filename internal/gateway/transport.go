@@ -29,9 +29,10 @@ import (
 // goroutine. At 1,000 prose runs in flight that was a third of the
 // process's memory per run (docs/benchmarks.md, "Prose runs at scale").
 // net/http speaks HTTP/1.1 only to a plain-http server too, so the direct
-// path loses nothing there. The wire itself stays the standard library's:
-// http.ReadResponse parses every reply; only the pool and the connection's
-// lifecycle are ours.
+// path loses nothing there. The replies stay the standard library's:
+// http.ReadResponse parses every one. Ours are the request's bytes
+// (writeRequest, held to Request.Write by TestDirectWritesTheRequestAsNetHTTP),
+// the pool and the connection's lifecycle.
 //
 // The direct path sends no Accept-Encoding, so replies come uncompressed
 // (net/http would ask for gzip and decompress transparently): a local
