@@ -339,8 +339,8 @@ func (u *unit) reply() (*string, error) {
 	return u.vm.Reply()
 }
 
-// resolve is the template resolver of the section's prose; a template
-// that reads a path makes the VM.
+// resolve is the template resolver of a unit's prose; in a section, a
+// template that reads a path makes the VM (the H1's is never pending).
 func (u *unit) resolve(p prompt.Path) (string, error) {
 	return u.machine().Resolve(p)
 }
@@ -390,11 +390,7 @@ func (u *unit) prose(ctx context.Context, b prompt.Block, last bool) error {
 			}
 		}
 	}
-	resolve := prompt.Resolver(u.resolve)
-	if u.sec == nil {
-		resolve = u.vm.Resolve
-	}
-	text, err := prompt.SubstituteMax(b.Text, resolve, r.cfg.Limits.Limits.MaxStringBytes)
+	text, err := prompt.SubstituteMax(b.Text, u.resolve, r.cfg.Limits.Limits.MaxStringBytes)
 	if err != nil {
 		return err
 	}
