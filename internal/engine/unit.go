@@ -317,10 +317,7 @@ func (u *unit) machine() *luavm.VM {
 	u.vm = luavm.New(l.ctx, u.vmOptions(luavm.KindSection, l.id, l.at, r.walkAt, u.incoming, l.v))
 	u.vm.InstallAliases(r.bind.aliasHandles())
 	if u.proseSeen {
-		u.vm.InstallToolCalls()
-		if u.model != nil {
-			u.vm.SetModel(u.model.model.ID)
-		}
+		u.proseGlobals()
 	}
 	if l.hasFinish {
 		u.vm.SetFinishReason(l.finish)
@@ -329,6 +326,16 @@ func (u *unit) machine() *luavm.VM {
 		u.vm.SetReply(l.reply)
 	}
 	return u.vm
+}
+
+// proseGlobals gives the section's VM what its first prose block sets:
+// the tool calls table and the section's model. prose calls it then, or
+// machine when it makes the VM later.
+func (u *unit) proseGlobals() {
+	u.vm.InstallToolCalls()
+	if u.model != nil {
+		u.vm.SetModel(u.model.model.ID)
+	}
 }
 
 // reply is the section's reply global: the VM's, or the pending one's.
@@ -368,12 +375,9 @@ func (u *unit) prose(ctx context.Context, b prompt.Block, last bool) error {
 			if mb := u.sectionModel(); mb != nil {
 				u.model = mb
 			}
-			// A pending VM gets both when it is made (machine).
+			// A pending VM gets them when it is made (machine).
 			if u.vm != nil {
-				u.vm.InstallToolCalls()
-				if u.model != nil {
-					u.vm.SetModel(u.model.model.ID)
-				}
+				u.proseGlobals()
 			}
 		}
 		u.observe(ToolScopeValidationStarted)
