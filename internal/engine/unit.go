@@ -20,7 +20,9 @@ type unit struct {
 	sec   *prompt.Section // nil for the H1
 	place place           // where sec sits (zero for the H1)
 	name  string
-	vm    *luavm.VM
+	// vm is nil while a section entry's VM is pending (lazy) and once it
+	// was released for the last block's model turn (released).
+	vm *luavm.VM
 
 	// id, parent and via place the unit in the run's structure for
 	// Options.Tracer (see TraceEvent).
