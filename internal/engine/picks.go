@@ -88,7 +88,7 @@ func (p *ModelPicks) lookup(models []gateway.Model, k pickKey) (int, bool) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.of != &models[0] || p.n != len(models) {
+	if !p.ofLocked(models) {
 		return 0, false
 	}
 	i, ok := p.picks[k]
@@ -102,8 +102,14 @@ func (p *ModelPicks) remember(models []gateway.Model, k pickKey, i int) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.of != &models[0] || p.n != len(models) || len(p.picks) >= maxModelPicks {
+	if !p.ofLocked(models) || len(p.picks) >= maxModelPicks {
 		p.of, p.n, p.picks = &models[0], len(models), make(map[pickKey]int)
 	}
 	p.picks[k] = i
+}
+
+// ofLocked reports whether the picks are of models (non-empty): the same
+// backing array and length.
+func (p *ModelPicks) ofLocked(models []gateway.Model) bool {
+	return p.of == &models[0] && p.n == len(models)
 }

@@ -2,11 +2,13 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/promptforge-go/promptforge/internal/gateway"
+	"github.com/promptforge-go/promptforge/internal/luavm"
 
 	"github.com/promptforge-go/promptforge/internal/match"
 )
@@ -94,4 +96,41 @@ func TestModelPicksConcurrentLists(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// The picks are of one list: another list (or the same one grown) finds
+// nothing, remembering for it starts them over, and one list's picks
+// start over past maxModelPicks descriptions.
+func TestModelPicksAreOfOneListAndBounded(t *testing.T) {
+	a := []gateway.Model{testModel, testModel}
+	b := []gateway.Model{testModel}
+	p := NewModelPicks()
+	k := keyOf("a writer", luavm.ModelOpts{})
+	p.remember(a, k, 1)
+	if i, ok := p.lookup(a, k); !ok || i != 1 {
+		t.Fatalf("lookup after remember: %d %v, want 1 true", i, ok)
+	}
+	if _, ok := p.lookup(b, k); ok {
+		t.Fatal("another list found the first list's pick")
+	}
+	if _, ok := p.lookup(a[:1], k); ok {
+		t.Fatal("a shorter view of the list found its pick")
+	}
+	p.remember(b, k, 0)
+	if _, ok := p.lookup(a, k); ok {
+		t.Fatal("the first list's picks survived picks for another")
+	}
+	for i := range maxModelPicks - 1 {
+		p.remember(b, keyOf(fmt.Sprint("description ", i), luavm.ModelOpts{}), 0)
+	}
+	if _, ok := p.lookup(b, k); !ok {
+		t.Fatalf("the first pick was dropped before %d were kept", maxModelPicks)
+	}
+	p.remember(b, keyOf("one more", luavm.ModelOpts{}), 0)
+	if _, ok := p.lookup(b, k); ok {
+		t.Fatalf("picks past %d were not started over", maxModelPicks)
+	}
+	if len(p.picks) != 1 {
+		t.Fatalf("%d picks after starting over, want 1", len(p.picks))
+	}
 }

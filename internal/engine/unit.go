@@ -20,7 +20,9 @@ type unit struct {
 	sec   *prompt.Section // nil for the H1
 	place place           // where sec sits (zero for the H1)
 	name  string
-	vm    *luavm.VM
+	// vm is nil while a section entry's VM is pending (lazy) and once it
+	// was released for the last block's model turn (released).
+	vm *luavm.VM
 
 	// id, parent and via place the unit in the run's structure for
 	// Options.Tracer (see TraceEvent).
@@ -317,10 +319,7 @@ func (u *unit) machine() *luavm.VM {
 	u.vm = luavm.New(l.ctx, u.vmOptions(luavm.KindSection, l.id, l.at, r.walkAt, u.incoming, l.v))
 	u.vm.InstallAliases(r.bind.aliasHandles())
 	if u.proseSeen {
-		u.vm.InstallToolCalls()
-		if u.model != nil {
-			u.vm.SetModel(u.model.model.ID)
-		}
+		u.proseGlobals()
 	}
 	if l.hasFinish {
 		u.vm.SetFinishReason(l.finish)
@@ -331,6 +330,16 @@ func (u *unit) machine() *luavm.VM {
 	return u.vm
 }
 
+// proseGlobals gives the section's VM what its first prose block sets:
+// the tool calls table and the section's model. prose calls it then, or
+// machine when it makes the VM later.
+func (u *unit) proseGlobals() {
+	u.vm.InstallToolCalls()
+	if u.model != nil {
+		u.vm.SetModel(u.model.model.ID)
+	}
+}
+
 // reply is the section's reply global: the VM's, or the pending one's.
 func (u *unit) reply() (*string, error) {
 	if u.lazy != nil {
@@ -339,8 +348,8 @@ func (u *unit) reply() (*string, error) {
 	return u.vm.Reply()
 }
 
-// resolve is the template resolver of the section's prose; a template
-// that reads a path makes the VM.
+// resolve is the template resolver of a unit's prose; in a section, a
+// template that reads a path makes the VM (the H1's is never pending).
 func (u *unit) resolve(p prompt.Path) (string, error) {
 	return u.machine().Resolve(p)
 }
@@ -368,12 +377,9 @@ func (u *unit) prose(ctx context.Context, b prompt.Block, last bool) error {
 			if mb := u.sectionModel(); mb != nil {
 				u.model = mb
 			}
-			// A pending VM gets both when it is made (machine).
+			// A pending VM gets them when it is made (machine).
 			if u.vm != nil {
-				u.vm.InstallToolCalls()
-				if u.model != nil {
-					u.vm.SetModel(u.model.model.ID)
-				}
+				u.proseGlobals()
 			}
 		}
 		u.observe(ToolScopeValidationStarted)
@@ -390,11 +396,7 @@ func (u *unit) prose(ctx context.Context, b prompt.Block, last bool) error {
 			}
 		}
 	}
-	resolve := prompt.Resolver(u.resolve)
-	if u.sec == nil {
-		resolve = u.vm.Resolve
-	}
-	text, err := prompt.SubstituteMax(b.Text, resolve, r.cfg.Limits.Limits.MaxStringBytes)
+	text, err := prompt.SubstituteMax(b.Text, u.resolve, r.cfg.Limits.Limits.MaxStringBytes)
 	if err != nil {
 		return err
 	}

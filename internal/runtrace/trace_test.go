@@ -3,7 +3,9 @@ package runtrace
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -353,5 +355,55 @@ func TestRecordBook_KeepsNothingItself(t *testing.T) {
 	live, done := Summaries([]*Recorder{rec}, []*Recorder{rec})
 	if len(live) != 1 || len(done) != 1 || live[0].RunID != "run-1" || done[0].Status != "failed" {
 		t.Fatalf("Summaries: %+v %+v", live, done)
+	}
+}
+
+// eventLog is a Tracer that keeps every event, for replaying.
+type eventLog struct {
+	mu  sync.Mutex
+	evs []engine.TraceEvent
+}
+
+func (l *eventLog) Observe(ev engine.TraceEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.evs = append(l.evs, ev)
+}
+
+// Observe's short path for a section's start and end has the general
+// path's effect: a run's events replayed through each give the same trace.
+func TestRecorder_ShortPathIsTheGeneralPath(t *testing.T) {
+	c, search := servertest.SearchingGateway(t)
+	p, err := prompt.Parse([]byte(structured))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log eventLog
+	if _, err := engine.Run(context.Background(), p, "", nil, engine.Options{
+		Client: c, Tools: []tools.Tool{search}, Tracer: &log,
+		Models: []gateway.Model{servertest.TestModel},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Unix(1_700_000_000, 0)
+	opts := Options{Now: func() time.Time { return at }}
+	short, general := NewRecorder("run-1", "t", opts), NewRecorder("run-1", "t", opts)
+	sections := 0
+	for _, ev := range log.evs {
+		if ev.Detail == engine.SectionStarted {
+			sections++
+		}
+		short.Observe(ev)
+		general.observe(ev)
+	}
+	if sections == 0 {
+		t.Fatal("the run had no section events: nothing took the short path")
+	}
+	for _, r := range []*Recorder{short, general} {
+		r.Finish("completed", "", 2, Tokens{})
+	}
+	s, g := short.Snapshot(), general.Snapshot()
+	if !reflect.DeepEqual(s, g) {
+		t.Fatalf("through Observe:\n%s%+v\nthrough the general path:\n%s%+v", tree(s.Steps), s, tree(g.Steps), g)
 	}
 }

@@ -46,10 +46,12 @@ type notifyFunc func(ctx context.Context, p *mcp.ProgressNotificationParams) err
 // itself). Observe never blocks. It neither logs (the server's narration does, see
 // serveNarration) nor counts turns (the engine's result does).
 type progress struct {
-	token any // nil: the caller asked for no progress
+	// token is the call's progress token; a call without one has no
+	// progress at all (newProgress returns nil).
+	token any
 
 	mu       sync.Mutex
-	queue    chan frame // nil without a token
+	queue    chan frame
 	closed   bool
 	sections int
 	// beats counts the heartbeats since the last section frame: the k-th
@@ -103,9 +105,9 @@ type wait struct {
 
 // Observe implements [engine.Observer].
 func (p *progress) Observe(ev engine.Event) {
-	if p == nil || p.queue == nil {
+	if p == nil {
 		// No progress token: nothing to track, not even the wait's name
-		// (built below before startWait could refuse it).
+		// (built below).
 		return
 	}
 	switch ev.Detail {
@@ -125,9 +127,6 @@ func (p *progress) Observe(ev engine.Event) {
 }
 
 func (p *progress) startWait(w wait) {
-	if p.queue == nil {
-		return
-	}
 	w.since = time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -137,9 +136,6 @@ func (p *progress) startWait(w wait) {
 // endWait drops the oldest wait of its kind in section. A call refused
 // before it started (a tool out of scope) has none, and drops nothing.
 func (p *progress) endWait(section string, model bool) {
-	if p.queue == nil {
-		return
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	i := slices.IndexFunc(p.waits, func(w wait) bool { return w.section == section && w.model == model })
@@ -174,9 +170,6 @@ func seconds(d time.Duration) int64 { return int64(d.Round(time.Second) / time.S
 // each section start. The counter and the enqueue share the lock, so the
 // queue is in progress order even when fanout arms report concurrently.
 func (p *progress) emit(section bool, message string) {
-	if p.queue == nil {
-		return
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
@@ -243,9 +236,7 @@ func (p *progress) close() {
 	defer p.mu.Unlock()
 	if !p.closed {
 		p.closed = true
-		if p.queue != nil {
-			close(p.queue)
-		}
+		close(p.queue)
 	}
 }
 
@@ -259,16 +250,14 @@ func (p *progress) finish() (dropped, disconnected uint64) {
 		return 0, 0
 	}
 	p.close()
-	if p.pumpDone != nil {
-		timer := time.NewTimer(progressGrace)
-		select {
-		case <-p.pumpDone:
-		case <-timer.C:
-			p.stop()
-			<-p.pumpDone
-		}
-		timer.Stop()
+	timer := time.NewTimer(progressGrace)
+	select {
+	case <-p.pumpDone:
+	case <-timer.C:
 		p.stop()
+		<-p.pumpDone
 	}
+	timer.Stop()
+	p.stop()
 	return p.dropped.Load(), p.disconnected.Load()
 }
