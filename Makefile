@@ -8,7 +8,7 @@ build:
 
 # The whole test suite: formatting, vet, every package under the race
 # detector (goroutine leaks are checked by goleak inside the packages), a
-# bounded fuzz of web_fetch's URL admission, and the end-to-end suites.
+# bounded fuzz of each fuzz target (fuzz-smoke), and the end-to-end suites.
 test: fmt-check vet
 	$(GO) test -race -count=1 ./...
 	$(MAKE) prompt-tests
@@ -22,10 +22,12 @@ test: fmt-check vet
 prompt-tests:
 	$(GO) run ./cmd/promptforge-mcp-server test examples/
 
-# A short fuzz run over web_fetch's URL forms: no input may reach a blocked
-# address. The corpus in internal/tools/testdata/fuzz keeps past findings.
-# Then stdio framing and JSON-RPC ids: every line passed to the SDK is one
-# it decodes and answers under the same id; every other line is refused.
+# A short fuzz run of each target, through test/fuzz-once.sh (which runs a
+# target once more after Go 1.26's fuzztime deadline race). First
+# web_fetch's URL forms: no input may reach a blocked address; the corpus
+# in internal/tools/testdata/fuzz keeps past findings. Then stdio framing
+# and JSON-RPC ids: every line passed to the SDK is one it decodes and
+# answers under the same id; every other line is refused.
 .PHONY: fuzz-smoke
 fuzz-smoke:
 	GO=$(GO) ./test/fuzz-once.sh ./internal/tools/ FuzzAdmitURL 20s

@@ -42,8 +42,8 @@ type mdScan struct {
 // boot's CPU. A parser is configuration only after that set-up, which it
 // does once under its own sync.Once; each Parse keeps its state in a
 // context of its own, so one parser serves concurrent callers (goldmark's
-// own Convert shares one the same way), and the catalog's parallel
-// resolution under -race tests that.
+// own Convert shares one the same way): TestParseConcurrentlyMatchesParseAlone
+// under -race, and the catalog's parallel resolution, test that.
 var commonMark = goldmark.DefaultParser()
 
 // scanMarkdown parses the body once with CommonMark (no extensions).

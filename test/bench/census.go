@@ -37,9 +37,7 @@ func (s *scaleServer) census(ctx context.Context, o options) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	for i := range inFlight {
-		wg.Go(func() { s.css[i%len(s.css)].CallTool(ctx, holdCall()) })
-	}
+	s.startHolds(ctx, &wg) // cancelled below: their errors are not the census's
 	if err := s.waitHeld(); err != nil {
 		return fmt.Errorf("census: %w", err)
 	}

@@ -548,8 +548,9 @@ func startHTTPClients(argv []string, port, version string, env []string, idle in
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Stderr = stderr
-	// The server's log goes nowhere, as an MCP host keeps it away from
-	// the terminal; the benchmark checks every call's reply instead.
+	// Without stderr the server's log goes nowhere, as an MCP host keeps
+	// it away from the terminal; the benchmark checks every call's reply
+	// instead.
 	if err := cmd.Start(); err != nil {
 		return nil, nil, 0, err
 	}

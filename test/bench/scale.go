@@ -422,17 +422,8 @@ func openLoop(ctx context.Context, css []*mcp.ClientSession, d time.Duration) (s
 // per run, then per finished run while their records are retained, then
 // after the retention window.
 func (s *scaleServer) hold(ctx context.Context, o options, x *scaleRound) error {
-	errs := make([]error, inFlight)
 	var wg sync.WaitGroup
-	for i := range inFlight {
-		wg.Go(func() {
-			res, err := s.css[i%len(s.css)].CallTool(ctx, holdCall())
-			if err == nil && res.IsError {
-				err = fmt.Errorf("tool error: %v", res.Content)
-			}
-			errs[i] = err
-		})
-	}
+	errs := s.startHolds(ctx, &wg)
 	if err := s.waitHeld(); err != nil {
 		wg.Wait()
 		return err
@@ -475,6 +466,23 @@ func (s *scaleServer) hold(ctx context.Context, o options, x *scaleRound) error 
 	x.retained = retained.perRun(expired, inFlight)
 	x.expired = expired.perRun(s.idle, 1)
 	return nil
+}
+
+// startHolds starts 1,000 long runs over the sessions, each on a
+// goroutine of wg; run i's error (a tool error included) is errs[i] once
+// wg is done.
+func (s *scaleServer) startHolds(ctx context.Context, wg *sync.WaitGroup) (errs []error) {
+	errs = make([]error, inFlight)
+	for i := range inFlight {
+		wg.Go(func() {
+			res, err := s.css[i%len(s.css)].CallTool(ctx, holdCall())
+			if err == nil && res.IsError {
+				err = fmt.Errorf("tool error: %v", res.Content)
+			}
+			errs[i] = err
+		})
+	}
+	return errs
 }
 
 // waitHeld waits until the server counts 1,000 runs in flight, or fails
