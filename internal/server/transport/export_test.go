@@ -28,3 +28,15 @@ func HTTPHandlerSDKOnly(b Backend, opts HTTPOptions) (http.Handler, error) {
 func HTTPHandlerCounting(b Backend, opts HTTPOptions, taken *atomic.Int64) (http.Handler, error) {
 	return httpHandler(b, opts, pathKnobs{taken: taken})
 }
+
+// scanBody makes body's view, as readBack.view makes it.
+func scanBody(body []byte) *bodyView {
+	v := &bodyView{}
+	v.scan(body)
+	return v
+}
+
+// messages is body's messages (bodyView.messages).
+func messages(body []byte) []message {
+	return scanBody(body).messages()
+}
