@@ -43,14 +43,8 @@ type elemView struct {
 	obj bool
 }
 
-// scanBody makes body's view: one validation, one pass over the top-level
+// scan makes body's view: one validation, one pass over the top-level
 // members of each message.
-func scanBody(body []byte) *bodyView {
-	v := &bodyView{}
-	v.scan(body)
-	return v
-}
-
 func (v *bodyView) scan(body []byte) {
 	if !validJSON(body) {
 		return
@@ -86,9 +80,14 @@ func (v *bodyView) single() (*elemView, bool) {
 	return &v.one[0], true
 }
 
-// messages is the body's messages as the package's messages function
-// reads them (nil when the body is neither one message nor a batch of
-// them, or a method does not decode), made once.
+// messages is the body's messages, one message or a batch; nil when it
+// is neither, or a method does not decode (the SDK answers that itself).
+// Made once. Members are read as go-sdk v1.8.0 reads them
+// (scanEnvelope): names case-sensitively (its internal/json decoder does
+// not fold case) and the last of a repeated name winning. encoding/json
+// folds case, so a body carrying "method" and "Method" would be one thing
+// here and another to the SDK: an initialize the session cap did not
+// count, or a call no disconnect cancelled.
 func (v *bodyView) messages() []message {
 	if v.msgsDone {
 		return v.msgs

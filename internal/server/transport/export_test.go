@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // MaxBodyBytes is the /mcp body cap, for the tests that send one byte more.
@@ -27,4 +29,28 @@ func HTTPHandlerSDKOnly(b Backend, opts HTTPOptions) (http.Handler, error) {
 // statefulCalls answered.
 func HTTPHandlerCounting(b Backend, opts HTTPOptions, taken *atomic.Int64) (http.Handler, error) {
 	return httpHandler(b, opts, pathKnobs{taken: taken})
+}
+
+// scanBody makes body's view, as readBack.view makes it.
+func scanBody(body []byte) *bodyView {
+	v := &bodyView{}
+	v.scan(body)
+	return v
+}
+
+// messages is body's messages (bodyView.messages).
+func messages(body []byte) []message {
+	return scanBody(body).messages()
+}
+
+// requestProblem is envelopeProblem for a message not yet scanned.
+func requestProblem(msg []byte) (code int, problem string, replyID []byte) {
+	e, ok := scanEnvelope(msg)
+	return envelopeProblem(msg, e, ok)
+}
+
+// decodeRequest is envelopeRequest for a message not yet scanned.
+func decodeRequest(msg []byte) (req *jsonrpc.Request, ok bool) {
+	e, _ := scanEnvelope(msg)
+	return envelopeRequest(e)
 }

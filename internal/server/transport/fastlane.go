@@ -413,15 +413,25 @@ func (l *fastLane) settled(key string) {
 // finish writes the reply to a call the chain (or Backend.Direct, with
 // a result left to encode) answered with res and err.
 func (l *fastLane) finish(call laneCall, res mcp.Result, err error) {
-	id, key := call.id, call.key
+	if err == nil && res != nil && call.newEra {
+		AnnotateServerInfo(res, l.impl)
+	}
+	result, err := callOutcome(res, err)
+	l.settled(call.key)
+	l.reply(call.id, result, err)
+}
+
+// callOutcome is the result and error jsonrpc2 replies with for the
+// tools/call chain's answer res, err (handleAsync, processResult), as
+// both the stdio lane (fastLane.finish) and the HTTP paths (encodeReply)
+// reply: a handler that answered nothing an internal error, one the
+// chain did not handle method-not-found.
+func callOutcome(res mcp.Result, err error) (any, error) {
 	var result any
 	if err == nil && res != nil {
 		// handleReceive drops the result of a call that failed; a typed
 		// nil result is kept, and goes out as null, as through the SDK.
 		result = res
-		if call.newEra {
-			AnnotateServerInfo(res, l.impl)
-		}
 	}
 	if err != nil && (isNotHandled(err) || errors.Is(err, errMethodNotFound)) {
 		err = fmt.Errorf("%w: %q", errMethodNotFound, methodCallTool)
@@ -429,8 +439,7 @@ func (l *fastLane) finish(call laneCall, res mcp.Result, err error) {
 	if result == nil && err == nil {
 		err = fmt.Errorf("%w: the tools/call handler returned a nil result and nil error", errInternal)
 	}
-	l.settled(key)
-	l.reply(id, result, err)
+	return result, err
 }
 
 // reply writes one response unless the connection is shutting down (the

@@ -65,52 +65,71 @@ func newEraCallParams(raw []byte) (*mcp.CallToolParamsRaw, bool) {
 // that decodes as the SDK decodes it, and at most a progressToken as
 // plainMeta takes it. A logLevel, and any other member, is the SDK's.
 func newEraMeta(raw []byte) (mcp.Meta, bool) {
-	it, ok := membersOf(raw)
+	_, info, _, ok := newEraMembers(raw)
 	if !ok {
-		return nil, false
-	}
-	var version, caps, info, token bool
-	for {
-		key, val, escaped, depth, more := it.next()
-		if !more {
-			break
-		}
-		if escaped || depth > maxMetaDepth {
-			return nil, false
-		}
-		var seen *bool
-		switch string(key) {
-		case metaProtocolVersion:
-			seen, ok = &version, string(val) == newEraVersion
-		case metaClientCapabilities:
-			seen, ok = &caps, val[0] == '{'
-		case metaClientInfo:
-			seen, ok = &info, val[0] == '{'
-		case "progressToken":
-			_, ok = plainToken(val)
-			seen = &token
-		default:
-			return nil, false
-		}
-		if !ok || *seen {
-			return nil, false
-		}
-		*seen = true
-	}
-	if !version || !caps {
 		return nil, false
 	}
 	m := mcp.Meta{}
 	if sdkUnmarshal(raw, &m) != nil {
 		return nil, false
 	}
-	if info && !remarshals[mcp.Implementation](m[metaClientInfo]) {
+	if info != nil && !remarshals[mcp.Implementation](m[metaClientInfo]) {
 		return nil, false
 	}
 	if !remarshals[clientCapabilitiesV2](m[metaClientCapabilities]) {
 		return nil, false
 	}
 	return m, true
+}
+
+// newEraMembers is the member check newEraMeta and the stateless path's
+// standIn share: raw's members, with exact, unescaped, unique names, are
+// the protocol version 2026-07-28 (required), clientCapabilities (an
+// object, required), clientInfo (an object, optional; nil when absent)
+// and a progressToken plainToken takes (its value in token, nil when
+// absent),
+// and nothing else; false otherwise. Nothing is decoded but the token.
+func newEraMembers(raw []byte) (caps, info []byte, token any, ok bool) {
+	it, ok := membersOf(raw)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	var version, tok []byte
+	for {
+		key, val, escaped, depth, more := it.next()
+		if !more {
+			break
+		}
+		if escaped || depth > maxMetaDepth {
+			return nil, nil, nil, false
+		}
+		var seen *[]byte
+		switch string(key) {
+		case metaProtocolVersion:
+			seen = &version
+		case metaClientCapabilities:
+			seen = &caps
+		case metaClientInfo:
+			seen = &info
+		case "progressToken":
+			seen = &tok
+		default:
+			return nil, nil, nil, false
+		}
+		if *seen != nil {
+			return nil, nil, nil, false
+		}
+		*seen = val
+	}
+	if string(version) != newEraVersion || len(caps) == 0 || caps[0] != '{' || (info != nil && info[0] != '{') {
+		return nil, nil, nil, false
+	}
+	if tok != nil {
+		if token, ok = plainToken(tok); !ok {
+			return nil, nil, nil, false
+		}
+	}
+	return caps, info, token, true
 }
 
 // clientCapabilitiesV2 is the shape go-sdk v1.8.0 decodes a 2026-07-28

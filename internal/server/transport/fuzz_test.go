@@ -46,7 +46,7 @@ func FuzzStdioFraming(f *testing.F) {
 				t.Fatal(err)
 			}
 			// The message must be the one the SDK's decoder makes of its
-			// line (decodeRequest is a shortcut, not a second opinion).
+			// line (envelopeRequest is a shortcut, not a second opinion).
 			enc, err := jsonrpc.EncodeMessage(msg)
 			if err != nil {
 				t.Fatal(err)

@@ -338,8 +338,9 @@ func allows(allowed []authority, got authority) bool {
 // reply deadline. After the SDK returns from a POST whose request context
 // ended, each tools/call it carried gets a notifications/cancelled on the
 // same session, which the SDK routes to the handler's context like a
-// client's own cancellation. The body is read here, and handed on as a
-// copy, to learn those calls' ids.
+// client's own cancellation. Those calls' ids come from the body's view
+// (readView: the body buffered once, by the first layer that asks, and
+// handed on unread to the SDK).
 //
 // A DELETE ends its session: go-sdk v1.8.0's serveStatefulDELETE
 // (mcp/streamable.go) calls ServerSession.Close, which waits for the calls

@@ -1,6 +1,7 @@
 package transport_test
 
 import (
+	"net/http"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -17,22 +18,7 @@ import (
 func FuzzHTTPDirectAnswer(f *testing.F) {
 	addDirectSeeds(f)
 	h := newHarness(f, fixture{prompts: map[string]string{"trio.md": trioPrompt, "echo.md": echoPrompt}})
-	opts := transport.HTTPOptions{APIKey: testToken, AllowedHosts: []string{"localhost"}}
-	b, directs := countingDirect(h.srv.Backend())
-	stateful, err := transport.HTTPHandlerCounting(b, opts, &atomic.Int64{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	statefulSDK, err := transport.HTTPHandlerSDKOnly(h.srv.Backend(), opts)
-	if err != nil {
-		f.Fatal(err)
-	}
-	sdkBackend := h.srv.Backend()
-	sdkBackend.NoParamHeaders, sdkBackend.Direct = false, nil
-	statelessSDK, err := transport.HTTPHandler(sdkBackend, opts)
-	if err != nil {
-		f.Fatal(err)
-	}
+	stateful, statefulSDK, statelessSDK, directs := directAndSDKHandlers(f, h)
 	directSID, sdkSID := openRecordedSession(f, stateful), openRecordedSession(f, statefulSDK)
 	const meta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	// The first 2026-07-28 call goes through the SDK's session; the
@@ -69,4 +55,29 @@ func FuzzHTTPDirectAnswer(f *testing.F) {
 			t.Errorf("Backend.Direct answered %d of the two calls of %s", directs.Load()-before, name)
 		}
 	})
+}
+
+// directAndSDKHandlers are the handlers the direct-answer tests compare,
+// all serving h's server: direct answers calls itself (counting those
+// Backend.Direct took in directs), statefulSDK leaves a stateful
+// session's calls to the SDK, statelessSDK leaves 2026-07-28 calls to it.
+func directAndSDKHandlers(tb testing.TB, h *harness) (direct, statefulSDK, statelessSDK http.Handler, directs *atomic.Int64) {
+	tb.Helper()
+	opts := transport.HTTPOptions{APIKey: testToken, AllowedHosts: []string{"localhost"}}
+	b, directs := countingDirect(h.srv.Backend())
+	direct, err := transport.HTTPHandlerCounting(b, opts, &atomic.Int64{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	statefulSDK, err = transport.HTTPHandlerSDKOnly(h.srv.Backend(), opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sdkBackend := h.srv.Backend()
+	sdkBackend.NoParamHeaders, sdkBackend.Direct = false, nil
+	statelessSDK, err = transport.HTTPHandler(sdkBackend, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return direct, statefulSDK, statelessSDK, directs
 }

@@ -4,11 +4,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
 // A run still going at its reply deadline, for a caller that declared the
@@ -18,22 +15,7 @@ import (
 // and times blanked.
 func TestHTTPDirectTasksAnswerAsTheSDK(t *testing.T) {
 	h := heldRunsHarness(t, 4, 100*time.Millisecond, map[string]string{"summarize.md": summarizePrompt})
-	opts := transport.HTTPOptions{APIKey: testToken, AllowedHosts: []string{"localhost"}}
-	b, directs := countingDirect(h.srv.Backend())
-	direct, err := transport.HTTPHandlerCounting(b, opts, &atomic.Int64{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	statefulSDK, err := transport.HTTPHandlerSDKOnly(h.srv.Backend(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sdkBackend := h.srv.Backend()
-	sdkBackend.NoParamHeaders, sdkBackend.Direct = false, nil
-	statelessSDK, err := transport.HTTPHandler(sdkBackend, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct, statefulSDK, statelessSDK, directs := directAndSDKHandlers(t, h)
 	const initTasks = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"clientInfo":{"name":"raw","version":"1"}}}`
 	open := func(hd http.Handler) string { return openRecordedSessionWith(t, hd, initTasks) }
 	blank := func(rec *httptest.ResponseRecorder) string {

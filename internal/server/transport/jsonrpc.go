@@ -201,17 +201,12 @@ func idProblem(raw []byte) string {
 	return "id must be a string, an integer or null"
 }
 
-// requestProblem checks one line that is valid JSON as a single JSON-RPC
-// 2.0 message, before the SDK decodes it. For a message the SDK must not
-// see, it returns the error code, what was wrong, and the id to answer
-// under (the raw id when it is a string or a number, else nil for null).
-func requestProblem(msg []byte) (code int, problem string, replyID []byte) {
-	e, ok := scanEnvelope(msg)
-	return envelopeProblem(msg, e, ok)
-}
-
-// envelopeProblem is requestProblem for a message already scanned: e and
-// ok are scanEnvelope's answer for msg.
+// envelopeProblem checks one message that is valid JSON (a stdio line, a
+// POST body's one message) as a single JSON-RPC 2.0 message, before the
+// SDK decodes it; e and ok are scanEnvelope's answer for msg. For a
+// message the SDK must not see, it returns the error code, what was
+// wrong, and the id to answer under (the raw id when it is a string or a
+// number, else nil for null).
 func envelopeProblem(msg []byte, e envelope, ok bool) (code int, problem string, replyID []byte) {
 	if !ok {
 		if i := skipSpace(msg, 0); i < len(msg) && msg[i] == '[' {
@@ -237,8 +232,8 @@ func envelopeProblem(msg []byte, e envelope, ok bool) (code int, problem string,
 	return 0, "", replyID
 }
 
-// decodeRequest builds the SDK's Request from a message that passed
-// requestProblem, without the SDK's decoder: go-sdk v1.8.0's
+// envelopeRequest builds the SDK's Request from the envelope e of a
+// message that passed envelopeProblem, without the SDK's decoder: go-sdk v1.8.0's
 // jsonrpc.DecodeMessage (internal/json, Unmarshal) makes a new streaming
 // decoder for every message, whose buffer was about 60 KB a call in the
 // allocation profile of a stdio call (docs/benchmarks.md). Only the
@@ -246,12 +241,6 @@ func envelopeProblem(msg []byte, e envelope, ok bool) (code int, problem string,
 // and unique, whose method and string id are plain ASCII without escapes;
 // ok is false for anything else (responses included), which the SDK's
 // decoder then handles. FuzzStdioFraming checks that the two agree.
-func decodeRequest(msg []byte) (req *jsonrpc.Request, ok bool) {
-	e, _ := scanEnvelope(msg)
-	return envelopeRequest(e)
-}
-
-// envelopeRequest is decodeRequest for a message already scanned into e.
 func envelopeRequest(e envelope) (req *jsonrpc.Request, ok bool) {
 	if !e.plain || e.method == nil || e.result || e.error || !plainString(e.method) {
 		return nil, false
@@ -265,7 +254,7 @@ func envelopeRequest(e envelope) (req *jsonrpc.Request, ok bool) {
 		}
 		req.ID, _ = jsonrpc.MakeID(string(e.id[1 : len(e.id)-1]))
 	default:
-		// requestProblem let only integers that float64 holds exactly
+		// envelopeProblem let only integers that float64 holds exactly
 		// through; the public constructor takes the float64 the SDK's
 		// decoder would have made.
 		n, err := strconv.ParseInt(string(e.id), 10, 64)

@@ -411,17 +411,6 @@ type message struct {
 	Params json.RawMessage // raw, nil when absent
 }
 
-// messages decodes an MCP POST body, one message or a batch; nil when it
-// is neither (the SDK answers that itself). Members are read as go-sdk
-// v1.8.0 reads them (scanEnvelope): names case-sensitively (its
-// internal/json decoder does not fold case) and the last of a repeated
-// name winning. encoding/json folds case, so a body carrying "method" and
-// "Method" would be one thing here and another to the SDK: an initialize
-// the session cap did not count, or a call no disconnect cancelled.
-func messages(body []byte) []message {
-	return scanBody(body).messages()
-}
-
 // writeRPCError answers with a JSON-RPC error response under id (null
 // when nil), as the transport spec's HTTP errors carry one.
 func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int64, msg string) {

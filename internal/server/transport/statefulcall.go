@@ -3,7 +3,6 @@ package transport
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -341,19 +340,11 @@ func setStreamHeaders(hdr http.Header, contentType string) {
 
 // encodeReply is the response jsonrpc2 would write for the chain's
 // answer (handleAsync, processResult), as the stdio lane builds it
-// (fastLane.run, reply): a handler that answered nothing an internal
-// error; an error when the result cannot be encoded, which gets no reply.
+// (callOutcome, fastLane.reply): a handler that answered nothing an
+// internal error; an error when the result cannot be encoded, which gets
+// no reply.
 func encodeReply(id jsonrpc.ID, res mcp.Result, err error) (*jsonrpc.Response, []byte, error) {
-	var result any
-	if err == nil && res != nil {
-		result = res
-	}
-	if err != nil && (isNotHandled(err) || errors.Is(err, errMethodNotFound)) {
-		err = fmt.Errorf("%w: %q", errMethodNotFound, methodCallTool)
-	}
-	if result == nil && err == nil {
-		err = fmt.Errorf("%w: the tools/call handler returned a nil result and nil error", errInternal)
-	}
+	result, err := callOutcome(res, err)
 	raw, merr := marshalResult(result)
 	if merr != nil {
 		return nil, nil, merr

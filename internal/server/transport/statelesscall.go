@@ -174,45 +174,9 @@ type client struct {
 // decoding them (its Meta shares their decoded values; the handlers
 // read only the progressToken, which is decoded for each call).
 func (s *stateless) standIn(raw []byte) (mcp.Meta, *mcp.ServerSession) {
-	it, ok := membersOf(raw)
+	caps, info, tok, ok := newEraMembers(raw)
 	if !ok {
 		return nil, nil
-	}
-	var version, caps, info, token []byte
-	for {
-		key, val, escaped, depth, more := it.next()
-		if !more {
-			break
-		}
-		if escaped || depth > maxMetaDepth {
-			return nil, nil
-		}
-		var seen *[]byte
-		switch string(key) {
-		case metaProtocolVersion:
-			seen = &version
-		case metaClientCapabilities:
-			seen = &caps
-		case metaClientInfo:
-			seen = &info
-		case "progressToken":
-			seen = &token
-		default:
-			return nil, nil
-		}
-		if *seen != nil {
-			return nil, nil
-		}
-		*seen = val
-	}
-	if string(version) != newEraVersion || len(caps) == 0 || caps[0] != '{' || (info != nil && info[0] != '{') {
-		return nil, nil
-	}
-	var tok any
-	if token != nil {
-		if tok, ok = plainToken(token); !ok {
-			return nil, nil
-		}
 	}
 	var buf [512]byte
 	key := append(append(append(buf[:0], caps...), 0), info...)
@@ -240,7 +204,7 @@ func (s *stateless) standIn(raw []byte) (mcp.Meta, *mcp.ServerSession) {
 	if c.hasInfo {
 		meta[metaClientInfo] = c.info
 	}
-	if token != nil {
+	if tok != nil {
 		meta["progressToken"] = tok
 	}
 	return meta, c.ss

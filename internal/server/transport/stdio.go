@@ -52,8 +52,9 @@ var utf8BOM = []byte("\xef\xbb\xbf")
 //
 // Each line is checked by validJSON (json.Valid's verdict, in a few
 // instructions a byte where json.Valid spent about 30) and one scan of
-// its top-level members (scanEnvelope), and a request in the common spelling is built from that
-// scan (decodeRequest, copying only its params); anything else is decoded
+// its top-level members (scanEnvelope), checked (envelopeProblem), and a
+// request in the common spelling is built from that same scan
+// (envelopeRequest, copying only its params); anything else is decoded
 // by the SDK's own jsonrpc.DecodeMessage. Either way it is read in place in
 // the line buffer, and decoded once.
 type lineFilter struct {
@@ -122,10 +123,12 @@ func (f *lineFilter) line1() jsonrpc.Message {
 		f.refuse(errorReply(nil, codeParseError, "parse error: the line is not one JSON value"))
 		return nil
 	}
-	code, problem, id := requestProblem(raw)
+	// One scan of the envelope serves both the check and the build.
+	env, obj := scanEnvelope(raw)
+	code, problem, id := envelopeProblem(raw, env, obj)
 	var msg jsonrpc.Message
 	if code == 0 {
-		if req, ok := decodeRequest(raw); ok {
+		if req, ok := envelopeRequest(env); ok {
 			msg = req
 		} else {
 			var err error

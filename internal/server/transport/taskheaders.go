@@ -88,7 +88,7 @@ type taskMessage struct {
 
 // taskRequest reads the id, method and params.taskId of a body that is
 // one tasks/get, tasks/update or tasks/cancel request, as the SDK's
-// decoder does (messages; a map for params: exact names, the last of a
+// decoder does (bodyView.messages; a map for params: exact names, the last of a
 // repeated one winning); false for any other body. encoding/json into a
 // struct folds case, so {"method":"tasks/get","Method":"ping"} read as
 // ping here would have skipped the check the SDK's tasks/get needs.
