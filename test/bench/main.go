@@ -179,6 +179,13 @@ func run(ctx context.Context, o options) error {
 			}
 		}
 	}
+	if trs := strings.Split(o.only, ","); slices.Contains(trs, "http") && slices.Contains(trs, "http-stateless") {
+		for _, clients := range []int{1, 16} {
+			if err := replayEras(ctx, o, prompts, clients); err != nil {
+				return fmt.Errorf("the two HTTP eras replayed, %d clients: %w", clients, err)
+			}
+		}
+	}
 	if !o.scale {
 		return nil
 	}
@@ -202,6 +209,9 @@ type target struct {
 	floor   bool
 	call    func() *mcp.CallToolParams
 	connect func(ctx context.Context) (*mcp.ClientSession, error)
+	// callers, when set, are the target's callers instead of sessions
+	// of connect calling call (replay.go).
+	callers func(c int) caller
 	stop    func()
 	pids    func() []int
 }
@@ -266,20 +276,24 @@ func compare(ctx context.Context, o options, tr string, clients int, prompts str
 // o.rounds interleaved rounds of clients callers (the order rotating, so
 // machine load falls on all alike) and returns each target's sample.
 func measure(ctx context.Context, o options, targets []target, tr string, clients int) ([]sample, error) {
-	var err error
-	sessions := make([][]*mcp.ClientSession, len(targets))
+	callers := make([]func(c int) caller, len(targets))
 	for i, t := range targets {
-		sessions[i], err = sessionsFor(ctx, t, tr, clients)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", t.name, err)
-		}
-		defer func() {
-			for _, cs := range sessions[i] {
-				cs.Close()
+		if t.callers != nil {
+			callers[i] = t.callers
+		} else {
+			sessions, err := sessionsFor(ctx, t, tr, clients)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", t.name, err)
 			}
-		}()
+			defer func() {
+				for _, cs := range sessions {
+					cs.Close()
+				}
+			}()
+			callers[i] = sessionCallers(sessions, t.call)
+		}
 		// Warm up: connection pools, lazily built state, the JIT of Node.
-		if _, err := drive(ctx, sessions[i], clients, t.call, 300*time.Millisecond); err != nil {
+		if _, err := driveCallers(ctx, clients, callers[i], 300*time.Millisecond); err != nil {
 			return nil, fmt.Errorf("%s: %w", t.name, err)
 		}
 	}
@@ -288,7 +302,7 @@ func measure(ctx context.Context, o options, targets []target, tr string, client
 		for k := range targets {
 			i := (k + r) % len(targets)
 			cpu0 := cpuTime(targets[i].pids())
-			s, err := drive(ctx, sessions[i], clients, targets[i].call, o.duration/time.Duration(o.rounds))
+			s, err := driveCallers(ctx, clients, callers[i], o.duration/time.Duration(o.rounds))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", targets[i].name, err)
 			}
@@ -323,9 +337,35 @@ func sessionsFor(ctx context.Context, t target, tr string, clients int) ([]*mcp.
 	return out, nil
 }
 
+// A caller makes one call and says whether it failed; each of a
+// configuration's concurrent callers has its own.
+type caller func(context.Context) error
+
+// sessionCallers are the callers of go-sdk client sessions: caller c
+// calls on sessions[c % len], with the params call makes.
+func sessionCallers(sessions []*mcp.ClientSession, call func() *mcp.CallToolParams) func(c int) caller {
+	return func(c int) caller {
+		cs := sessions[c%len(sessions)]
+		params := call()
+		return func(ctx context.Context) error {
+			res, err := cs.CallTool(ctx, params)
+			if err == nil && res.IsError {
+				err = fmt.Errorf("tool error: %v", res.Content)
+			}
+			return err
+		}
+	}
+}
+
 // drive keeps clients callers busy for d, each on sessions[i % len], and
 // returns what they did.
 func drive(ctx context.Context, sessions []*mcp.ClientSession, clients int, call func() *mcp.CallToolParams, d time.Duration) (sample, error) {
+	return driveCallers(ctx, clients, sessionCallers(sessions, call), d)
+}
+
+// driveCallers keeps clients callers (newCaller(0) to newCaller(clients-1))
+// busy for d, and returns what they did.
+func driveCallers(ctx context.Context, clients int, newCaller func(c int) caller, d time.Duration) (sample, error) {
 	lats := make([][]time.Duration, clients)
 	errs := make([]error, clients)
 	start := time.Now()
@@ -333,15 +373,10 @@ func drive(ctx context.Context, sessions []*mcp.ClientSession, clients int, call
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Go(func() {
-			cs := sessions[c%len(sessions)]
-			params := call()
+			call := newCaller(c)
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				t0 := time.Now()
-				res, err := cs.CallTool(ctx, params)
-				if err == nil && res.IsError {
-					err = fmt.Errorf("tool error: %v", res.Content)
-				}
-				if err != nil {
+				if err := call(ctx); err != nil {
 					errs[c] = err
 					return
 				}
@@ -571,23 +606,29 @@ func startHTTPClients(argv []string, port, version string, env []string, idle in
 	}
 	tr := &http.Transport{MaxIdleConns: idle, MaxIdleConnsPerHost: idle}
 	connect := func(ctx context.Context) (*mcp.ClientSession, error) {
-		cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{
-			Endpoint:             "http://127.0.0.1:" + port + "/mcp",
-			HTTPClient:           &http.Client{Transport: bearer{tr}},
-			DisableStandaloneSSE: true,
-		}, &mcp.ClientSessionOptions{ProtocolVersion: version})
-		if err != nil {
-			return nil, err
-		}
-		// A stateless run must really be stateless; over stateful HTTP the
-		// TypeScript SDK may settle on an older version, which is fine.
-		if got := cs.InitializeResult().ProtocolVersion; version == "2026-07-28" && got != version {
-			cs.Close()
-			return nil, fmt.Errorf("asked for protocol %s, got %s", version, got)
-		}
-		return cs, nil
+		return connectHTTP(ctx, port, version, bearer{tr})
 	}
 	return connect, func() { tr.CloseIdleConnections(); stop() }, cmd.Process.Pid, nil
+}
+
+// connectHTTP connects a go-sdk client session of protocol version to the
+// server on port, its requests sent through rt.
+func connectHTTP(ctx context.Context, port, version string, rt http.RoundTripper) (*mcp.ClientSession, error) {
+	cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:             "http://127.0.0.1:" + port + "/mcp",
+		HTTPClient:           &http.Client{Transport: rt},
+		DisableStandaloneSSE: true,
+	}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		return nil, err
+	}
+	// A stateless run must really be stateless; over stateful HTTP the
+	// TypeScript SDK may settle on an older version, which is fine.
+	if got := cs.InitializeResult().ProtocolVersion; version == "2026-07-28" && got != version {
+		cs.Close()
+		return nil, fmt.Errorf("asked for protocol %s, got %s", version, got)
+	}
+	return cs, nil
 }
 
 func newClient() *mcp.Client {
