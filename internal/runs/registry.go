@@ -197,10 +197,17 @@ type Registry struct {
 	replica          string
 
 	slots *slotPool
-	// base parents every run's context, so Close reaches runs whose calls
-	// are long gone.
+	// base is cancelled by Close: the idle runners wait on it. Runs'
+	// contexts are not its children: Close cancels each owned run itself
+	// (see LaunchWith).
 	base context.Context
 	stop context.CancelCauseFunc
+
+	// timers are Settle's reply-deadline timers, reused: a run_prompt call
+	// otherwise allocates one (issue #12). Since Go 1.23 a stopped timer
+	// delivers nothing stale, so a timer taken from here is as good as new
+	// once Reset.
+	timers sync.Pool // *time.Timer
 
 	started, completed, failed, refused atomic.Uint64
 
@@ -378,7 +385,11 @@ func (r *Registry) LaunchWith(slot *Slot, id, prompt string, started time.Time, 
 		slot.Release()
 		return nil, fmt.Errorf("launch run %s: %w", id, ErrDuplicateRun)
 	}
-	ctx, cancel := context.WithCancelCause(r.base)
+	// Not a child of r.base: Close cancels every owned run itself, under
+	// the lock this check holds, so a run launched before Close is
+	// reached and none is launched after. As a child, each run would
+	// take base's lock and grow and shrink its children map (issue #12).
+	ctx, cancel := context.WithCancelCause(context.Background())
 	if started.IsZero() {
 		started = time.Now()
 	}
@@ -475,7 +486,7 @@ func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run f
 			res = r.abnormalEnd(rec, recover(), at.Sub(rec.started))
 		}
 		// Read above, before this sets the cause to context.Canceled.
-		rec.cancel(nil) // detaches the run's context from base
+		rec.cancel(nil) // ends what the run derived from its context
 		// Return the slot before the record is visible as terminal, so a
 		// caller who sees the result and calls again finds the slot free.
 		slot.Release()
@@ -606,8 +617,13 @@ func (r *Registry) finish(rec *record, res Result, end ending) Result {
 //     still bounded by the same deadline in case the run ignores the
 //     cancellation.
 func (r *Registry) Settle(ctx context.Context, h *Handle) Result {
-	timer := time.NewTimer(r.replyDeadline)
-	defer timer.Stop()
+	timer, _ := r.timers.Get().(*time.Timer)
+	if timer == nil {
+		timer = time.NewTimer(r.replyDeadline)
+	} else {
+		timer.Reset(r.replyDeadline)
+	}
+	defer r.putTimer(timer)
 	select {
 	case <-h.rec.done:
 		return r.terminal(h.rec)
@@ -622,6 +638,12 @@ func (r *Registry) Settle(ctx context.Context, h *Handle) Result {
 	case <-timer.C:
 		return r.outlived(h.rec)
 	}
+}
+
+// putTimer stops timer and keeps it for the next Settle.
+func (r *Registry) putTimer(timer *time.Timer) {
+	timer.Stop()
+	r.timers.Put(timer)
 }
 
 func (r *Registry) terminal(rec *record) Result {
@@ -788,8 +810,18 @@ func (r *Registry) Close(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true
 	r.markIdleLocked()
+	// Every run launched is owned until its terminal record is written,
+	// and none is launched once closed is set: these are all the runs
+	// still going.
+	going := make([]context.CancelCauseFunc, 0, len(r.owned))
+	for _, rec := range r.owned {
+		going = append(going, rec.cancel)
+	}
 	r.mu.Unlock()
 	r.slots.close()
+	for _, cancel := range going {
+		cancel(ErrShuttingDown)
+	}
 	r.stop(ErrShuttingDown)
 	select {
 	case <-r.idle:
