@@ -139,6 +139,9 @@ type record struct {
 	cancel     context.CancelCauseFunc
 	done       chan struct{} // closed with the first terminal result
 	local      any           // Stored.Local, from LaunchWith
+	// handle is what LaunchWith returns, here so that a launch allocates
+	// one thing fewer (issue #12).
+	handle Handle
 
 	// guarded by Registry.mu
 	finished bool
@@ -434,7 +437,8 @@ func (r *Registry) LaunchWith(slot *Slot, id, prompt string, started time.Time, 
 		r.runners.Add(1)
 		go r.runner(job)
 	}
-	return &Handle{rec: rec}, nil
+	rec.handle.rec = rec
+	return &rec.handle, nil
 }
 
 // runner drives runs on one goroutine, one at a time: the run it was

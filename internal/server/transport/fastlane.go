@@ -205,11 +205,12 @@ func (l *fastLane) take(req *jsonrpc.Request) (*laneCall, bool) {
 	}
 	l.inflight[key] = cancel
 	l.conn.calls.asked(key)
-	call := laneCall{ctx: ctx, cancel: cancel, id: req.ID, key: key, req: &mcp.CallToolRequest{Session: ss, Params: params}, newEra: newEra,
-		// Counted until the reply is written, not only while the
-		// handler runs, so a shutdown's drain does not close the session
-		// between the two.
-		release: l.calls.holdReply()}
+	call := laneCall{ctx: ctx, cancel: cancel, id: req.ID, key: key, req: &mcp.CallToolRequest{Session: ss, Params: params}, newEra: newEra}
+	// Counted until the reply is written (run leaves), not only while
+	// the handler runs, so a shutdown's drain does not close the session
+	// between the two. Not through holdReply, whose release func is an
+	// allocation of every call (issue #12).
+	l.calls.enter()
 	if l.taken != nil {
 		l.taken.Add(1)
 	}
@@ -273,13 +274,12 @@ func (l *fastLane) setSession(ss *mcp.ServerSession) {
 
 // laneCall is one call the lane took, with what ends it.
 type laneCall struct {
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	id      jsonrpc.ID
-	key     string
-	req     *mcp.CallToolRequest
-	newEra  bool // a 2026-07-28 call: its result is annotated
-	release func()
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	id     jsonrpc.ID
+	key    string
+	req    *mcp.CallToolRequest
+	newEra bool // a 2026-07-28 call: its result is annotated
 }
 
 // maxIdleWorkers bounds the workers kept waiting for their turn to read.
@@ -379,7 +379,7 @@ func (l *fastLane) forward(r readResult) {
 // through the chain, and writes its reply, as jsonrpc2's handleAsync and
 // processResult would.
 func (l *fastLane) run(call laneCall) {
-	defer call.release()
+	defer l.calls.leave() // entered in take
 	defer call.cancel(nil)
 	if l.direct != nil {
 		d, ok := l.direct(call.ctx, DirectCall{Session: call.req.Session, Params: call.req.Params, ServerInfo: call.newEra})
