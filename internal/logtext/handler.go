@@ -363,6 +363,16 @@ func LogAttrs(h slog.Handler, level slog.Level, msg string, attrs ...slog.Attr) 
 	logAttrsAt(h, time.Now(), level, msg, attrs)
 }
 
+// LogAttrsAt is LogAttrs for a record made at t, for a caller that has
+// just read the clock for what the line reports (the registry's terminal
+// line: the run's end), so that the line costs no second reading.
+func LogAttrsAt(h slog.Handler, t time.Time, level slog.Level, msg string, attrs ...slog.Attr) {
+	if !h.Enabled(context.Background(), level) {
+		return
+	}
+	logAttrsAt(h, t, level, msg, attrs)
+}
+
 // logAttrsAt is LogAttrs at t, once h is known to be enabled: a Handler
 // writes the line without a slog.Record when it can (handleAttrs).
 func logAttrsAt(h slog.Handler, t time.Time, level slog.Level, msg string, attrs []slog.Attr) {

@@ -239,3 +239,21 @@ func TestLogAttrsOfTheTerminalLineAllocatesNothing(t *testing.T) {
 		t.Errorf("LogAttrs allocated %v times per line; want 0", allocs)
 	}
 }
+
+// LogAttrsAt writes the line of a record made at the time it is given,
+// and nothing below the handler's level.
+func TestLogAttrsAtWritesTheRecordOfItsTime(t *testing.T) {
+	var got, want bytes.Buffer
+	at := time.Date(2026, 12, 2, 3, 4, 5, 678_000_000, time.UTC)
+	attrs := []slog.Attr{slog.String("run_id", "r-1"), slog.Uint64("elapsed_ms", 7)}
+	LogAttrsAt(New(&got, nil), at, slog.LevelInfo, "run reached its terminal state", attrs...)
+	LogAttrsAt(New(&got, nil), at, slog.LevelDebug, "not written", attrs...)
+	r := slog.NewRecord(at, slog.LevelInfo, "run reached its terminal state", 0)
+	r.AddAttrs(attrs...)
+	if err := slog.NewTextHandler(&want, nil).Handle(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Fatalf("LogAttrsAt wrote\n%q\nslog.TextHandler wrote\n%q", got.String(), want.String())
+	}
+}

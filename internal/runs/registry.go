@@ -502,8 +502,9 @@ func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run f
 		}
 		// Typed attrs: the key-value form boxes each value and converts
 		// it back (slog's argsToAttr), on every run (issue #12); through
-		// logtext.LogAttrs, which skips slog.Logger's caller lookup.
-		logtext.LogAttrs(r.log.Handler(), slog.LevelInfo, msgTerminal,
+		// logtext, which skips slog.Logger's caller lookup. The line is
+		// dated at the run's end, read above: one clock reading fewer.
+		logtext.LogAttrsAt(r.log.Handler(), at, slog.LevelInfo, msgTerminal,
 			slog.String("run_id", final.RunID), slog.String("prompt", final.Prompt), slog.String("status", string(final.Status)),
 			slog.Uint64("turns", uint64(final.Turns)), slog.Uint64("prompt_tokens", final.Tokens.Prompt),
 			slog.Uint64("completion_tokens", final.Tokens.Completion), slog.Uint64("elapsed_ms", final.ElapsedMS))
