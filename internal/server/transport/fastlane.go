@@ -80,6 +80,8 @@ type fastLane struct {
 	conn   *stdioConn
 	calls  *Calls
 	log    *slog.Logger
+	// meta checks the 2026-07-28 calls' _meta (callShape).
+	meta metaMemo
 	// session is set once Connect returns (setSession); nil keeps the
 	// lane closed. stored is closed then: the SDK's read loop may read
 	// the first calls before Connect has returned, and they wait for it
@@ -243,7 +245,7 @@ func (l *fastLane) callShape(ss *mcp.ServerSession, raw []byte) (params *mcp.Cal
 	if !l.newOK.Load() || l.leveled.Load() || l.impl == nil || (!l.ready.Load() && l.initRead()) {
 		return nil, false, false
 	}
-	params, ok = newEraCallParams(raw)
+	params, ok = l.meta.newEraCallParams(raw)
 	return params, true, ok
 }
 
