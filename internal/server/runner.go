@@ -52,7 +52,7 @@ func (s *Server) parseRun(raw []byte) (runRequest, error) {
 	if r.call.typed, err = a.object("arguments"); err != nil {
 		return r, err
 	}
-	_, r.call.rawGiven = a["args"]
+	_, r.call.rawGiven = a.get("args")
 	// One statement per key, not a loop over pointers to the fields: the
 	// pointers made the request and inFile escape, two allocations of
 	// every run_prompt call (issue #12). The order is the errors' order.
