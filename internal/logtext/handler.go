@@ -138,24 +138,8 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	if h.slow {
 		return h.text.Handle(ctx, r)
 	}
-	bp := h.root.bufs.Get().(*[]byte)
-	defer func() {
-		if cap(*bp) <= 16<<10 {
-			*bp = (*bp)[:0]
-			h.root.bufs.Put(bp)
-		}
-	}()
-	b := (*bp)[:0]
-	if !r.Time.IsZero() {
-		b = append(b, "time="...)
-		b = h.root.appendTime(b, r.Time)
-		b = append(b, ' ')
-	}
-	b = append(b, "level="...)
-	b = appendString(b, r.Level.String())
-	b = append(b, " msg="...)
-	b = appendString(b, r.Message)
-	b = append(b, h.pre...)
+	bp, b := h.begin(r.Time, r.Level, r.Message)
+	defer h.root.putBuf(bp)
 	ok := true
 	r.Attrs(func(a slog.Attr) bool {
 		b, ok = appendAttr(b, a)
@@ -164,12 +148,62 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	if !ok {
 		return h.text.Handle(ctx, r)
 	}
+	return h.end(bp, b)
+}
+
+// handleAttrs is Handle for the record of t, level, msg and attrs without
+// making one (LogAttrs): a slog.Record holds five attributes inline and
+// allocates for more, as the run's terminal line has (issue #12). It
+// reports false, having written nothing, when the fast path does not
+// format the record; the caller then makes one for Handle.
+func (h *Handler) handleAttrs(t time.Time, level slog.Level, msg string, attrs []slog.Attr) (bool, error) {
+	if h.slow {
+		return false, nil
+	}
+	bp, b := h.begin(t, level, msg)
+	defer h.root.putBuf(bp)
+	for _, a := range attrs {
+		var ok bool
+		if b, ok = appendAttr(b, a); !ok {
+			return false, nil
+		}
+	}
+	return true, h.end(bp, b)
+}
+
+// begin takes a buffer and appends a line's time, level, message and the
+// handler's own attributes; give the buffer back with root.putBuf.
+func (h *Handler) begin(t time.Time, level slog.Level, msg string) (*[]byte, []byte) {
+	bp := h.root.bufs.Get().(*[]byte)
+	b := (*bp)[:0]
+	if !t.IsZero() {
+		b = append(b, "time="...)
+		b = h.root.appendTime(b, t)
+		b = append(b, ' ')
+	}
+	b = append(b, "level="...)
+	b = appendString(b, level.String())
+	b = append(b, " msg="...)
+	b = appendString(b, msg)
+	return bp, append(b, h.pre...)
+}
+
+// end writes the line b, begun in bp, under the writer's lock.
+func (h *Handler) end(bp *[]byte, b []byte) error {
 	b = append(b, '\n')
 	*bp = b
 	h.root.mu.Lock()
 	defer h.root.mu.Unlock()
 	_, err := h.root.w.Write(b)
 	return err
+}
+
+// putBuf keeps a line's buffer for the next, unless a long line grew it.
+func (rt *root) putBuf(bp *[]byte) {
+	if cap(*bp) <= 16<<10 {
+		*bp = (*bp)[:0]
+		rt.bufs.Put(bp)
+	}
 }
 
 // appendAttr appends " key=value" as TextHandler would, or reports that
@@ -326,7 +360,28 @@ func LogAttrs(h slog.Handler, level slog.Level, msg string, attrs ...slog.Attr) 
 	if !h.Enabled(ctx, level) {
 		return
 	}
-	r := slog.NewRecord(time.Now(), level, msg, 0)
+	logAttrsAt(h, time.Now(), level, msg, attrs)
+}
+
+// LogAttrsAt is LogAttrs for a record made at t, for a caller that has
+// just read the clock for what the line reports (the registry's terminal
+// line: the run's end), so that the line costs no second reading.
+func LogAttrsAt(h slog.Handler, t time.Time, level slog.Level, msg string, attrs ...slog.Attr) {
+	if !h.Enabled(context.Background(), level) {
+		return
+	}
+	logAttrsAt(h, t, level, msg, attrs)
+}
+
+// logAttrsAt is LogAttrs at t, once h is known to be enabled: a Handler
+// writes the line without a slog.Record when it can (handleAttrs).
+func logAttrsAt(h slog.Handler, t time.Time, level slog.Level, msg string, attrs []slog.Attr) {
+	if lh, ok := h.(*Handler); ok {
+		if done, _ := lh.handleAttrs(t, level, msg, attrs); done {
+			return
+		}
+	}
+	r := slog.NewRecord(t, level, msg, 0)
 	r.AddAttrs(attrs...)
-	_ = h.Handle(ctx, r)
+	_ = h.Handle(context.Background(), r)
 }

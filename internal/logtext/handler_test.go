@@ -45,6 +45,24 @@ func (p *pair) handle(t testing.TB, r slog.Record) {
 	if got, want := p.fb.String(), p.tb.String(); got != want {
 		t.Fatalf("the handler wrote\n%q\nslog.TextHandler wrote\n%q", got, want)
 	}
+	// The same record through LogAttrs's path, which a Handler writes
+	// without the record (handleAttrs), must write the same line again.
+	if !p.fast.Enabled(context.Background(), r.Level) {
+		return
+	}
+	var attrs []slog.Attr
+	r.Attrs(func(a slog.Attr) bool {
+		attrs = append(attrs, a)
+		return true
+	})
+	fast, text := p.fb.Len(), p.tb.Len()
+	logAttrsAt(p.fast, r.Time, r.Level, r.Message, attrs)
+	if err := p.text.Handle(context.Background(), r.Clone()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.fb.String()[fast:], p.tb.String()[text:]; got != want {
+		t.Fatalf("through LogAttrs the handler wrote\n%q\nslog.TextHandler wrote\n%q", got, want)
+	}
 }
 
 type valuer struct{ s string }
@@ -201,5 +219,41 @@ func TestLogAttrsWritesWhatTheLoggerWrites(t *testing.T) {
 	l.LogAttrs(context.Background(), slog.LevelInfo, "run reached its terminal state", attrs...)
 	if got.String() != want.String() {
 		t.Fatalf("LogAttrs wrote\n%q\nslog.Logger wrote\n%q", got.String(), want.String())
+	}
+}
+
+// The run's terminal line (mcp-server §1.3) through LogAttrs allocates
+// nothing: a Handler writes its seven attributes without a slog.Record,
+// which holds five inline and allocates for more (issue #12).
+func TestLogAttrsOfTheTerminalLineAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector drops pooled buffers on purpose")
+	}
+	h := New(io.Discard, nil)
+	allocs := testing.AllocsPerRun(100, func() {
+		LogAttrs(h, slog.LevelInfo, "run reached its terminal state",
+			slog.String("run_id", "r-01JF7"), slog.String("prompt", "echo"), slog.String("status", "completed"),
+			slog.Uint64("turns", 0), slog.Uint64("prompt_tokens", 12), slog.Uint64("completion_tokens", 3), slog.Uint64("elapsed_ms", 1))
+	})
+	if allocs != 0 {
+		t.Errorf("LogAttrs allocated %v times per line; want 0", allocs)
+	}
+}
+
+// LogAttrsAt writes the line of a record made at the time it is given,
+// and nothing below the handler's level.
+func TestLogAttrsAtWritesTheRecordOfItsTime(t *testing.T) {
+	var got, want bytes.Buffer
+	at := time.Date(2026, 12, 2, 3, 4, 5, 678_000_000, time.UTC)
+	attrs := []slog.Attr{slog.String("run_id", "r-1"), slog.Uint64("elapsed_ms", 7)}
+	LogAttrsAt(New(&got, nil), at, slog.LevelInfo, "run reached its terminal state", attrs...)
+	LogAttrsAt(New(&got, nil), at, slog.LevelDebug, "not written", attrs...)
+	r := slog.NewRecord(at, slog.LevelInfo, "run reached its terminal state", 0)
+	r.AddAttrs(attrs...)
+	if err := slog.NewTextHandler(&want, nil).Handle(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Fatalf("LogAttrsAt wrote\n%q\nslog.TextHandler wrote\n%q", got.String(), want.String())
 	}
 }

@@ -139,6 +139,9 @@ type record struct {
 	cancel     context.CancelCauseFunc
 	done       chan struct{} // closed with the first terminal result
 	local      any           // Stored.Local, from LaunchWith
+	// handle is what LaunchWith returns, here so that a launch allocates
+	// one thing fewer (issue #12).
+	handle Handle
 
 	// guarded by Registry.mu
 	finished bool
@@ -197,10 +200,17 @@ type Registry struct {
 	replica          string
 
 	slots *slotPool
-	// base parents every run's context, so Close reaches runs whose calls
-	// are long gone.
+	// base is cancelled by Close: the idle runners wait on it. Runs'
+	// contexts are not its children: Close cancels each owned run itself
+	// (see LaunchWith).
 	base context.Context
 	stop context.CancelCauseFunc
+
+	// timers are Settle's reply-deadline timers, reused: a run_prompt call
+	// otherwise allocates one (issue #12). Since Go 1.23 a stopped timer
+	// delivers nothing stale, so a timer taken from here is as good as new
+	// once Reset.
+	timers sync.Pool // *time.Timer
 
 	started, completed, failed, refused atomic.Uint64
 
@@ -378,7 +388,11 @@ func (r *Registry) LaunchWith(slot *Slot, id, prompt string, started time.Time, 
 		slot.Release()
 		return nil, fmt.Errorf("launch run %s: %w", id, ErrDuplicateRun)
 	}
-	ctx, cancel := context.WithCancelCause(r.base)
+	// Not a child of r.base: Close cancels every owned run itself, under
+	// the lock this check holds, so a run launched before Close is
+	// reached and none is launched after. As a child, each run would
+	// take base's lock and grow and shrink its children map (issue #12).
+	ctx, cancel := context.WithCancelCause(context.Background())
 	if started.IsZero() {
 		started = time.Now()
 	}
@@ -423,7 +437,8 @@ func (r *Registry) LaunchWith(slot *Slot, id, prompt string, started time.Time, 
 		r.runners.Add(1)
 		go r.runner(job)
 	}
-	return &Handle{rec: rec}, nil
+	rec.handle.rec = rec
+	return &rec.handle, nil
 }
 
 // runner drives runs on one goroutine, one at a time: the run it was
@@ -475,7 +490,7 @@ func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run f
 			res = r.abnormalEnd(rec, recover(), at.Sub(rec.started))
 		}
 		// Read above, before this sets the cause to context.Canceled.
-		rec.cancel(nil) // detaches the run's context from base
+		rec.cancel(nil) // ends what the run derived from its context
 		// Return the slot before the record is visible as terminal, so a
 		// caller who sees the result and calls again finds the slot free.
 		slot.Release()
@@ -487,8 +502,9 @@ func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run f
 		}
 		// Typed attrs: the key-value form boxes each value and converts
 		// it back (slog's argsToAttr), on every run (issue #12); through
-		// logtext.LogAttrs, which skips slog.Logger's caller lookup.
-		logtext.LogAttrs(r.log.Handler(), slog.LevelInfo, msgTerminal,
+		// logtext, which skips slog.Logger's caller lookup. The line is
+		// dated at the run's end, read above: one clock reading fewer.
+		logtext.LogAttrsAt(r.log.Handler(), at, slog.LevelInfo, msgTerminal,
 			slog.String("run_id", final.RunID), slog.String("prompt", final.Prompt), slog.String("status", string(final.Status)),
 			slog.Uint64("turns", uint64(final.Turns)), slog.Uint64("prompt_tokens", final.Tokens.Prompt),
 			slog.Uint64("completion_tokens", final.Tokens.Completion), slog.Uint64("elapsed_ms", final.ElapsedMS))
@@ -606,8 +622,13 @@ func (r *Registry) finish(rec *record, res Result, end ending) Result {
 //     still bounded by the same deadline in case the run ignores the
 //     cancellation.
 func (r *Registry) Settle(ctx context.Context, h *Handle) Result {
-	timer := time.NewTimer(r.replyDeadline)
-	defer timer.Stop()
+	timer, _ := r.timers.Get().(*time.Timer)
+	if timer == nil {
+		timer = time.NewTimer(r.replyDeadline)
+	} else {
+		timer.Reset(r.replyDeadline)
+	}
+	defer r.putTimer(timer)
 	select {
 	case <-h.rec.done:
 		return r.terminal(h.rec)
@@ -622,6 +643,12 @@ func (r *Registry) Settle(ctx context.Context, h *Handle) Result {
 	case <-timer.C:
 		return r.outlived(h.rec)
 	}
+}
+
+// putTimer stops timer and keeps it for the next Settle.
+func (r *Registry) putTimer(timer *time.Timer) {
+	timer.Stop()
+	r.timers.Put(timer)
 }
 
 func (r *Registry) terminal(rec *record) Result {
@@ -788,8 +815,18 @@ func (r *Registry) Close(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true
 	r.markIdleLocked()
+	// Every run launched is owned until its terminal record is written,
+	// and none is launched once closed is set: these are all the runs
+	// still going.
+	going := make([]context.CancelCauseFunc, 0, len(r.owned))
+	for _, rec := range r.owned {
+		going = append(going, rec.cancel)
+	}
 	r.mu.Unlock()
 	r.slots.close()
+	for _, cancel := range going {
+		cancel(ErrShuttingDown)
+	}
 	r.stop(ErrShuttingDown)
 	select {
 	case <-r.idle:

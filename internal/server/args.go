@@ -27,8 +27,52 @@ func internalError(format string, a ...any) error {
 }
 
 // arguments is a tools/call arguments object whose keys were checked
-// against the tool's schema.
-type arguments map[string]json.RawMessage
+// against the tool's schema: its members, each key once with its last
+// value (as json.Unmarshal into a map keeps a repeated key's). A slice
+// searched in order, not a map: a call has a handful of arguments, and
+// the map, its group and a string per key were four allocations of every
+// call (issue #12).
+type arguments []argument
+
+// argument is one member of an arguments object.
+type argument struct {
+	key []byte
+	raw json.RawMessage
+}
+
+// get returns key's value and whether it is there.
+func (a arguments) get(key string) (json.RawMessage, bool) {
+	for _, m := range a {
+		if string(m.key) == key {
+			return m.raw, true
+		}
+	}
+	return nil, false
+}
+
+// set gives key the value raw, replacing an earlier one.
+func (a arguments) set(key []byte, raw json.RawMessage) arguments {
+	for i := range a {
+		if bytes.Equal(a[i].key, key) {
+			a[i].raw = raw
+			return a
+		}
+	}
+	return append(a, argument{key: key, raw: raw})
+}
+
+// unmarshalArguments decodes raw, a JSON object, with encoding/json.
+func unmarshalArguments(raw []byte) (arguments, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	a := make(arguments, 0, len(m))
+	for k, v := range m {
+		a = append(a, argument{key: []byte(k), raw: v})
+	}
+	return a, nil
+}
 
 // parseArguments decodes raw (which may be absent or null: no arguments)
 // and refuses keys the tool does not take, naming the first one in byte
@@ -36,21 +80,22 @@ type arguments map[string]json.RawMessage
 func parseArguments(tool string, raw json.RawMessage, keys []string) (arguments, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return arguments{}, nil
+		return nil, nil
 	}
 	if raw[0] != '{' {
 		return nil, invalidParams("the arguments of %s must be a JSON object", tool)
 	}
 	args, ok := flatArguments(raw)
 	if !ok {
-		if err := json.Unmarshal(raw, &args); err != nil {
+		var err error
+		if args, err = unmarshalArguments(raw); err != nil {
 			return nil, invalidParams("the arguments of %s are not a valid JSON object: %v", tool, err)
 		}
 	}
 	var unknown []string
-	for k := range args {
-		if !slices.Contains(keys, k) {
-			unknown = append(unknown, k)
+	for _, m := range args {
+		if !slices.Contains(keys, string(m.key)) {
+			unknown = append(unknown, string(m.key))
 		}
 	}
 	if len(unknown) > 0 {
@@ -62,7 +107,7 @@ func parseArguments(tool string, raw json.RawMessage, keys []string) (arguments,
 
 // required returns a string argument that must be present.
 func (a arguments) required(key string) (string, error) {
-	raw, ok := a[key]
+	raw, ok := a.get(key)
 	if !ok {
 		return "", invalidParams("%s is required", key)
 	}
@@ -72,7 +117,7 @@ func (a arguments) required(key string) (string, error) {
 // optional returns a string argument, "" when absent. An explicit null is
 // not absent: it is a value of the wrong type.
 func (a arguments) optional(key string) (string, error) {
-	raw, ok := a[key]
+	raw, ok := a.get(key)
 	if !ok {
 		return "", nil
 	}
@@ -81,7 +126,7 @@ func (a arguments) optional(key string) (string, error) {
 
 // boolean returns a boolean argument, false when absent.
 func (a arguments) boolean(key string) (bool, error) {
-	raw, ok := a[key]
+	raw, ok := a.get(key)
 	if !ok {
 		return false, nil
 	}
@@ -98,7 +143,7 @@ func (a arguments) boolean(key string) (bool, error) {
 // decoded as JSON (numbers as float64). An explicit null is the wrong
 // type, as for strings.
 func (a arguments) object(key string) (map[string]any, error) {
-	raw, ok := a[key]
+	raw, ok := a.get(key)
 	if !ok {
 		return nil, nil
 	}
@@ -169,7 +214,7 @@ func flatArguments(raw []byte) (arguments, bool) {
 	if i >= len(raw) || raw[i] != '{' {
 		return nil, false
 	}
-	args := arguments{}
+	var args arguments
 	i = skipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
 		return args, skipSpace(raw, i+1) == len(raw)
@@ -197,7 +242,11 @@ func flatArguments(raw []byte) (arguments, bool) {
 		default:
 			return nil, false
 		}
-		args[string(key)] = json.RawMessage(raw[start:i:i])
+		if args == nil {
+			// Room for run_prompt's usual members in one allocation.
+			args = make(arguments, 0, 4)
+		}
+		args = args.set(key, json.RawMessage(raw[start:i:i]))
 		i = skipSpace(raw, i)
 		if i >= len(raw) {
 			return nil, false

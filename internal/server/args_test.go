@@ -141,7 +141,7 @@ func FuzzFlatArguments(f *testing.F) {
 		if !ok {
 			return
 		}
-		var want arguments
+		var want map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(raw), &want); err != nil {
 			t.Fatalf("flatArguments accepted %q, which json.Unmarshal refuses: %v", raw, err)
 		}
@@ -149,9 +149,31 @@ func FuzzFlatArguments(f *testing.F) {
 			t.Fatalf("%q: flatArguments %v, json.Unmarshal %v", raw, got, want)
 		}
 		for k, v := range want {
-			if string(got[k]) != string(v) {
-				t.Fatalf("%q: key %q: flatArguments %q, json.Unmarshal %q", raw, k, got[k], v)
+			if g, _ := got.get(k); string(g) != string(v) {
+				t.Fatalf("%q: key %q: flatArguments %q, json.Unmarshal %q", raw, k, g, v)
 			}
 		}
 	})
+}
+
+// A run_prompt call's usual arguments decode in one allocation, and a
+// repeated key keeps its last value, as json.Unmarshal into a map does
+// (issue #12: the map, its group and a string per key were four).
+func TestFlatArgumentsAllocateOnceAndKeepTheLastValue(t *testing.T) {
+	raw := json.RawMessage(`{"prompt":"echo","args":"hello"}`)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := parseArguments(ToolRunPrompt, raw, runPromptKeys); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 1 {
+		t.Errorf("parseArguments allocated %v times; want 1", allocs)
+	}
+	a, err := parseArguments(ToolRunPrompt, json.RawMessage(`{"prompt":"a","args":"x","prompt":"b"}`), runPromptKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := a.optional("prompt"); got != "b" || len(a) != 2 {
+		t.Errorf("a repeated key: prompt %q among %d members; want \"b\" among 2", got, len(a))
+	}
 }

@@ -58,7 +58,7 @@ func (s *Server) AnswerCall(ctx context.Context, call transport.DirectCall) (tra
 		slot = &pageSlot{}
 		ctx = context.WithValue(ctx, pageSlotKey{}, slot)
 	}
-	res, err := withTaskSlot(ctx, func(ctx context.Context) (mcp.Result, error) {
+	handle := func(ctx context.Context) (mcp.Result, error) {
 		res, err := h(ctx, req)
 		if err != nil || res == nil {
 			// The chain drops a failed call's result; a nil result and
@@ -66,7 +66,17 @@ func (s *Server) AnswerCall(ctx context.Context, call transport.DirectCall) (tra
 			return nil, err
 		}
 		return res, nil
-	})
+	}
+	var res mcp.Result
+	var err error
+	if mayFileTask(req) {
+		res, err = withTaskSlot(ctx, handle)
+	} else {
+		// answerRun files a task only for a caller that declared the
+		// extension: without it the slot (and the context carrying it)
+		// would be two allocations for nothing (issue #12).
+		res, err = handle(ctx)
+	}
 	if err != nil {
 		return transport.DirectReply{Err: err}, true
 	}
@@ -86,6 +96,15 @@ func (s *Server) AnswerCall(ctx context.Context, call transport.DirectCall) (tra
 		return transport.DirectReply{Err: internalError("render the %s result: %v", call.Params.Name, err)}, true
 	}
 	return transport.DirectReply{Wire: wire}, true
+}
+
+// mayFileTask reports whether answerRun could file a task for req: when
+// the caller declared the Tasks extension (tasksDeclared). A request with
+// a _meta is given the slot without asking, since reading capabilities
+// from it decodes them, which answerRun does again only for a run still
+// going.
+func mayFileTask(req *mcp.CallToolRequest) bool {
+	return req.Params.Meta != nil || tasksDeclared(req)
 }
 
 // completeResult reports whether the SDK marks a tools/call result of ss

@@ -44,11 +44,20 @@ func textResult(text string) *mcp.CallToolResult {
 // structured is a result whose structuredContent is body and whose one
 // text block is text.
 func structured(body json.RawMessage, text string, isError bool) *mcp.CallToolResult {
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: body,
-		IsError:           isError,
-	}
+	// The result, its one-block content slice and the block are one
+	// allocation instead of three: every run_prompt and check_run call
+	// makes one (issue #12).
+	r := &structuredResult{text: mcp.TextContent{Text: text}}
+	r.content[0] = &r.text
+	r.res = mcp.CallToolResult{Content: r.content[:], StructuredContent: body, IsError: isError}
+	return &r.res
+}
+
+// structuredResult holds what structured returns, and what it points to.
+type structuredResult struct {
+	res     mcp.CallToolResult
+	content [1]mcp.Content
+	text    mcp.TextContent
 }
 
 // marshal encodes v compactly without HTML escaping: prompt names,

@@ -32,10 +32,9 @@ type Metrics struct {
 	modelFetches    *prometheus.CounterVec
 	runs            *runSeries // metrics_runs.go
 
-	// The children runEnded updates on every run (labelCache).
-	runsFinishedOf labelCache[prometheus.Counter]
-	runDurationOf  labelCache[prometheus.Observer]
-	tokensOf       labelCache[prometheus.Counter]
+	// The children runEnded updates on every run, by prompt and status
+	// (labelCache): one lookup a run for the six of them.
+	endedOf labelCache[*endedSeries]
 
 	bindOnce sync.Once
 	bindErr  error
@@ -90,9 +89,16 @@ func NewMetrics() *Metrics {
 	for _, k := range []string{tokensPrompt, tokensCompletion} {
 		m.tokens.WithLabelValues(k)
 	}
-	m.runsFinishedOf.child = func(status, _ string) prometheus.Counter { return m.runsFinished.WithLabelValues(status) }
-	m.runDurationOf.child = func(status, _ string) prometheus.Observer { return m.runDuration.WithLabelValues(status) }
-	m.tokensOf.child = func(kind, _ string) prometheus.Counter { return m.tokens.WithLabelValues(kind) }
+	m.endedOf.child = func(prompt, status string) *endedSeries {
+		return &endedSeries{
+			finished:         m.runsFinished.WithLabelValues(status),
+			duration:         m.runDuration.WithLabelValues(status),
+			promptTokens:     m.tokens.WithLabelValues(tokensPrompt),
+			completionTokens: m.tokens.WithLabelValues(tokensCompletion),
+			promptRuns:       m.runs.promptRuns.WithLabelValues(prompt, status),
+			promptDuration:   m.runs.promptDuration.WithLabelValues(prompt),
+		}
+	}
 	return m
 }
 
@@ -160,14 +166,24 @@ func (m *Metrics) bindRegistry(r *runs.Registry) error {
 	return nil
 }
 
+// endedSeries are the children a run's end updates, for one prompt and
+// status: found with one lookup instead of six (issue #12), each created
+// on first use as WithLabelValues creates it.
+type endedSeries struct {
+	finished, promptTokens, completionTokens, promptRuns prometheus.Counter
+	duration, promptDuration                             prometheus.Observer
+}
+
 // runEnded records a terminal run record.
 func (m *Metrics) runEnded(res runs.Result) {
-	status := string(res.Status)
-	m.runsFinishedOf.get(status, "").Inc()
-	m.runDurationOf.get(status, "").Observe(float64(res.ElapsedMS) / 1000)
-	m.tokensOf.get(tokensPrompt, "").Add(float64(res.Tokens.Prompt))
-	m.tokensOf.get(tokensCompletion, "").Add(float64(res.Tokens.Completion))
-	m.runs.runEnded(res)
+	e := m.endedOf.get(res.Prompt, string(res.Status))
+	seconds := float64(res.ElapsedMS) / 1000
+	e.finished.Inc()
+	e.duration.Observe(seconds)
+	e.promptTokens.Add(float64(res.Tokens.Prompt))
+	e.completionTokens.Add(float64(res.Tokens.Completion))
+	e.promptRuns.Inc()
+	e.promptDuration.Observe(seconds)
 }
 
 func (m *Metrics) framesDropped(reason string, n uint64) {

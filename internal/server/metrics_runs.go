@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promptforge-go/promptforge/internal/engine"
-	"github.com/promptforge-go/promptforge/internal/runs"
 )
 
 // runSeries are the per-prompt, per-model and per-error-kind series
@@ -18,10 +17,6 @@ type runSeries struct {
 	promptDuration *prometheus.HistogramVec
 	modelTokens    *prometheus.CounterVec
 	gatewayErrors  *prometheus.CounterVec
-
-	// The children runEnded updates, by prompt (and status).
-	promptRunsOf     labelCache[prometheus.Counter]
-	promptDurationOf labelCache[prometheus.Observer]
 }
 
 func newRunSeries(reg *prometheus.Registry) *runSeries {
@@ -45,14 +40,7 @@ func newRunSeries(reg *prometheus.Registry) *runSeries {
 		}, []string{"kind"}),
 	}
 	reg.MustRegister(s.promptRuns, s.promptDuration, s.modelTokens, s.gatewayErrors)
-	s.promptRunsOf.child = func(prompt, status string) prometheus.Counter { return s.promptRuns.WithLabelValues(prompt, status) }
-	s.promptDurationOf.child = func(prompt, _ string) prometheus.Observer { return s.promptDuration.WithLabelValues(prompt) }
 	return s
-}
-
-func (s *runSeries) runEnded(res runs.Result) {
-	s.promptRunsOf.get(res.Prompt, string(res.Status)).Inc()
-	s.promptDurationOf.get(res.Prompt, "").Observe(float64(res.ElapsedMS) / 1000)
 }
 
 // labelCache keeps a vector's children by their (at most two) label

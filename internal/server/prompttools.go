@@ -79,7 +79,7 @@ func (s *Server) runPromptTool(ctx context.Context, req *mcp.CallToolRequest) (*
 		if r.call.raw, err = a.optional(rawArgsArgument); err != nil {
 			return nil, err
 		}
-		_, r.call.rawGiven = a[rawArgsArgument]
+		_, r.call.rawGiven = a.get(rawArgsArgument)
 	} else {
 		typed, err := toolArguments(name, req.Params.Arguments)
 		if err != nil {

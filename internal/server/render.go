@@ -85,7 +85,11 @@ func (r record) MarshalJSON() ([]byte, error) {
 	if r.Status == runs.StatusRunning {
 		turns, tokens = 0, runs.Tokens{}
 	}
-	b := make([]byte, 0, 160+len(r.Prompt)+len(r.Value)+len(r.Error))
+	// The members' names, nulls and longest numbers take 200 bytes; the
+	// strings their length when nothing in them is escaped. (160 without
+	// the run id was 4 bytes short of the shortest record: every record
+	// grew its buffer once, issue #12.)
+	b := make([]byte, 0, 200+len(r.RunID)+len(r.Prompt)+len(r.Value)+len(r.Error))
 	b = append(b, `{"elapsed_ms":`...)
 	b = strconv.AppendUint(b, r.ElapsedMS, 10)
 	b = append(b, `,"error":`...)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -187,6 +188,28 @@ func TestRecordIsWire(t *testing.T) {
 			if err != nil || string(got) != string(want) {
 				t.Errorf("MarshalJSON of %+v =\n%s (%v)\nwant\n%s", r, got, err, want)
 			}
+		}
+	}
+}
+
+// A record writes its object in one allocation, however long its numbers
+// are, when its strings need no escapes: the buffer is sized for it.
+func TestRecordMarshalsInOneAllocation(t *testing.T) {
+	id := runs.NewRunID()
+	for _, res := range []runs.Result{
+		runs.Completed(id, "echo", "hello", 0, 0),
+		{RunID: id, Prompt: "p", Status: runs.StatusCompleted, Value: "v", Turns: math.MaxUint32, ElapsedMS: math.MaxUint64,
+			Tokens: runs.Tokens{Prompt: math.MaxUint64, Completion: math.MaxUint64}},
+		runs.Failed(id, "p", "boom", 1, time.Second),
+		runs.Running(id, "p", time.Hour),
+	} {
+		allocs := testing.AllocsPerRun(50, func() {
+			if _, err := record(res).MarshalJSON(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 1 {
+			t.Errorf("%+v: MarshalJSON allocated %v times; want 1", res, allocs)
 		}
 	}
 }

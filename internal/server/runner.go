@@ -52,15 +52,22 @@ func (s *Server) parseRun(raw []byte) (runRequest, error) {
 	if r.call.typed, err = a.object("arguments"); err != nil {
 		return r, err
 	}
-	_, r.call.rawGiven = a["args"]
-	var inFile string
-	for _, f := range []struct {
-		key string
-		dst *string
-	}{{"args", &r.call.raw}, {"input_file", &inFile}, {"input_text", &r.inputText}, {"output_file", &r.outputFile}} {
-		if *f.dst, err = a.optional(f.key); err != nil {
-			return r, err
-		}
+	_, r.call.rawGiven = a.get("args")
+	// One statement per key, not a loop over pointers to the fields: the
+	// pointers made the request and inFile escape, two allocations of
+	// every run_prompt call (issue #12). The order is the errors' order.
+	if r.call.raw, err = a.optional("args"); err != nil {
+		return r, err
+	}
+	inFile, err := a.optional("input_file")
+	if err != nil {
+		return r, err
+	}
+	if r.inputText, err = a.optional("input_text"); err != nil {
+		return r, err
+	}
+	if r.outputFile, err = a.optional("output_file"); err != nil {
+		return r, err
 	}
 	if inFile != "" && r.inputText != "" {
 		return r, invalidParams("input_file and input_text are mutually exclusive; specify one, not both")
@@ -167,7 +174,9 @@ func (s *Server) start(ctx context.Context, session *mcp.ServerSession, token an
 	}
 
 	var notify notifyFunc
-	if session != nil {
+	if session != nil && token != nil {
+		// Only a call with a progress token notifies: the method value
+		// is an allocation newProgress would drop at once.
 		notify = session.NotifyProgress
 	}
 	obs := newProgress(ctx, token, notify)
@@ -182,14 +191,8 @@ func (s *Server) start(ctx context.Context, session *mcp.ServerSession, token an
 // started.
 func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, obs *progress) (runs.Result, error) {
 	slot, err := s.runs.Admit(ctx)
-	var busy *runs.RefusedError
-	switch {
-	case errors.As(err, &busy):
-		return runs.Result{}, refused(fmt.Sprintf("every run slot is busy and none came free within %s; retry in a moment", humantime.Format(busy.Wait)))
-	case errors.Is(err, runs.ErrClosed):
-		return runs.Result{}, refused(msgShuttingDown)
-	case err != nil:
-		return runs.Result{}, refused("the call ended before a run slot came free, so nothing was run")
+	if err != nil {
+		return runs.Result{}, admitRefusal(err)
 	}
 	id := runs.NewRunID()
 	// With traces on, the run's trace is opened here, so that the
@@ -225,6 +228,21 @@ func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, 
 		return runs.Result{}, refused(fmt.Sprintf("the run store did not record the run, so nothing was run (%v); retry in a moment", why))
 	}
 	return s.runs.Settle(ctx, h), nil
+}
+
+// admitRefusal words the refusal of a call Admit found no slot for. It is
+// apart from launch so that the target errors.As needs is made only on a
+// refusal, not on every call (issue #12).
+func admitRefusal(err error) error {
+	var busy *runs.RefusedError
+	switch {
+	case errors.As(err, &busy):
+		return refused(fmt.Sprintf("every run slot is busy and none came free within %s; retry in a moment", humantime.Format(busy.Wait)))
+	case errors.Is(err, runs.ErrClosed):
+		return refused(msgShuttingDown)
+	default:
+		return refused("the call ended before a run slot came free, so nothing was run")
+	}
 }
 
 // runFunc is the body of one run: seed the store, execute the prompt the

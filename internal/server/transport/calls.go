@@ -39,33 +39,41 @@ type Calls struct {
 // it. Register every tool handler through it.
 func (c *Calls) Track(h mcp.ToolHandler) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		ctx, cancel := context.WithCancelCause(ctx)
-		defer cancel(nil)
 		sid := ""
 		if req.Session != nil {
 			sid = req.Session.ID()
 		}
+		if sid == "" {
+			// No session to end (stdio's has no id): nothing can reach a
+			// cancel func filed here, so the call needs no context of its
+			// own. Its parent (the fast lane's call, or the SDK's request)
+			// is cancelled once the call is answered, as this one's was.
+			// A context per call (with its cancel func, and the children
+			// map its parent grew for it) was several allocations of every
+			// stdio tools/call (issue #12).
+			c.enter()
+			defer c.leave()
+			return h(ctx, req)
+		}
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
 		key := &cancel
 		c.mu.Lock()
 		c.enterLocked()
-		if sid != "" {
-			if c.bySession == nil {
-				c.bySession = map[string]map[*context.CancelCauseFunc]struct{}{}
-			}
-			if c.bySession[sid] == nil {
-				c.bySession[sid] = map[*context.CancelCauseFunc]struct{}{}
-			}
-			c.bySession[sid][key] = struct{}{}
+		if c.bySession == nil {
+			c.bySession = map[string]map[*context.CancelCauseFunc]struct{}{}
 		}
+		if c.bySession[sid] == nil {
+			c.bySession[sid] = map[*context.CancelCauseFunc]struct{}{}
+		}
+		c.bySession[sid][key] = struct{}{}
 		c.mu.Unlock()
 		defer func() {
 			c.mu.Lock()
 			c.leaveLocked()
-			if sid != "" {
-				delete(c.bySession[sid], key)
-				if len(c.bySession[sid]) == 0 {
-					delete(c.bySession, sid)
-				}
+			delete(c.bySession[sid], key)
+			if len(c.bySession[sid]) == 0 {
+				delete(c.bySession, sid)
 			}
 			c.mu.Unlock()
 		}()
@@ -96,14 +104,22 @@ func (c *Calls) leaveLocked() {
 // in between ends the stream without it ("request terminated without
 // response").
 func (c *Calls) holdReply() (release func()) {
+	c.enter()
+	return c.leave
+}
+
+// enter counts one more thing in flight.
+func (c *Calls) enter() {
 	c.mu.Lock()
 	c.enterLocked()
 	c.mu.Unlock()
-	return func() {
-		c.mu.Lock()
-		c.leaveLocked()
-		c.mu.Unlock()
-	}
+}
+
+// leave counts one less.
+func (c *Calls) leave() {
+	c.mu.Lock()
+	c.leaveLocked()
+	c.mu.Unlock()
 }
 
 // CancelSession cancels every call in flight on the session id names, so

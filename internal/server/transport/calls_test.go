@@ -62,3 +62,27 @@ func TestCallsWaitForHeldReplies(t *testing.T) {
 		t.Fatalf("Wait after the reply was written: %v", err)
 	}
 }
+
+// A call without an addressable session (stdio's) gets its caller's
+// context as it is: nothing could cancel a context of its own, so Track
+// makes none, and with another call in flight (so that the idle channel
+// is not remade) tracking it allocates nothing (issue #12).
+func TestTrackMakesNoContextForASessionlessCall(t *testing.T) {
+	var calls Calls
+	release := calls.holdReply()
+	defer release()
+	parent, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got context.Context
+	h := calls.Track(func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		got = ctx
+		return nil, nil
+	})
+	req := &mcp.CallToolRequest{}
+	if allocs := testing.AllocsPerRun(100, func() { _, _ = h(parent, req) }); allocs != 0 {
+		t.Errorf("tracking a sessionless call allocated %v times; want 0", allocs)
+	}
+	if got != parent {
+		t.Errorf("the handler got a context of Track's own; want its caller's")
+	}
+}

@@ -80,6 +80,8 @@ type fastLane struct {
 	conn   *stdioConn
 	calls  *Calls
 	log    *slog.Logger
+	// meta checks the 2026-07-28 calls' _meta (callShape).
+	meta metaMemo
 	// session is set once Connect returns (setSession); nil keeps the
 	// lane closed. stored is closed then: the SDK's read loop may read
 	// the first calls before Connect has returned, and they wait for it
@@ -155,12 +157,12 @@ func newFastLane(ctx context.Context, b Backend, conn *stdioConn) *fastLane {
 // id of one of its calls, which it drops as the SDK would, or a
 // notifications/cancelled for one of its calls). The SDK
 // gets everything else.
-func (l *fastLane) take(req *jsonrpc.Request) (*laneCall, bool) {
+func (l *fastLane) take(req *jsonrpc.Request) (laneCall, bool) {
 	if req.Method == methodSetLevel {
 		l.leveled.Store(true)
 	}
 	if !req.IsCall() {
-		return nil, req.Method == methodCancelled && l.cancel(req.Params)
+		return laneCall{}, req.Method == methodCancelled && l.cancel(req.Params)
 	}
 	key := idKey(req.ID)
 	l.mu.Lock()
@@ -176,12 +178,12 @@ func (l *fastLane) take(req *jsonrpc.Request) (*laneCall, bool) {
 		// request as a notification and write nothing. So nothing here
 		// either.
 		l.log.Debug("dropped a request whose id is in use by a call in flight", "method", req.Method, "id", req.ID.Raw())
-		return nil, true
+		return laneCall{}, true
 	}
 	if l.conn.calls.has(key) {
 		// The SDK drops it (as above), and the reply under its id is
 		// another request's: no probe either.
-		return nil, false
+		return laneCall{}, false
 	}
 	if req.Method == methodCallTool {
 		<-l.stored
@@ -189,27 +191,28 @@ func (l *fastLane) take(req *jsonrpc.Request) (*laneCall, bool) {
 	ss := l.session.Load()
 	if req.Method != methodCallTool || ss == nil {
 		l.probe(req, key)
-		return nil, false
+		return laneCall{}, false
 	}
 	params, newEra, ok := l.callShape(ss, req.Params)
 	if !ok {
 		l.probe(req, key)
-		return nil, false
+		return laneCall{}, false
 	}
 	ctx, cancel := context.WithCancelCause(l.base)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ended != nil {
 		cancel(nil)
-		return nil, false
+		return laneCall{}, false
 	}
 	l.inflight[key] = cancel
 	l.conn.calls.asked(key)
-	call := laneCall{ctx: ctx, cancel: cancel, id: req.ID, key: key, req: &mcp.CallToolRequest{Session: ss, Params: params}, newEra: newEra,
-		// Counted until the reply is written, not only while the
-		// handler runs, so a shutdown's drain does not close the session
-		// between the two.
-		release: l.calls.holdReply()}
+	call := laneCall{ctx: ctx, cancel: cancel, id: req.ID, key: key, session: ss, params: params, newEra: newEra}
+	// Counted until the reply is written (run leaves), not only while
+	// the handler runs, so a shutdown's drain does not close the session
+	// between the two. Not through holdReply, whose release func is an
+	// allocation of every call (issue #12).
+	l.calls.enter()
 	if l.taken != nil {
 		l.taken.Add(1)
 	}
@@ -220,7 +223,7 @@ func (l *fastLane) take(req *jsonrpc.Request) (*laneCall, bool) {
 		l.wg.Add(1)
 		go l.worker()
 	}
-	return &call, true
+	return call, true
 }
 
 // callShape decodes a tools/call's params if the lane may take the call
@@ -242,7 +245,7 @@ func (l *fastLane) callShape(ss *mcp.ServerSession, raw []byte) (params *mcp.Cal
 	if !l.newOK.Load() || l.leveled.Load() || l.impl == nil || (!l.ready.Load() && l.initRead()) {
 		return nil, false, false
 	}
-	params, ok = newEraCallParams(raw)
+	params, ok = l.meta.newEraCallParams(raw)
 	return params, true, ok
 }
 
@@ -271,15 +274,18 @@ func (l *fastLane) setSession(ss *mcp.ServerSession) {
 	close(l.stored)
 }
 
-// laneCall is one call the lane took, with what ends it.
+// laneCall is one call the lane took, with what ends it; the zero value
+// (ctx nil) is none. It is passed by value, and the request the chain
+// takes is made only for a call Backend.Direct does not answer: two
+// allocations of every call fewer (issue #12).
 type laneCall struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	id      jsonrpc.ID
 	key     string
-	req     *mcp.CallToolRequest
+	session *mcp.ServerSession
+	params  *mcp.CallToolParamsRaw
 	newEra  bool // a 2026-07-28 call: its result is annotated
-	release func()
 }
 
 // maxIdleWorkers bounds the workers kept waiting for their turn to read.
@@ -325,8 +331,8 @@ func (l *fastLane) worker() {
 		}
 		l.idle.Add(-1)
 		call, more := l.readOne()
-		if call != nil {
-			l.run(*call)
+		if call.ctx != nil {
+			l.run(call)
 		}
 		if !more {
 			return
@@ -340,7 +346,7 @@ func (l *fastLane) worker() {
 // passed on after); at the end of input the requests read are drained
 // first and the error goes to the SDK, and tok is kept: nobody reads
 // after the end. more is false then.
-func (l *fastLane) readOne() (call *laneCall, more bool) {
+func (l *fastLane) readOne() (call laneCall, more bool) {
 	c := l.conn
 	for {
 		msg, err := c.filter.next()
@@ -348,7 +354,7 @@ func (l *fastLane) readOne() (call *laneCall, more bool) {
 			c.calls.wait(c.drain)
 			l.end(err)
 			l.forward(readResult{err: err})
-			return nil, false
+			return laneCall{}, false
 		}
 		req, ok := msg.(*jsonrpc.Request)
 		if ok {
@@ -362,7 +368,7 @@ func (l *fastLane) readOne() (call *laneCall, more bool) {
 		}
 		l.forward(readResult{msg: msg})
 		l.tok <- struct{}{}
-		return nil, true
+		return laneCall{}, true
 	}
 }
 
@@ -379,10 +385,10 @@ func (l *fastLane) forward(r readResult) {
 // through the chain, and writes its reply, as jsonrpc2's handleAsync and
 // processResult would.
 func (l *fastLane) run(call laneCall) {
-	defer call.release()
+	defer l.calls.leave() // entered in take
 	defer call.cancel(nil)
 	if l.direct != nil {
-		d, ok := l.direct(call.ctx, DirectCall{Session: call.req.Session, Params: call.req.Params, ServerInfo: call.newEra})
+		d, ok := l.direct(call.ctx, DirectCall{Session: call.session, Params: call.params, ServerInfo: call.newEra})
 		switch {
 		case !ok:
 		case d.Err == nil && d.Wire != nil:
@@ -398,7 +404,7 @@ func (l *fastLane) run(call laneCall) {
 			return
 		}
 	}
-	res, err := l.chain(call.ctx, methodCallTool, call.req)
+	res, err := l.chain(call.ctx, methodCallTool, &mcp.CallToolRequest{Session: call.session, Params: call.params})
 	l.finish(call, res, err)
 }
 

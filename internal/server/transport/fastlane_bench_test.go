@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/promptforge-go/promptforge/internal/logtext"
+	"github.com/promptforge-go/promptforge/internal/runtrace"
 	"github.com/promptforge-go/promptforge/internal/server"
 	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
@@ -77,14 +78,29 @@ func BenchmarkStdioRunPrompt(b *testing.B) {
 		b.Run(era+"/served", func(b *testing.B) {
 			benchStdioRunPrompt(b, era, laneDirect, slog.New(logtext.New(io.Discard, nil)))
 		})
+		// As the binary serves it by default: with run traces on
+		// ([observability] traces = true, trace_steps 2000).
+		b.Run(era+"/served-traced", func(b *testing.B) {
+			benchStdioRunPromptWith(b, era, laneDirect, func(o *server.Options) {
+				o.Logger = slog.New(logtext.New(io.Discard, nil))
+				o.Tracing = &runtrace.Options{MaxSteps: 2000}
+			})
+		})
 	}
 }
 
 func benchStdioRunPrompt(b *testing.B, era string, mode laneMode, log *slog.Logger) {
-	f := fixture{prompts: map[string]string{"echo.md": echoPrompt}}
+	var opts func(*server.Options)
 	if log != nil {
-		f.opts = func(o *server.Options) { o.Logger = log }
+		opts = func(o *server.Options) { o.Logger = log }
 	}
+	benchStdioRunPromptWith(b, era, mode, opts)
+}
+
+// benchStdioRunPromptWith is benchStdioRunPrompt with the server's options
+// set by opts (nil: the harness's).
+func benchStdioRunPromptWith(b *testing.B, era string, mode laneMode, opts func(*server.Options)) {
+	f := fixture{prompts: map[string]string{"echo.md": echoPrompt}, opts: opts}
 	h := newHarness(b, f)
 	backend := h.srv.Backend()
 	if mode == laneChain {

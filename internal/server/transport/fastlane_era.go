@@ -2,6 +2,7 @@ package transport
 
 import (
 	"encoding/json"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
@@ -55,6 +56,41 @@ const (
 func newEraCallParams(raw []byte) (*mcp.CallToolParamsRaw, bool) {
 	p, ok := callParams(raw, newEraMeta)
 	return p, ok && p.Meta != nil
+}
+
+// metaMemo is newEraCallParams for one session's lane, remembering the
+// last _meta newEraMeta accepted, byte for byte: a client sends the same
+// _meta (its version, capabilities and client info) with every call, and
+// newEraMeta's checks of it (re-encoding the decoded capabilities and
+// client info and decoding them again as the SDK would) were most of what
+// a 2026-07-28 call allocated in the lane (issue #12). newEraMeta is a
+// function of the bytes alone, so the same bytes pass again; each call
+// still gets a map of its own.
+type metaMemo struct {
+	last atomic.Pointer[string]
+}
+
+// newEraCallParams is the package's newEraCallParams through the memo.
+func (m *metaMemo) newEraCallParams(raw []byte) (*mcp.CallToolParamsRaw, bool) {
+	p, ok := callParams(raw, m.newEraMeta)
+	return p, ok && p.Meta != nil
+}
+
+// newEraMeta is the package's newEraMeta, its checks skipped for the
+// bytes it last accepted.
+func (m *metaMemo) newEraMeta(raw []byte) (mcp.Meta, bool) {
+	if last := m.last.Load(); last != nil && *last == string(raw) {
+		meta := mcp.Meta{}
+		if sdkUnmarshal(raw, &meta) == nil {
+			return meta, true
+		}
+	}
+	meta, ok := newEraMeta(raw)
+	if ok {
+		s := string(raw)
+		m.last.Store(&s)
+	}
+	return meta, ok
 }
 
 // newEraMeta decodes a 2026-07-28 call's _meta into what the SDK's params

@@ -1,0 +1,5 @@
+//go:build !race
+
+package logtext
+
+const raceEnabled = false

@@ -1,0 +1,5 @@
+//go:build !race
+
+package runs
+
+const raceEnabled = false
