@@ -65,4 +65,12 @@
 //     hash and key order for that one key instead of gopher-lua's default
 //     32-entry hash: about 2 KB less per block a section runs. The meter is
 //     charged as before.
+//   - reuse.go (new): LState.Reset makes a state that ran to a clean
+//     finish what NewState would return (empty and cleared value stack,
+//     call frames and registry table, no built-in metatables, the global
+//     table back to its template's entries and key order, no context or
+//     meter), so the sandbox can reuse it; the callFrameStack interface
+//     gains reset. A state's global table logs the string keys set in it
+//     (LTable.written, noted in RawSetString), so that Reset restores
+//     only those.
 package lua

@@ -162,6 +162,7 @@ type callFrameStack interface {
 	IsEmpty() bool
 
 	FreeAll()
+	reset() // promptforge: empty and cleared for reuse (reuse.go)
 }
 
 type fixedCallFrameStack struct {
@@ -657,6 +658,7 @@ func newGlobal(globals *LTable) *Global {
 	var g *LTable
 	if globals != nil {
 		g = globals.cloneEntries()
+		g.written = &writeLog{}
 	} else {
 		g = newLTable(0, 64)
 	}

@@ -154,6 +154,10 @@ type LTable struct {
 	sharedOrder bool
 
 	meter *Meter // promptforge: counts this table's growth (meter.go)
+	// promptforge: the string keys set since the state last reset, kept
+	// for a state's global table only, so that Reset restores just those
+	// (reuse.go).
+	written *writeLog
 }
 
 func (tb *LTable) String() string   { return fmt.Sprintf("table: %p", tb) }

@@ -1,0 +1,64 @@
+package luavm
+
+import (
+	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
+)
+
+// Reusing states. A section that runs a little Lua spent about half its
+// server CPU making its VM's gopher-lua state (the state, its value stack
+// and call frames, the copy of the global table) and collecting it after.
+// So a VM whose Lua all ran to a clean finish gives its state back when it
+// closes, and the next VM of the same kind (same global template) takes
+// it, after lua.LState.Reset has made it exactly what a new state would
+// be: same globals in the same key order, nothing of the earlier run on
+// its value stack, call frames, registry or built-in metatables. Isolation
+// between runs depends on that, so a state is only offered for reuse when
+// nothing went wrong in it (VM.reusable: no Lua error other than jump, no
+// Go panic through it, no quota, memory, time budget or cancellation
+// abort), and Reset refuses a state that is not at rest. Everything else
+// a VM has (its context, meter, budget, proxies, sys, var, the VM itself)
+// is made anew by New, as before.
+//
+// Ownership: an open VM owns its state; Close hands it to the kind's
+// sync.Pool (globals.states), which owns it until New takes it. The pool
+// holds no goroutine and keeps nothing through a GC cycle or two after a
+// burst: sync.Pool lets the collector take what sits in it.
+
+// pooledState is a state and the limits it was made with: a VM may only
+// take a state made with its own call stack and registry bounds.
+type pooledState struct {
+	L         *lua.LState
+	callStack int
+	regMax    int
+}
+
+// state returns a state for a VM of this kind with limits lim: a reused
+// one if the pool has one made with the same bounds, else a new one.
+func (g globals) state(lim Limits) *pooledState {
+	if st, ok := g.states.Get().(*pooledState); ok {
+		if st.callStack == lim.CallStackSize && st.regMax == lim.RegistryMaxSize {
+			return st
+		}
+		st.L.Close()
+	}
+	L := lua.NewState(lua.Options{
+		SkipOpenLibs:        true,
+		CallStackSize:       lim.CallStackSize,
+		RegistrySize:        registryInitial,
+		RegistryMaxSize:     lim.RegistryMaxSize,
+		RegistryGrowStep:    registryGrowStep,
+		MinimizeStackMemory: true,
+		Globals:             g.table,
+	})
+	return &pooledState{L: L, callStack: lim.CallStackSize, regMax: lim.RegistryMaxSize}
+}
+
+// put resets st and keeps it for the next VM of this kind; false when the
+// state cannot be reset (the caller closes it).
+func (g globals) put(st *pooledState) bool {
+	if !st.L.Reset(g.table) {
+		return false
+	}
+	g.states.Put(st)
+	return true
+}
