@@ -30,6 +30,20 @@ type pooledState struct {
 	L         *lua.LState
 	callStack int
 	regMax    int
+	// strMeta is the string metatable the state's last VM made: the next
+	// reuses it if its Lua left it as made (ReuseTable).
+	strMeta *lua.LTable
+}
+
+// stringMeta returns the string metatable of a VM whose string table is
+// str: {__index = str}, reused from the state's last VM if untouched.
+func (st *pooledState) stringMeta(str *lua.LTable) *lua.LTable {
+	if st.strMeta != nil && st.L.ReuseTable(st.strMeta, "__index", str) {
+		return st.strMeta
+	}
+	st.strMeta = st.L.CreateTable(0, 1)
+	st.strMeta.RawSetString("__index", str)
+	return st.strMeta
 }
 
 // state returns a state for a VM of this kind with limits lim: a reused

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	lua "github.com/promptforge-go/promptforge/internal/luavm/lua"
 	luaparse "github.com/yuin/gopher-lua/parse"
@@ -34,7 +35,12 @@ func observe(t testing.TB, vm *VM) string {
 	arr, hash, keys, _ := vm.L.G.Registry.TableFields()
 	fmt.Fprintf(&b, "stack top %d, stack slots holding values %d, registry table %d/%d/%d\n", vm.L.GetTop(), held, arr, hash, keys)
 	out, err := vm.RunChunk(chunk(t, "observe", 1, observeLua))
-	fmt.Fprintln(&b, out, err)
+	if err != nil {
+		// The observation itself must run: a failure here would make every
+		// observation alike.
+		t.Fatalf("observing a VM: %v", err)
+	}
+	fmt.Fprintln(&b, out)
 	out, err = vm.RunChunk(chunk(t, "probe", 1, "local names = {}"+probe))
 	fmt.Fprintln(&b, out, err)
 	return b.String()
@@ -54,7 +60,7 @@ local mt = getmetatable("")
 walk("stringmeta", mt)
 out[#out + 1] = tostring(mt.__index == string) .. tostring(getmetatable(string)) .. tostring(getmetatable(_G))
 for _, v in ipairs({1, true, print, function() end}) do out[#out + 1] = type(getmetatable(v)) end
-out[#out + 1] = args .. "|" .. sys.name .. "|" .. tostring(reply) .. "|" .. type(var) .. "|" .. tostring(var.x)
+out[#out + 1] = args .. "|" .. sys.section_name .. "|" .. tostring(reply) .. "|" .. type(var) .. "|" .. tostring(var.x)
 out[#out + 1] = ("abc"):upper() .. string.format("%d", 7) .. math.floor(2.5) .. table.concat({"p", "q"}, "+")
 return table.concat(out, "\n")`
 
@@ -253,7 +259,7 @@ func FuzzReusedStateIsFresh(f *testing.F) {
 		}
 		c := &prompt.Chunk{Name: "fuzz", Line: 1, Source: src, Proto: proto}
 		opts := Options{Kind: KindSection, Host: &fakeHost{}, Args: "fuzz args",
-			Limits: Limits{MaxInstructions: 100000, MaxRunMemory: 8 << 20}}
+			Limits: Limits{MaxInstructions: 100000, MaxRunMemory: 8 << 20, LuaTime: 200 * time.Millisecond}}
 		drained(KindSection)
 		usedState(t, context.Background(), opts, c)
 		vm := New(context.Background(), observeOpts())

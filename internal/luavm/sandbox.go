@@ -24,9 +24,7 @@ func (vm *VM) openSandbox(s *sharedLib) {
 	g.RawSetString("string", str)
 	// Methods on strings look up this VM's string table, so functions a
 	// prompt adds to it work as methods too.
-	strMeta := L.CreateTable(0, 1)
-	strMeta.RawSetString("__index", str)
-	L.SetMetatable(lua.LString(""), strMeta)
+	L.SetMetatable(lua.LString(""), vm.st.stringMeta(str))
 	g.RawSetString("table", proxyTable(L, s.tableProxy, 0))
 	g.RawSetString("math", proxyTable(L, s.mathProxy, 0))
 }

@@ -262,7 +262,7 @@ func (vm *VM) Close() {
 	// about 17 KB per run in flight). The meter is its own allocation, and
 	// once closed it counts nothing and refers to nothing, so a table that
 	// outlives the VM keeps only itself.
-	vm.meter.Mark, vm.meter.Over, vm.meter.OutOfSteps = math.MaxInt64, nil, nil
+	vm.meter.Mark, vm.meter.Owner = math.MaxInt64, nil
 }
 
 // Outcome is how a chunk ended.

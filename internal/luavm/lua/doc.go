@@ -31,7 +31,7 @@
 //     what a state reaches (TableFields, Values, Frames).
 //   - vm.go mainLoopWithContext counts each instruction against the
 //     meter's Steps (the reference's instruction quota) and calls
-//     OutOfSteps once they run out.
+//     Owner.OutOfSteps once they run out.
 //   - table.go RawSetString boxes a new key as an LValue once instead of at
 //     each use: the growth count makes the function too large to inline,
 //     and each boxing would then allocate (NewVM went from 103 to 127

@@ -139,3 +139,23 @@ func (w *writeLog) note(key string) {
 		w.keys = append(w.keys, key)
 	}
 }
+
+// ReuseTable readies tb, a table an earlier user of ls made with the one
+// entry key (CreateTable(0, 1) then RawSetString), for the next: if tb
+// still holds key alone, with no metatable and nothing else ever set in
+// it, it gets v under key and ls's meter, charged what making it anew
+// would be, and ReuseTable reports true; otherwise the caller makes a new
+// table.
+func (ls *LState) ReuseTable(tb *LTable, key string, v LValue) bool {
+	if tb.Metatable != LNil || tb.array != nil || tb.dict != nil || len(tb.keys) != 1 ||
+		tb.keys[0] != LString(key) || len(tb.strdict) != 1 || tb.written != nil {
+		return false
+	}
+	if _, ok := tb.strdict[key]; !ok {
+		return false
+	}
+	tb.strdict[key] = v
+	tb.meter = ls.meter
+	ls.charge(CostTable + 2*CostSlot + CostKey + len(key))
+	return true
+}
