@@ -88,6 +88,7 @@ type VM struct {
 	// against the budget.
 	ctx    context.Context
 	luaCtx context.Context // ctx, also cancelled when the time budget runs out
+	vmCtx  vmContext       // the state's context: luaCtx and this VM
 	cancel context.CancelCauseFunc
 	budget budget
 
@@ -197,7 +198,8 @@ func New(ctx context.Context, cfg Options) *VM {
 	vm := &VM{L: L, st: st, tmpl: tmpl, cfg: cfg, limits: lim, host: cfg.Host, lib: sh, ctx: ctx}
 	vm.luaCtx, vm.cancel = context.WithCancelCause(ctx)
 	vm.budget = budget{left: lim.LuaTime, cancel: vm.cancel}
-	L.SetContext(&vmContext{Context: vm.luaCtx, vm: vm})
+	vm.vmCtx = vmContext{Context: vm.luaCtx, vm: vm}
+	L.SetContext(&vm.vmCtx)
 	vm.mem = cfg.Memory
 	if vm.mem == nil {
 		vm.mem = NewMemory(lim.MaxRunMemory)
