@@ -64,7 +64,9 @@
 //     function is one) sets its n field through setArgN, which sizes the
 //     hash and key order for that one key instead of gopher-lua's default
 //     32-entry hash: about 2 KB less per block a section runs. The meter is
-//     charged as before.
+//     charged as before. compile.go: a chunk's main function, which has
+//     no arg local, no longer asks for the arg table at all (it was built
+//     on every chunk run and never reachable).
 //   - reuse.go (new): LState.Reset makes a state that ran to a clean
 //     finish what NewState would return (empty and cleared value stack,
 //     call frames and registry table, no built-in metatables, the global
