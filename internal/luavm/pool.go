@@ -15,9 +15,13 @@ import (
 // between runs depends on that, so a state is only offered for reuse when
 // nothing went wrong in it (VM.reusable: no Lua error other than jump, no
 // Go panic through it, no quota, memory, time budget or cancellation
-// abort), and Reset refuses a state that is not at rest. Everything else
-// a VM has (its context, meter, budget, proxies, sys, var, the VM itself)
-// is made anew by New, as before.
+// abort), and Reset refuses a state that is not at rest. The state also
+// keeps the string metatable and the empty per-VM tables (the library
+// proxies, sys) its last VM made, which the next VM takes only if that
+// VM's Lua never set anything in them (lua.LState.ReuseTable,
+// ReuseEmpty): unreachable from the old run's values once the globals are
+// restored, and as new. Everything else a VM has (its context, meter,
+// budget, var, the VM itself) is made anew by New, as before.
 //
 // Ownership: an open VM owns its state; Close hands it to the kind's
 // sync.Pool (globals.states), which owns it until New takes it. The pool
@@ -33,6 +37,34 @@ type pooledState struct {
 	// strMeta is the string metatable the state's last VM made: the next
 	// reuses it if its Lua left it as made (ReuseTable).
 	strMeta *lua.LTable
+	// tables are the empty per-VM tables the state's last VM made (the
+	// library proxies and sys), which the next reuses if nothing was set
+	// in them (ReuseEmpty).
+	tables [numTables]*lua.LTable
+}
+
+// The per-VM empty tables a state keeps for its next VM.
+const (
+	tableString = iota
+	tableTable
+	tableMath
+	tableStore
+	tableTools
+	tableModels
+	tableSys
+	numTables
+)
+
+// table returns an empty table reading through meta for slot i of a
+// section VM: the state's last VM's if untouched, else a new one made
+// with room for extra keys.
+func (st *pooledState) table(i int, meta *lua.LTable, extra int) *lua.LTable {
+	if t := st.tables[i]; t != nil && st.L.ReuseEmpty(t, extra, meta) {
+		return t
+	}
+	t := proxyTable(st.L, meta, extra)
+	st.tables[i] = t
+	return t
 }
 
 // stringMeta returns the string metatable of a VM whose string table is

@@ -20,13 +20,13 @@ func (vm *VM) openSandbox(s *sharedLib) {
 	// them from the shared template (globalsFor).
 	g := L.G.Global
 	g.RawSetString("_G", g)
-	str := proxyTable(L, s.strProxy, 0)
+	str := vm.st.table(tableString, s.strProxy, 0)
 	g.RawSetString("string", str)
 	// Methods on strings look up this VM's string table, so functions a
 	// prompt adds to it work as methods too.
 	L.SetMetatable(lua.LString(""), vm.st.stringMeta(str))
-	g.RawSetString("table", proxyTable(L, s.tableProxy, 0))
-	g.RawSetString("math", proxyTable(L, s.mathProxy, 0))
+	g.RawSetString("table", vm.st.table(tableTable, s.tableProxy, 0))
+	g.RawSetString("math", vm.st.table(tableMath, s.mathProxy, 0))
 }
 
 // varOf returns the var proxy behind v, if v is one.

@@ -220,7 +220,7 @@ func New(ctx context.Context, cfg Options) *VM {
 	g.RawSetString("sys", vm.newSys())
 	vm.varUD = vm.proxy(vm.varRoot.root, "var")
 	g.RawSetString("var", vm.varUD)
-	g.RawSetString("store", proxyTable(L, sh.storeProxy, 0))
+	g.RawSetString("store", vm.st.table(tableStore, sh.storeProxy, 0))
 	if cfg.Kind == KindH1 {
 		vm.InstallH1Tables()
 	} else {

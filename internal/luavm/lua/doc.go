@@ -74,5 +74,7 @@
 //     meter), so the sandbox can reuse it; the callFrameStack interface
 //     gains reset. A state's global table logs the string keys set in it
 //     (LTable.written, noted in RawSetString), so that Reset restores
-//     only those.
+//     only those. ReuseTable and ReuseEmpty let the sandbox reuse a
+//     table its last VM made (the string metatable, the library proxies)
+//     when Lua never set anything in it.
 package lua

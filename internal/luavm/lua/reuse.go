@@ -38,7 +38,14 @@ func (ls *LState) Reset(globals *LTable) bool {
 	if len(ls.reg.array) != ls.Options.RegistrySize {
 		ls.reg.array = make([]LValue, ls.Options.RegistrySize)
 	} else {
-		clear(ls.reg.array)
+		// Most slots are nil already (SetTop clears what it drops): writing
+		// only the others spares a write barrier per slot while the
+		// collector marks.
+		for i, v := range ls.reg.array {
+			if v != nil {
+				ls.reg.array[i] = nil
+			}
+		}
 	}
 	ls.stack.reset()
 	if r := ls.G.Registry; r.Metatable != LNil || r.array != nil || r.dict != nil || r.strdict != nil || r.keys != nil {
@@ -157,5 +164,20 @@ func (ls *LState) ReuseTable(tb *LTable, key string, v LValue) bool {
 	tb.strdict[key] = v
 	tb.meter = ls.meter
 	ls.charge(CostTable + 2*CostSlot + CostKey + len(key))
+	return true
+}
+
+// ReuseEmpty readies tb, an empty table an earlier user of ls made with
+// CreateTable(0, hcap) and gave the metatable meta, for the next: if
+// nothing was ever set in it and its metatable is still meta, it gets ls's
+// meter, charged what making it anew would be, and ReuseEmpty reports
+// true; otherwise the caller makes a new table.
+func (ls *LState) ReuseEmpty(tb *LTable, hcap int, meta LValue) bool {
+	if tb.Metatable != meta || tb.array != nil || tb.dict != nil || tb.keys != nil || tb.k2i != nil ||
+		len(tb.strdict) != 0 || tb.written != nil {
+		return false
+	}
+	tb.meter = ls.meter
+	ls.charge(CostTable + hcap*2*CostSlot)
 	return true
 }
