@@ -19,14 +19,14 @@ func (vm *VM) openSandbox(s *sharedLib) {
 	// The base functions are in the global table already: New copies
 	// them from the shared template (globalsFor).
 	g := L.G.Global
-	g.RawSetString("_G", g)
+	g.SetOwned("_G", g)
 	str := vm.st.table(tableString, s.strProxy, 0)
-	g.RawSetString("string", str)
+	g.SetOwned("string", str)
 	// Methods on strings look up this VM's string table, so functions a
 	// prompt adds to it work as methods too.
 	L.SetMetatable(lua.LString(""), vm.st.stringMeta(str))
-	g.RawSetString("table", vm.st.table(tableTable, s.tableProxy, 0))
-	g.RawSetString("math", vm.st.table(tableMath, s.mathProxy, 0))
+	g.SetOwned("table", vm.st.table(tableTable, s.tableProxy, 0))
+	g.SetOwned("math", vm.st.table(tableMath, s.mathProxy, 0))
 }
 
 // varOf returns the var proxy behind v, if v is one.

@@ -215,12 +215,15 @@ func New(ctx context.Context, cfg Options) *VM {
 		vm.varRoot = NewVar()
 	}
 	// Every global of perVM is set here: the template holds placeholders.
+	// SetOwned, because a reused state's Reset leaves these to New: most
+	// hold the same value from one VM to the next (the reused proxies),
+	// and then cost a lookup instead of two writes.
 	g := L.G.Global
-	g.RawSetString("args", lua.LString(cfg.Args))
-	g.RawSetString("sys", vm.newSys())
+	g.SetOwned("args", lua.LString(cfg.Args))
+	g.SetOwned("sys", vm.newSys())
 	vm.varUD = vm.proxy(vm.varRoot.root, "var")
-	g.RawSetString("var", vm.varUD)
-	g.RawSetString("store", vm.st.table(tableStore, sh.storeProxy, 0))
+	g.SetOwned("var", vm.varUD)
+	g.SetOwned("store", vm.st.table(tableStore, sh.storeProxy, 0))
 	if cfg.Kind == KindH1 {
 		vm.InstallH1Tables()
 	} else {

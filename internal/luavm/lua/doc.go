@@ -76,5 +76,7 @@
 //     (LTable.written, noted in RawSetString), so that Reset restores
 //     only those. ReuseTable and ReuseEmpty let the sandbox reuse a
 //     table its last VM made (the string metatable, the library proxies)
-//     when Lua never set anything in it.
+//     when Lua never set anything in it, and LTable.SetOwned sets a
+//     global the sandbox sets for every use without logging it (Reset
+//     leaves it to the sandbox) and without a write when it is unchanged.
 package lua

@@ -17,7 +17,9 @@ const maxExtraGlobals = 64
 // stack and call frames (cleared, so that nothing of an earlier run stays
 // reachable from them), an empty registry table, no metatables for the
 // built-in types, the global table holding exactly the template's entries
-// in the template's key order with no metatable, no context and no meter.
+// in the template's key order with no metatable (but for the keys only
+// ever set with SetOwned, which keep what the owner set: it sets them
+// again), no context and no meter.
 // Number boxes (the allocator's blocks) are kept: they hold no values Lua
 // can reach.
 //
@@ -180,4 +182,20 @@ func (ls *LState) ReuseEmpty(tb *LTable, hcap int, meta LValue) bool {
 	tb.meter = ls.meter
 	ls.charge(CostTable + hcap*2*CostSlot)
 	return true
+}
+
+// SetOwned sets key, a global of the template that the state's owner sets
+// anew for every use of the state, to value: without a write if it holds
+// value already, and without logging the key for Reset, which then leaves
+// it as the owner last set it (the owner sets it again before any Lua
+// runs). A key the table lacks, or a nil value, is set as RawSetString
+// sets it.
+func (tb *LTable) SetOwned(key string, value LValue) {
+	if old, ok := tb.strdict[key]; ok && value != LNil {
+		if old != value {
+			tb.strdict[key] = value
+		}
+		return
+	}
+	tb.RawSetString(key, value)
 }
