@@ -124,13 +124,17 @@ var abnormal = map[string]struct {
 	src  string
 	ctx  func() context.Context
 }{
-	"lua error":    {src: `x = 1 string.x = 2 error("fails")`},
-	"quota":        {opts: func(o *Options) { o.Limits.MaxInstructions = 1000 }, src: `x = 1 string.x = 2 while true do end`},
-	"memory":       {opts: func(o *Options) { o.Limits.MaxRunMemory = 1 << 20 }, src: `x = {} for i = 1, 1e7 do x[i] = "s" .. i end`},
-	"host panic":   {opts: func(o *Options) { o.Host = &panicHost{} }, src: `x = 1 string.x = 2 list_from_section("Any")`},
-	"cancelled":    {src: `x = 1 string.x = 2`, ctx: cancelledCtx},
-	"error in fn":  {src: `local t = setmetatable({}, {__index = function() error("deep") end}) string.x = t.y`},
-	"many globals": {src: `for i = 1, 300 do _G["g" .. i] = i end`},
+	"lua error":  {src: `x = 1 string.x = 2 error("fails")`},
+	"quota":      {opts: func(o *Options) { o.Limits.MaxInstructions = 1000 }, src: `x = 1 string.x = 2 while true do end`},
+	"memory":     {opts: func(o *Options) { o.Limits.MaxRunMemory = 1 << 20 }, src: `x = {} for i = 1, 1e7 do x[i] = "s" .. i end`},
+	"host panic": {opts: func(o *Options) { o.Host = &panicHost{} }, src: `x = 1 string.x = 2 list_from_section("Any")`},
+	// pcall turns a Go panic into a Lua error the chunk can catch and then
+	// end cleanly: the panic may have left the state half-changed all the
+	// same.
+	"host panic under pcall": {opts: func(o *Options) { o.Host = &panicHost{} }, src: `x = 1 string.x = 2 pcall(list_from_section, "Any")`},
+	"cancelled":              {src: `x = 1 string.x = 2`, ctx: cancelledCtx},
+	"error in fn":            {src: `local t = setmetatable({}, {__index = function() error("deep") end}) string.x = t.y`},
+	"many globals":           {src: `for i = 1, 300 do _G["g" .. i] = i end`},
 }
 
 func cancelledCtx() context.Context {

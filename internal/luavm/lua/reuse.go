@@ -25,10 +25,10 @@ const maxExtraGlobals = 64
 //
 // It reports false, changing nothing that matters, when ls is not at
 // rest (a call still on its stack, an open upvalue, a closed or stopped
-// state, a thread) or its globals cannot be restored cheaply (a global
+// state, a thread, a Go panic recovered by PCall at any time) or its globals cannot be restored cheaply (a global
 // of another key type, too many new ones): the caller then drops ls.
 func (ls *LState) Reset(globals *LTable) bool {
-	if ls.stack == nil || ls.Dead || ls.Parent != nil || ls.currentFrame != nil || !ls.stack.IsEmpty() ||
+	if ls.stack == nil || ls.Dead || ls.panicked || ls.Parent != nil || ls.currentFrame != nil || !ls.stack.IsEmpty() ||
 		ls.reg.top != 0 || ls.uvcache != nil || ls.hasErrorFunc || ls.wrapped ||
 		atomic.LoadInt32(&ls.stop) != 0 || len(ls.G.tempFiles) != 0 ||
 		(ls.G.MainThread != nil && ls.G.MainThread != ls) || (ls.G.CurrentThread != nil && ls.G.CurrentThread != ls) {

@@ -2081,6 +2081,7 @@ func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
 		rcv := recover()
 		if rcv != nil {
 			if _, ok := rcv.(*ApiError); !ok {
+				ls.panicked = true // promptforge: not reusable (reuse.go)
 				err = newApiErrorS(ApiErrorPanic, fmt.Sprint(rcv))
 				if ls.Options.IncludeGoStackTrace {
 					buf := make([]byte, 4096)
@@ -2099,6 +2100,7 @@ func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
 					rcv := recover()
 					if rcv != nil {
 						if _, ok := rcv.(*ApiError); !ok {
+							ls.panicked = true // promptforge: not reusable (reuse.go)
 							err = newApiErrorS(ApiErrorPanic, fmt.Sprint(rcv))
 							if ls.Options.IncludeGoStackTrace {
 								buf := make([]byte, 4096)

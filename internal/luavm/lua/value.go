@@ -206,6 +206,11 @@ type LState struct {
 	ctx          context.Context
 	ctxCancelFn  context.CancelFunc
 	meter        *Meter // promptforge: counts what the state grows (meter.go)
+	// promptforge: panicked is set once PCall has recovered a Go panic
+	// (not a Lua error): the panic may have cut a change to the state
+	// short, and Lua's pcall lets the chunk end cleanly after it, so
+	// Reset refuses such a state (reuse.go).
+	panicked bool
 }
 
 func (ls *LState) String() string   { return fmt.Sprintf("thread: %p", ls) }
