@@ -131,10 +131,12 @@ var abnormal = map[string]struct {
 	// pcall turns a Go panic into a Lua error the chunk can catch and then
 	// end cleanly: the panic may have left the state half-changed all the
 	// same.
-	"host panic under pcall": {opts: func(o *Options) { o.Host = &panicHost{} }, src: `x = 1 string.x = 2 pcall(list_from_section, "Any")`},
-	"cancelled":              {src: `x = 1 string.x = 2`, ctx: cancelledCtx},
-	"error in fn":            {src: `local t = setmetatable({}, {__index = function() error("deep") end}) string.x = t.y`},
-	"many globals":           {src: `for i = 1, 300 do _G["g" .. i] = i end`},
+	// A jump the chunk caught does not make a later error a jump.
+	"error after a caught jump": {src: `pcall(jump, "Elsewhere") x = 1 string.x = 2 error("after")`},
+	"host panic under pcall":    {opts: func(o *Options) { o.Host = &panicHost{} }, src: `x = 1 string.x = 2 pcall(list_from_section, "Any")`},
+	"cancelled":                 {src: `x = 1 string.x = 2`, ctx: cancelledCtx},
+	"error in fn":               {src: `local t = setmetatable({}, {__index = function() error("deep") end}) string.x = t.y`},
+	"many globals":              {src: `for i = 1, 300 do _G["g" .. i] = i end`},
 }
 
 func cancelledCtx() context.Context {

@@ -123,10 +123,25 @@ func (vm *VM) pcall(nargs int) error {
 	vm.inLua++
 	err := vm.L.PCall(nargs, 1, nil)
 	vm.inLua--
-	if err != nil && !vm.jumped {
+	if err != nil && !isJump(err) {
 		vm.tainted = true
 	}
 	return err
+}
+
+// isJump reports whether err is jump's unwinding. Not vm.jumped: a chunk
+// can catch jump with pcall and then fail with an error of its own.
+func isJump(err error) bool {
+	var api *lua.ApiError
+	if !errors.As(err, &api) {
+		return false
+	}
+	ud, ok := api.Object.(*lua.LUserData)
+	if !ok {
+		return false
+	}
+	_, ok = ud.Value.(*jumpSignal)
+	return ok
 }
 
 // reusable reports whether the VM's state may serve another VM: its Lua
