@@ -275,3 +275,33 @@ func FuzzReusedStateIsFresh(f *testing.F) {
 		}
 	})
 }
+
+// TestPooledStateHoldsNoRunData: a state waiting in the pool holds none of
+// its last run's data (args, var), only the template's values and the
+// empty tables it keeps for its next VM: nothing of a run stays reachable
+// from a state the run no longer uses.
+func TestPooledStateHoldsNoRunData(t *testing.T) {
+	c := chunk(t, "clean", 1, `var.secret = "the run's var" return args`)
+	for attempt := 0; attempt < 20; attempt++ {
+		g := drained(KindSection)
+		usedState(t, context.Background(), Options{Kind: KindSection, Host: &fakeHost{}, Args: "the run's args"}, c)
+		st, ok := g.states.Get().(*pooledState)
+		if !ok {
+			continue // the race detector's sync.Pool drops puts at random
+		}
+		kept := map[lua.LValue]bool{st.L.G.Global: true}
+		for _, tb := range st.tables {
+			if tb != nil {
+				kept[tb] = true
+			}
+		}
+		g.table.ForEach(func(k, want lua.LValue) {
+			if got := st.L.G.Global.RawGet(k); got != want && !kept[got] {
+				t.Errorf("a pooled state's global %v holds %v (%s), not the template's %v", k, got, got.Type(), want)
+			}
+		})
+		st.L.Close()
+		return
+	}
+	t.Fatal("a clean VM's state was never pooled")
+}
