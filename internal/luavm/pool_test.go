@@ -305,3 +305,25 @@ func TestPooledStateHoldsNoRunData(t *testing.T) {
 	}
 	t.Fatal("a clean VM's state was never pooled")
 }
+
+// TestCaughtFatalErrorTaintsState: an error that ends the chunk even
+// under pcall (vm.fatal: jump while the shared library loads, a fanout
+// write race) still marks the state unfit for reuse when Lua caught it
+// and a later chunk on the same VM (which clears vm.fatal) ends cleanly.
+func TestCaughtFatalErrorTaintsState(t *testing.T) {
+	drained(KindSection)
+	vm := New(context.Background(), Options{Kind: KindSection, Host: &fakeHost{}})
+	used := vm.L
+	if err := vm.RunShared(chunk(t, "shared", 1, `x = 1 string.x = 2 pcall(jump, "Elsewhere")`)); err == nil {
+		t.Fatal("jump during the shared library load did not fail")
+	}
+	if _, err := vm.RunChunk(chunk(t, "clean", 1, `return 1`)); err != nil {
+		t.Fatal(err)
+	}
+	vm.Close()
+	next := New(context.Background(), observeOpts())
+	defer next.Close()
+	if next.L == used {
+		t.Fatal("the state of a VM whose Lua caught a fatal error was reused")
+	}
+}

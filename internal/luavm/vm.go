@@ -118,12 +118,14 @@ type VM struct {
 // pcall calls the function under nargs arguments on the stack for one
 // result, and keeps the count that tells Close whether the state is fit
 // for reuse: every call returned (no Go panic escaped through it), and
-// none failed other than by jump.
+// none failed other than by jump, nor raised a fatal error.
 func (vm *VM) pcall(nargs int) error {
 	vm.inLua++
 	err := vm.L.PCall(nargs, 1, nil)
 	vm.inLua--
-	if err != nil && !isJump(err) {
+	// vm.fatal too: such an error ends the chunk even when Lua caught it,
+	// and a later chunk or local tool call clears it before Close looks.
+	if err != nil && !isJump(err) || vm.fatal != nil {
 		vm.tainted = true
 	}
 	return err
