@@ -20,7 +20,9 @@ import (
 // proxies, sys) its last VM made, which the next VM takes only if that
 // VM's Lua never set anything in them (lua.LState.ReuseTable,
 // ReuseEmpty): unreachable from the old run's values once the globals are
-// restored, and as new. Everything else a VM has (its context, meter,
+// restored, and as new. One its last VM's Lua did set something in is
+// dropped before the state is pooled (put), with the global holding it,
+// so that a waiting state keeps nothing of its last run alive. Everything else a VM has (its context, meter,
 // budget, var, the VM itself) is made anew by New, as before.
 //
 // Ownership: an open VM owns its state; Close hands it to the kind's
@@ -54,6 +56,11 @@ const (
 	tableSys
 	numTables
 )
+
+// tableGlobal is the global that holds kept table i.
+func tableGlobal(i int) string {
+	return [numTables]string{"string", "table", "math", "store", "tools", "models", "sys"}[i]
+}
 
 // table returns an empty table reading through meta for slot i of a
 // section VM: the state's last VM's if untouched, else a new one made
@@ -104,6 +111,22 @@ func (g globals) state(lim Limits) *pooledState {
 func (g globals) put(st *pooledState) bool {
 	if !st.L.Reset(g.table) {
 		return false
+	}
+	// A kept table Lua set something in would not be reused anyway, and
+	// holds that run's values: the waiting state must not keep them alive.
+	// Nor may the global that holds it (Reset leaves the globals New sets
+	// with SetOwned as they are): it gets the template's placeholder back.
+	for i, t := range st.tables {
+		if t != nil && !t.Untouched("", t.Metatable) {
+			st.tables[i] = nil
+			if name := tableGlobal(i); st.L.G.Global.RawGetString(name) == t {
+				st.L.G.Global.SetOwned(name, g.table.RawGetString(name))
+			}
+		}
+	}
+	if m := st.strMeta; m != nil && (!m.Untouched("__index", lua.LNil) || st.tables[tableString] == nil ||
+		m.RawGetString("__index") != lua.LValue(st.tables[tableString])) {
+		st.strMeta = nil
 	}
 	g.states.Put(st)
 	return true

@@ -281,7 +281,10 @@ func FuzzReusedStateIsFresh(f *testing.F) {
 // empty tables it keeps for its next VM: nothing of a run stays reachable
 // from a state the run no longer uses.
 func TestPooledStateHoldsNoRunData(t *testing.T) {
-	c := chunk(t, "clean", 1, `var.secret = "the run's var" return args`)
+	c := chunk(t, "clean", 1, `var.secret = "the run's var"
+string.secret, math.secret, table.secret, store.secret, tools.secret, models.secret = {args}, {args}, {args}, {args}, {args}, {args}
+getmetatable("").__index = {secret = args}
+return args`)
 	for attempt := 0; attempt < 20; attempt++ {
 		g := drained(KindSection)
 		usedState(t, context.Background(), Options{Kind: KindSection, Host: &fakeHost{}, Args: "the run's args"}, c)
@@ -300,6 +303,19 @@ func TestPooledStateHoldsNoRunData(t *testing.T) {
 				t.Errorf("a pooled state's global %v holds %v (%s), not the template's %v", k, got, got.Type(), want)
 			}
 		})
+		// The tables it keeps for its next VM hold nothing of this run.
+		for i, tb := range st.tables {
+			if tb != nil {
+				tb.ForEach(func(k, v lua.LValue) { t.Errorf("a pooled state's kept table %d holds %v = %v", i, k, v) })
+			}
+		}
+		if m := st.strMeta; m != nil {
+			m.ForEach(func(k, v lua.LValue) {
+				if k != lua.LString("__index") || v != st.tables[tableString] || v == nil {
+					t.Errorf("a pooled state's kept string metatable holds %v = %v", k, v)
+				}
+			})
+		}
 		st.L.Close()
 		return
 	}

@@ -74,7 +74,8 @@
 //     meter), so the sandbox can reuse it; the callFrameStack interface
 //     gains reset. A state's global table logs the string keys set in it
 //     (LTable.written, noted in RawSetString), so that Reset restores
-//     only those. ReuseTable and ReuseEmpty let the sandbox reuse a
+//     only those. ReuseTable and ReuseEmpty (through Untouched, which the
+//     sandbox also asks before it pools a state) let the sandbox reuse a
 //     table its last VM made (the string metatable, the library proxies)
 //     when Lua never set anything in it, and LTable.SetOwned sets a
 //     global the sandbox sets for every use without logging it (Reset

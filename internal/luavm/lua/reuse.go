@@ -149,18 +149,34 @@ func (w *writeLog) note(key string) {
 	}
 }
 
-// ReuseTable readies tb, a table an earlier user of ls made with the one
-// entry key (CreateTable(0, 1) then RawSetString), for the next: if tb
-// still holds key alone, with no metatable and nothing else ever set in
-// it, it gets v under key and ls's meter, charged what making it anew
-// would be, and ReuseTable reports true; otherwise the caller makes a new
-// table.
-func (ls *LState) ReuseTable(tb *LTable, key string, v LValue) bool {
-	if tb.Metatable != LNil || tb.array != nil || tb.dict != nil || len(tb.keys) != 1 ||
-		tb.keys[0] != LString(key) || len(tb.strdict) != 1 || tb.written != nil {
+// Untouched reports whether tb, a table an earlier user of a state made
+// with CreateTable and gave the metatable meta (and, when key is not "",
+// the one entry key), still holds just that: no other key was ever set in
+// it (not even to nil) and its metatable is still meta. ReuseTable and
+// ReuseEmpty take only such tables, and the sandbox drops any other before
+// a state waits for reuse, so that a waiting state keeps no value of its
+// last run.
+func (tb *LTable) Untouched(key string, meta LValue) bool {
+	if tb.Metatable != meta || tb.array != nil || tb.dict != nil || tb.written != nil {
 		return false
 	}
-	if _, ok := tb.strdict[key]; !ok {
+	if key == "" {
+		return tb.keys == nil && tb.k2i == nil && len(tb.strdict) == 0
+	}
+	if len(tb.keys) != 1 || tb.keys[0] != LString(key) || len(tb.strdict) != 1 {
+		return false
+	}
+	_, ok := tb.strdict[key]
+	return ok
+}
+
+// ReuseTable readies tb, a table an earlier user of ls made with the one
+// entry key (CreateTable(0, 1) then RawSetString), for the next: if tb
+// is Untouched, with no metatable, it gets v under key and ls's meter,
+// charged what making it anew would be, and ReuseTable reports true;
+// otherwise the caller makes a new table.
+func (ls *LState) ReuseTable(tb *LTable, key string, v LValue) bool {
+	if !tb.Untouched(key, LNil) {
 		return false
 	}
 	tb.strdict[key] = v
@@ -170,13 +186,11 @@ func (ls *LState) ReuseTable(tb *LTable, key string, v LValue) bool {
 }
 
 // ReuseEmpty readies tb, an empty table an earlier user of ls made with
-// CreateTable(0, hcap) and gave the metatable meta, for the next: if
-// nothing was ever set in it and its metatable is still meta, it gets ls's
-// meter, charged what making it anew would be, and ReuseEmpty reports
-// true; otherwise the caller makes a new table.
+// CreateTable(0, hcap) and gave the metatable meta, for the next: if it is
+// Untouched, it gets ls's meter, charged what making it anew would be, and
+// ReuseEmpty reports true; otherwise the caller makes a new table.
 func (ls *LState) ReuseEmpty(tb *LTable, hcap int, meta LValue) bool {
-	if tb.Metatable != meta || tb.array != nil || tb.dict != nil || tb.keys != nil || tb.k2i != nil ||
-		len(tb.strdict) != 0 || tb.written != nil {
+	if !tb.Untouched("", meta) {
 		return false
 	}
 	tb.meter = ls.meter
