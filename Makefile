@@ -47,6 +47,9 @@ fuzz-smoke:
 	GO=$(GO) ./test/fuzz-once.sh ./internal/server/transport/ FuzzValidJSON 15s
 	# The stderr log handler writes exactly what slog.TextHandler writes.
 	GO=$(GO) ./test/fuzz-once.sh ./internal/logtext/ FuzzHandlerMatchesText 10s
+	# A VM on a reused Lua state observes what a VM on a new one does,
+	# whatever random chunk the state's last VM ran (internal/luavm pool.go).
+	GO=$(GO) ./test/fuzz-once.sh ./internal/luavm/ FuzzReusedStateIsFresh 15s
 
 # The bounded chaos test alone (it also runs in `test`): a few thousand
 # calls with random cancels, dropped connections and gateway faults, then

@@ -23,8 +23,8 @@ func (vm *VM) InstallH1Tables() {
 }
 
 func (vm *VM) installSectionTables(sh *sharedLib) {
-	vm.L.G.Global.RawSetString("tools", proxyTable(vm.L, sh.secToolsProxy, 1))
-	vm.L.G.Global.RawSetString("models", proxyTable(vm.L, sh.secModelsProxy, 0))
+	vm.L.G.Global.SetOwned("tools", vm.st.table(tableTools, sh.secToolsProxy, 1))
+	vm.L.G.Global.SetOwned("models", vm.st.table(tableModels, sh.secModelsProxy, 0))
 }
 
 // InstallAliases sets one global per declared alias, after the shared

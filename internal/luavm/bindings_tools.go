@@ -304,7 +304,7 @@ func (vm *VM) CallLocalTool(alias string, args json.RawMessage) (string, error) 
 	L.Push(vm.FromData(decoded))
 	vm.fatal = nil
 	prev := vm.budget.set(true)
-	err := L.PCall(1, 1, nil)
+	err := vm.pcall(1)
 	vm.budget.set(prev)
 	if cerr := vm.interrupted(); cerr != nil {
 		if err == nil {

@@ -13,8 +13,8 @@
 //
 // # Sandbox
 //
-// Each VM is a fresh gopher-lua state with only the base, string, table and
-// math libraries. Code loading (load, loadstring, dofile, loadfile,
+// Each VM is a gopher-lua state as new (a reused one is reset to exactly
+// that, see below) with only the base, string, table and math libraries. Code loading (load, loadstring, dofile, loadfile,
 // require, module), raw access (rawget, rawset, rawequal), environment
 // switching (getfenv, setfenv), collectgarbage, print, warn, io, os, debug,
 // package and coroutine are absent.
@@ -67,6 +67,18 @@
 // prompt may add functions to them (function string.trim(s) ... end works,
 // also as a method), but pairs(string) sees only what the prompt added, and
 // getmetatable on them returns false.
+//
+// The state itself is reused: Close gives the state of a VM whose Lua all
+// ran to a clean finish (no error but jump, no Go panic, no quota, memory,
+// time or cancellation abort) to a sync.Pool per kind, after
+// lua.LState.Reset has made it what a new state is; New takes one from
+// there when it can. Isolation between runs rests on that reset
+// (pool_test.go compares what a VM on a reused state observes with what a
+// VM on a new one does, after adversarial and fuzzed chunks). Ownership:
+// an open VM owns its state; after Close the pool does, and a VM must not
+// be used after Close (its L is nil). The pool runs no goroutine and
+// keeps nothing the collector wants: sync.Pool empties over a GC cycle or
+// two after a burst.
 //
 // # Lua 5.1, not 5.4
 //

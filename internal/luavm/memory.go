@@ -55,10 +55,17 @@ var errMemory = errors.New("lua memory limit exceeded")
 // startMeter makes the interpreter count what this VM grows and the
 // instructions it executes.
 func (vm *VM) startMeter() {
-	vm.meter = &lua.Meter{Mark: memSyncStep, Over: vm.memOver, MaxStringBytes: vm.limits.MaxStringBytes,
-		Steps: vm.limits.MaxInstructions, OutOfSteps: vm.outOfSteps}
+	vm.meter = &lua.Meter{Mark: memSyncStep, Owner: (*meterOwner)(vm), MaxStringBytes: vm.limits.MaxStringBytes,
+		Steps: vm.limits.MaxInstructions}
 	vm.L.SetMeter(vm.meter)
 }
+
+// meterOwner is the VM as its meter's lua.MeterOwner, which keeps Over and
+// OutOfSteps out of the VM's exported methods.
+type meterOwner VM
+
+func (o *meterOwner) Over()       { (*VM)(o).memOver() }
+func (o *meterOwner) OutOfSteps() { (*VM)(o).outOfSteps() }
 
 // errInstructions is the cancellation cause of a VM past its instruction
 // quota.

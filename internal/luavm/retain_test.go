@@ -38,27 +38,42 @@ func TestClosedVMIsNotKeptByItsTables(t *testing.T) {
 	runtime.KeepAlive(kept)
 }
 
-// Nor through the call-frame segment its state gives back: the next state
-// takes the segment from the pool, and its stale frames kept the closed
-// VM's chunk function, and through it the closed VM's globals, reachable
-// for as long as the next VM lived (the H1's through each section's model
-// turn).
+// Nor through the call-frame segment or value stack its state gives back:
+// the next state takes the segment from the pool (or the whole state, when
+// the VM's Lua ended cleanly, pool.go), and their stale frames and slots
+// kept the closed VM's values reachable for as long as the next VM lived
+// (the H1's through each section's model turn). The table the first chunk
+// makes is a local and a global it added; a reused state must have
+// forgotten both.
 func TestClosedVMIsNotKeptByItsCallFrames(t *testing.T) {
-	ctx := context.Background()
-	a := New(ctx, Options{Kind: KindSection, Host: &fakeHost{}})
-	if _, err := a.RunChunk(chunk(t, "a", 1, "local x = 1")); err != nil {
-		t.Fatal(err)
-	}
-	collected := make(chan struct{})
-	runtime.AddCleanup(a.L.G.Global, func(c chan struct{}) { close(c) }, collected)
-	a.Close()
-	b := New(ctx, Options{Kind: KindSection, Host: &fakeHost{}})
-	defer b.Close()
-	runtime.GC()
-	runtime.GC()
-	select {
-	case <-collected:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the closed VM's globals are still reachable through a call frame another state reused")
+	for _, tc := range []struct{ name, last string }{
+		{"reused state", "local z = 1"},
+		{"state not reused", "error('fails')"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			a := New(ctx, Options{Kind: KindSection, Host: &fakeHost{}})
+			if _, err := a.RunChunk(chunk(t, "a", 1, "local a, b, c, l = 1, 2, 3, {} keep = l")); err != nil {
+				t.Fatal(err)
+			}
+			kept, ok := a.L.G.Global.RawGetString("keep").(*lua.LTable)
+			if !ok {
+				t.Fatal("the chunk left no table in keep")
+			}
+			collected := make(chan struct{})
+			runtime.AddCleanup(kept, func(c chan struct{}) { close(c) }, collected)
+			kept = nil
+			a.RunChunk(chunk(t, "b", 1, tc.last))
+			a.Close()
+			b := New(ctx, Options{Kind: KindSection, Host: &fakeHost{}})
+			defer b.Close()
+			runtime.GC()
+			runtime.GC()
+			select {
+			case <-collected:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the closed VM's table is still reachable through a call frame or register another state reused")
+			}
+		})
 	}
 }

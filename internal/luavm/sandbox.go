@@ -19,16 +19,14 @@ func (vm *VM) openSandbox(s *sharedLib) {
 	// The base functions are in the global table already: New copies
 	// them from the shared template (globalsFor).
 	g := L.G.Global
-	g.RawSetString("_G", g)
-	str := proxyTable(L, s.strProxy, 0)
-	g.RawSetString("string", str)
+	g.SetOwned("_G", g)
+	str := vm.st.table(tableString, s.strProxy, 0)
+	g.SetOwned("string", str)
 	// Methods on strings look up this VM's string table, so functions a
 	// prompt adds to it work as methods too.
-	strMeta := L.CreateTable(0, 1)
-	strMeta.RawSetString("__index", str)
-	L.SetMetatable(lua.LString(""), strMeta)
-	g.RawSetString("table", proxyTable(L, s.tableProxy, 0))
-	g.RawSetString("math", proxyTable(L, s.mathProxy, 0))
+	L.SetMetatable(lua.LString(""), vm.st.stringMeta(str))
+	g.SetOwned("table", vm.st.table(tableTable, s.tableProxy, 0))
+	g.SetOwned("math", vm.st.table(tableMath, s.mathProxy, 0))
 }
 
 // varOf returns the var proxy behind v, if v is one.

@@ -76,6 +76,9 @@ type sharedLib struct {
 type globals struct {
 	table *lua.LTable
 	cost  int
+	// states holds the states of closed VMs of this kind, ready for reuse
+	// (pool.go).
+	states *sync.Pool
 }
 
 // perVM are the globals every VM has whose values are its own; in the
@@ -165,7 +168,7 @@ func (b builder) globals(s *sharedLib, control []named) globals {
 		list = append(list, named{name, lua.LFalse})
 	}
 	list = append(list, control...)
-	g := globals{table: newTable(b.T, list, 0)}
+	g := globals{table: newTable(b.T, list, 0), states: new(sync.Pool)}
 	for _, n := range list {
 		g.cost += lua.CostKey + len(n.name)
 	}

@@ -65,9 +65,7 @@ func (vm *VM) SysField(name string) (any, bool) {
 }
 
 func (vm *VM) newSys() *lua.LTable {
-	t := vm.L.CreateTable(0, 0)
-	t.Metatable = vm.lib.sysMeta
-	return t
+	return vm.st.table(tableSys, vm.lib.sysMeta, 0)
 }
 
 func sysIndex(L *lua.LState) int {

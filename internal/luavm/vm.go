@@ -67,10 +67,17 @@ type Options struct {
 // not safe for concurrent use: one section runs on one goroutine.
 type VM struct {
 	L      *lua.LState
-	cfg    Options
-	limits Limits
-	host   Host
-	lib    *sharedLib // shared(), fetched once in New
+	st     *pooledState // L and what it was made with; nil once closed
+	tmpl   globals      // the template L's globals were copied from
+	closed bool
+	// inLua counts the calls into Lua under way, and tainted is set once
+	// one failed: Close reuses the state only if neither (reusable).
+	inLua   int
+	tainted bool
+	cfg     Options
+	limits  Limits
+	host    Host
+	lib     *sharedLib // shared(), fetched once in New
 
 	// ctx is the context the VM was built under (the run's, or a fanout
 	// arm's). The VM holds it because gopher-lua calls the bindings as
@@ -81,6 +88,7 @@ type VM struct {
 	// against the budget.
 	ctx    context.Context
 	luaCtx context.Context // ctx, also cancelled when the time budget runs out
+	vmCtx  vmContext       // the state's context: luaCtx and this VM
 	cancel context.CancelCauseFunc
 	budget budget
 
@@ -105,6 +113,46 @@ type VM struct {
 	jumped bool
 	fatal  error
 	locals map[string]*lua.LFunction
+}
+
+// pcall calls the function under nargs arguments on the stack for one
+// result, and keeps the count that tells Close whether the state is fit
+// for reuse: every call returned (no Go panic escaped through it), and
+// none failed other than by jump, nor raised a fatal error.
+func (vm *VM) pcall(nargs int) error {
+	vm.inLua++
+	err := vm.L.PCall(nargs, 1, nil)
+	vm.inLua--
+	// vm.fatal too: such an error ends the chunk even when Lua caught it,
+	// and a later chunk or local tool call clears it before Close looks.
+	if err != nil && !isJump(err) || vm.fatal != nil {
+		vm.tainted = true
+	}
+	return err
+}
+
+// isJump reports whether err is jump's unwinding. Not vm.jumped: a chunk
+// can catch jump with pcall and then fail with an error of its own.
+func isJump(err error) bool {
+	var api *lua.ApiError
+	if !errors.As(err, &api) {
+		return false
+	}
+	ud, ok := api.Object.(*lua.LUserData)
+	if !ok {
+		return false
+	}
+	_, ok = ud.Value.(*jumpSignal)
+	return ok
+}
+
+// reusable reports whether the VM's state may serve another VM: its Lua
+// never failed, panicked or was cut off (quota, memory ceiling, time
+// budget, cancellation), so it unwound normally; Reset then checks the
+// state itself is at rest. It must be asked before Close cancels luaCtx.
+func (vm *VM) reusable() bool {
+	return !vm.tainted && vm.inLua == 0 && vm.fatal == nil && vm.memFail == "" &&
+		vm.ctx.Err() == nil && vm.luaCtx.Err() == nil
 }
 
 type phase uint8
@@ -162,19 +210,13 @@ func New(ctx context.Context, cfg Options) *VM {
 	lim := cfg.Limits.WithDefaults()
 	sh := shared()
 	tmpl := sh.globalsFor(cfg.Kind)
-	L := lua.NewState(lua.Options{
-		SkipOpenLibs:        true,
-		CallStackSize:       lim.CallStackSize,
-		RegistrySize:        registryInitial,
-		RegistryMaxSize:     lim.RegistryMaxSize,
-		RegistryGrowStep:    registryGrowStep,
-		MinimizeStackMemory: true,
-		Globals:             tmpl.table,
-	})
-	vm := &VM{L: L, cfg: cfg, limits: lim, host: cfg.Host, lib: sh, ctx: ctx}
+	st := tmpl.state(lim)
+	L := st.L
+	vm := &VM{L: L, st: st, tmpl: tmpl, cfg: cfg, limits: lim, host: cfg.Host, lib: sh, ctx: ctx}
 	vm.luaCtx, vm.cancel = context.WithCancelCause(ctx)
 	vm.budget = budget{left: lim.LuaTime, cancel: vm.cancel}
-	L.SetContext(&vmContext{Context: vm.luaCtx, vm: vm})
+	vm.vmCtx = vmContext{Context: vm.luaCtx, vm: vm}
+	L.SetContext(&vm.vmCtx)
 	vm.mem = cfg.Memory
 	if vm.mem == nil {
 		vm.mem = NewMemory(lim.MaxRunMemory)
@@ -190,12 +232,17 @@ func New(ctx context.Context, cfg Options) *VM {
 		vm.varRoot = NewVar()
 	}
 	// Every global of perVM is set here: the template holds placeholders.
+	// SetOwned, because a reused state's Reset leaves these to New: most
+	// hold the same value from one VM to the next (the reused proxies),
+	// and then cost a lookup instead of two writes. Not args and var,
+	// which hold the run's data: Reset must put their placeholders back,
+	// or a pooled state would keep the run's args and var alive.
 	g := L.G.Global
 	g.RawSetString("args", lua.LString(cfg.Args))
-	g.RawSetString("sys", vm.newSys())
+	g.SetOwned("sys", vm.newSys())
 	vm.varUD = vm.proxy(vm.varRoot.root, "var")
 	g.RawSetString("var", vm.varUD)
-	g.RawSetString("store", proxyTable(L, sh.storeProxy, 0))
+	g.SetOwned("store", vm.st.table(tableStore, sh.storeProxy, 0))
 	if cfg.Kind == KindH1 {
 		vm.InstallH1Tables()
 	} else {
@@ -215,14 +262,23 @@ func New(ctx context.Context, cfg Options) *VM {
 	return vm
 }
 
-// Close releases the VM. It is safe to call twice.
+// Close releases the VM. It is safe to call twice. A VM whose Lua all
+// ran to a clean finish gives its state back for the next VM of its kind
+// (see pool.go); the VM must not be used after Close.
 func (vm *VM) Close() {
+	if vm.closed {
+		return
+	}
+	vm.closed = true
 	vm.budget.stop()
 	vm.stopMeter()
+	reuse := vm.reusable()
 	vm.cancel(nil)
-	if !vm.L.IsClosed() {
+	if !reuse || !vm.tmpl.put(vm.st) {
 		vm.L.Close()
 	}
+	// The state may now be another VM's: nothing of this one may reach it.
+	vm.L, vm.st = nil, nil
 	// Every table the VM made points at its meter, and a table can outlive
 	// the VM (the H1's globals did, through a stale call frame of a pooled
 	// segment, lua's freeCallFrameStackSegment, for each section's model
@@ -230,7 +286,7 @@ func (vm *VM) Close() {
 	// about 17 KB per run in flight). The meter is its own allocation, and
 	// once closed it counts nothing and refers to nothing, so a table that
 	// outlives the VM keeps only itself.
-	vm.meter.Mark, vm.meter.Over, vm.meter.OutOfSteps = math.MaxInt64, nil, nil
+	vm.meter.Mark, vm.meter.Owner = math.MaxInt64, nil
 }
 
 // Outcome is how a chunk ended.
@@ -268,7 +324,7 @@ func (vm *VM) runProto(c *prompt.Chunk) (Outcome, error) {
 	fn := L.NewFunctionFromProto(c.Proto)
 	L.Push(fn)
 	prev := vm.budget.set(true)
-	err := L.PCall(0, 1, nil)
+	err := vm.pcall(0)
 	vm.budget.set(prev)
 	if err != nil {
 		if cerr := vm.interrupted(); cerr != nil {

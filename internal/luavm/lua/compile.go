@@ -1325,8 +1325,13 @@ func compileFunctionExpr(context *funcContext, funcexpr *ast.FunctionExpr, ec *e
 	}
 	if funcexpr.ParList.HasVargs {
 		if CompatVarArg {
-			context.Proto.IsVarArg = VarArgHasArg | VarArgNeedsArg
+			context.Proto.IsVarArg = VarArgHasArg
+			// promptforge: a chunk's main function has no arg local (Lua
+			// 5.1 gives it none either), so the arg table each call built
+			// for it was unreachable: only a function with the local needs
+			// it (NeedsArg makes the call build it).
 			if context.Parent != nil {
+				context.Proto.IsVarArg |= VarArgNeedsArg
 				context.RegisterLocalVar("arg")
 			}
 		}

@@ -31,7 +31,7 @@
 //     what a state reaches (TableFields, Values, Frames).
 //   - vm.go mainLoopWithContext counts each instruction against the
 //     meter's Steps (the reference's instruction quota) and calls
-//     OutOfSteps once they run out.
+//     Owner.OutOfSteps once they run out.
 //   - table.go RawSetString boxes a new key as an LValue once instead of at
 //     each use: the growth count makes the function too large to inline,
 //     and each boxing would then allocate (NewVM went from 103 to 127
@@ -64,5 +64,23 @@
 //     function is one) sets its n field through setArgN, which sizes the
 //     hash and key order for that one key instead of gopher-lua's default
 //     32-entry hash: about 2 KB less per block a section runs. The meter is
-//     charged as before.
+//     charged as before. compile.go: a chunk's main function, which has
+//     no arg local, no longer asks for the arg table at all (it was built
+//     on every chunk run and never reachable).
+//   - reuse.go (new): LState.Reset makes a state that ran to a clean
+//     finish what NewState would return (empty and cleared value stack,
+//     call frames and registry table, no built-in metatables, the global
+//     table back to its template's entries and key order, no context or
+//     meter), so the sandbox can reuse it; the callFrameStack interface
+//     gains reset. A state's global table logs the string keys set in it
+//     (LTable.written, noted in RawSetString), so that Reset restores
+//     only those. ReuseTable and ReuseEmpty (through Untouched, which the
+//     sandbox also asks before it pools a state) let the sandbox reuse a
+//     table its last VM made (the string metatable, the library proxies)
+//     when Lua never set anything in it, and LTable.SetOwned sets a
+//     global the sandbox sets for every use without logging it (Reset
+//     leaves it to the sandbox) and without a write when it is unchanged.
+//     state.go PCall sets LState.panicked when it recovers a Go panic
+//     rather than a Lua error (a host bug, say): Lua's pcall would let the
+//     chunk end cleanly after it, and Reset refuses such a state.
 package lua

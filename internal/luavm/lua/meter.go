@@ -16,24 +16,34 @@ import "strings"
 //
 // A Meter belongs to one state and is used on that state's goroutine only.
 type Meter struct {
-	// Charged is the bytes counted since Over last reset it.
+	// Charged is the bytes counted since Owner.Over last reset it.
 	Charged int64
-	// Mark: Charge calls Over as soon as Charged exceeds it.
+	// Mark: Charge calls Owner.Over as soon as Charged exceeds it.
 	Mark int64
-	// Over is called, on the state's goroutine and from inside whatever
-	// grew, once Charged exceeds Mark. It must lower Charged or raise Mark
-	// (or raise a Lua error, where the state is running Lua).
-	Over func()
+	// Owner is told when the meter passes its mark or its steps run out.
+	// An interface rather than two func fields: a method value would be an
+	// allocation per meter, and a state gets a meter per use.
+	Owner MeterOwner
 	// MaxStringBytes, when positive, caps the string a concatenation (the
 	// `..` operator) may build: a longer result is a Lua error raised
 	// before anything is built.
 	MaxStringBytes int
 	// Steps is how many more VM instructions the state may execute (with
 	// a context: mainLoopWithContext counts them); once it is below zero,
-	// every instruction first calls OutOfSteps, which is expected to end
-	// the run (raise a Lua error and cancel the state's context).
-	Steps      int64
-	OutOfSteps func()
+	// every instruction first calls Owner.OutOfSteps.
+	Steps int64
+}
+
+// MeterOwner is what a Meter reports to.
+type MeterOwner interface {
+	// Over is called, on the state's goroutine and from inside whatever
+	// grew, once Charged exceeds Mark. It must lower Charged or raise Mark
+	// (or raise a Lua error, where the state is running Lua).
+	Over()
+	// OutOfSteps is called before each instruction once Steps is below
+	// zero; it is expected to end the run (raise a Lua error and cancel
+	// the state's context).
+	OutOfSteps()
 }
 
 // Approximate costs, in bytes, charged for what the interpreter allocates:
@@ -53,7 +63,7 @@ const (
 func (m *Meter) Charge(n int) {
 	m.Charged += int64(n)
 	if m.Charged > m.Mark {
-		m.Over()
+		m.Owner.Over()
 	}
 }
 

@@ -162,6 +162,7 @@ type callFrameStack interface {
 	IsEmpty() bool
 
 	FreeAll()
+	reset() // promptforge: empty and cleared for reuse (reuse.go)
 }
 
 type fixedCallFrameStack struct {
@@ -657,6 +658,7 @@ func newGlobal(globals *LTable) *Global {
 	var g *LTable
 	if globals != nil {
 		g = globals.cloneEntries()
+		g.written = &writeLog{}
 	} else {
 		g = newLTable(0, 64)
 	}
@@ -2079,6 +2081,7 @@ func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
 		rcv := recover()
 		if rcv != nil {
 			if _, ok := rcv.(*ApiError); !ok {
+				ls.panicked = true // promptforge: not reusable (reuse.go)
 				err = newApiErrorS(ApiErrorPanic, fmt.Sprint(rcv))
 				if ls.Options.IncludeGoStackTrace {
 					buf := make([]byte, 4096)
@@ -2097,6 +2100,7 @@ func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
 					rcv := recover()
 					if rcv != nil {
 						if _, ok := rcv.(*ApiError); !ok {
+							ls.panicked = true // promptforge: not reusable (reuse.go)
 							err = newApiErrorS(ApiErrorPanic, fmt.Sprint(rcv))
 							if ls.Options.IncludeGoStackTrace {
 								buf := make([]byte, 4096)

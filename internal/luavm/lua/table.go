@@ -214,6 +214,9 @@ func (tb *LTable) RawSetString(key string, value LValue) {
 		tb.k2i = map[LValue]int{}
 	}
 
+	if tb.written != nil {
+		tb.written.note(key) // promptforge: for Reset (reuse.go)
+	}
 	if value == LNil {
 		// TODO tb.keys and tb.k2i should also be removed
 		delete(tb.strdict, key)

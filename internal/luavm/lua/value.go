@@ -154,6 +154,10 @@ type LTable struct {
 	sharedOrder bool
 
 	meter *Meter // promptforge: counts this table's growth (meter.go)
+	// promptforge: the string keys set since the state last reset, kept
+	// for a state's global table only, so that Reset restores just those
+	// (reuse.go).
+	written *writeLog
 }
 
 func (tb *LTable) String() string   { return fmt.Sprintf("table: %p", tb) }
@@ -202,6 +206,11 @@ type LState struct {
 	ctx          context.Context
 	ctxCancelFn  context.CancelFunc
 	meter        *Meter // promptforge: counts what the state grows (meter.go)
+	// promptforge: panicked is set once PCall has recovered a Go panic
+	// (not a Lua error): the panic may have cut a change to the state
+	// short, and Lua's pcall lets the chunk end cleanly after it, so
+	// Reset refuses such a state (reuse.go).
+	panicked bool
 }
 
 func (ls *LState) String() string   { return fmt.Sprintf("thread: %p", ls) }

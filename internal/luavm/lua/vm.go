@@ -56,7 +56,7 @@ func mainLoopWithContext(L *LState, baseframe *callFrame) {
 		if m := L.meter; m != nil {
 			m.Steps--
 			if m.Steps < 0 {
-				m.OutOfSteps()
+				m.Owner.OutOfSteps()
 			}
 		}
 		select {
