@@ -39,11 +39,13 @@ type Calls struct {
 // it. Register every tool handler through it.
 func (c *Calls) Track(h mcp.ToolHandler) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		ctx, cancel := context.WithCancelCause(ctx)
-		defer cancel(nil)
 		sid := ""
 		if req.Session != nil {
 			sid = req.Session.ID()
+		}
+		ctx, cancel, own := callContext(ctx, sid)
+		if own {
+			defer cancel(nil)
 		}
 		key := &cancel
 		c.mu.Lock()
@@ -71,6 +73,26 @@ func (c *Calls) Track(h mcp.ToolHandler) mcp.ToolHandler {
 		}()
 		return h(ctx, req)
 	}
+}
+
+// callContext is the context a tracked handler runs in and the func
+// CancelSession cancels it with. A call the HTTP transport answers itself
+// already runs in a context of its own that it cancels once the call
+// returns (callStream.done and cancel): the handler runs in that one, so
+// a waiting run holds one context for its call and not two (own is
+// false: the caller must not cancel it). It is that context only when
+// ctx is cancelled exactly when it is (ctx.Done() is its done: ctx is it
+// or carries values over it, nothing that may end sooner or later), and
+// when the session's calls must be cancellable, when there is a cancel
+// func to file (a stateless call has no session to end). Otherwise the
+// handler gets a context of its own, cancelled when it returns (own).
+func callContext(ctx context.Context, sid string) (_ context.Context, _ context.CancelCauseFunc, own bool) {
+	if st, _ := ctx.Value(callStreamKey{}).(*callStream); st != nil && st.done != nil && ctx.Done() == st.done &&
+		(st.cancel != nil || sid == "") {
+		return ctx, st.cancel, false
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	return ctx, cancel, true
 }
 
 // enterLocked counts one more thing in flight; c.mu is held.

@@ -1,0 +1,89 @@
+package transport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"testing/synctest"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A call statefulCalls answers runs its tracked handler in the one
+// context the call came in with (Calls.Track derives none: a waiting run
+// holds one context for its call, not three), and that context still
+// ends when the session's calls are cancelled (Calls.CancelSession, as a
+// DELETE or an idle close does) and when the POST goes away.
+func TestAStatefulCallHoldsOneContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := &Calls{}
+		srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+		// The context the chain hands on, before the tool's handler.
+		var chainDone <-chan struct{}
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == methodCallTool {
+					chainDone = ctx.Done()
+				}
+				return next(ctx, method, req)
+			}
+		})
+		type seen struct {
+			done  <-chan struct{}
+			cause error
+		}
+		seenc := make(chan seen, 1)
+		srv.AddTool(&mcp.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)}, calls.Track(func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			<-ctx.Done()
+			seenc <- seen{ctx.Done(), context.Cause(ctx)}
+			return nil, ctx.Err()
+		}))
+		hd, err := httpHandler(Backend{MCP: srv, Calls: calls}, HTTPOptions{APIKey: "k", AllowedHosts: []string{"localhost"}}, pathKnobs{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bg := context.Background()
+		sid := rawCall(bg, hd, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`).Header().Get(headerSessionID)
+		if sid == "" {
+			t.Fatal("no session")
+		}
+		rawCall(bg, hd, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+		// Ended with the session's calls.
+		go rawCall(bg, hd, sid, toolCall("1", "slow", `{}`, ""))
+		synctest.Wait()
+		if n := calls.CancelSession(sid); n != 1 {
+			t.Fatalf("CancelSession cancelled %d calls, want the slow one", n)
+		}
+		s := <-seenc
+		if !errors.Is(s.cause, errSessionEnded) {
+			t.Errorf("the call ended with cause %v, want %v", s.cause, errSessionEnded)
+		}
+		if s.done != chainDone {
+			t.Errorf("the tracked handler ran in a context of its own, not the call's")
+		}
+		synctest.Wait()
+
+		// Ended with its POST.
+		ctx, cancel := context.WithCancel(bg)
+		go rawCall(ctx, hd, sid, toolCall("2", "slow", `{}`, ""))
+		synctest.Wait()
+		cancel()
+		s = <-seenc
+		if !errors.Is(s.cause, context.Canceled) {
+			t.Errorf("the call whose POST went ended with cause %v, want %v", s.cause, context.Canceled)
+		}
+		if s.done != chainDone {
+			t.Errorf("the second call's tracked handler ran in a context of its own, not the call's")
+		}
+		synctest.Wait()
+		if n := calls.CancelSession(sid); n != 0 {
+			t.Errorf("%d calls still filed under the session after both ended", n)
+		}
+		for ss := range srv.Sessions() {
+			ss.Close()
+		}
+		synctest.Wait()
+	})
+}
