@@ -4,7 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"testing/iotest"
 	"testing/synctest"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -86,4 +91,27 @@ func TestAStatefulCallHoldsOneContext(t *testing.T) {
 		}
 		synctest.Wait()
 	})
+}
+
+// A call holds its body until it answers: a body of a declared length is
+// read into that many bytes, not io.ReadAll's growing buffer (512 bytes
+// for a plain call of about 100), and still read to its end.
+func TestReadBodyHoldsTheDeclaredLength(t *testing.T) {
+	const sent = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"speak"}}}`
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(sent))
+	body, ok := readBody(httptest.NewRecorder(), r)
+	if !ok || string(body) != sent {
+		t.Fatalf("read %q, %v", body, ok)
+	}
+	if cap(body) != len(sent) {
+		t.Errorf("the body is held in %d bytes, want its %d", cap(body), len(sent))
+	}
+	// A body shorter than it declared is refused, as before.
+	r = httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(sent))
+	r.ContentLength = int64(len(sent) + 5)
+	r.Body = io.NopCloser(io.MultiReader(strings.NewReader(sent), iotest.ErrReader(io.ErrUnexpectedEOF)))
+	w := httptest.NewRecorder()
+	if _, ok := readBody(w, r); ok || w.Code != http.StatusBadRequest {
+		t.Errorf("a truncated body: ok %v, status %d, want refused with 400", ok, w.Code)
+	}
 }
