@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -215,8 +216,11 @@ func (c *Client) disabledError(op string) *Error {
 }
 
 // errTimeout marks a request context that ended because of the client's
-// own timeout, as opposed to the caller's context.
-type errTimeout struct{ d time.Duration }
+// own timeout, as opposed to the caller's context. at is when it ends.
+type errTimeout struct {
+	d  time.Duration
+	at time.Time
+}
 
 func (e *errTimeout) Error() string {
 	return "gateway timeout of " + humantime.Format(e.d) + " elapsed"
@@ -254,9 +258,18 @@ func (c *Client) send(ctx context.Context, x exchange) (int, []byte, *Error) {
 	if err := ctx.Err(); err != nil {
 		return 0, nil, cancelled(ctx, op)
 	}
-	cause := &errTimeout{d: x.timeout}
-	reqCtx, cancel := context.WithTimeoutCause(ctx, x.timeout, cause)
-	defer cancel()
+	cause := &errTimeout{d: x.timeout, at: time.Now().Add(x.timeout)}
+	var reqCtx context.Context
+	if boundsDeadlines(c.http) {
+		// The Transport makes the timeout the connection's deadline
+		// (requestDeadline): no timer and context of its own per request,
+		// held while a run waits on the model (docs/benchmarks.md, "mem5").
+		reqCtx = context.WithValue(ctx, deadlineKey{}, cause)
+	} else {
+		var cancel context.CancelFunc
+		reqCtx, cancel = context.WithTimeoutCause(ctx, x.timeout, cause)
+		defer cancel()
+	}
 
 	var rd io.Reader
 	if x.body != nil {
@@ -327,7 +340,7 @@ func (c *Client) transportFailure(ctx, reqCtx context.Context, cause *errTimeout
 	if ctx.Err() != nil {
 		return cancelled(ctx, op)
 	}
-	if context.Cause(reqCtx) == cause {
+	if context.Cause(reqCtx) == cause || errors.Is(err, cause) {
 		return &Error{
 			Kind:    KindTransport,
 			Op:      op,
