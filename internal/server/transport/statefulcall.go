@@ -207,10 +207,9 @@ func (s *statefulCalls) serve(w http.ResponseWriter, r *http.Request, sid string
 	}
 	defer s.done(sid, key)
 
-	st := &callStream{w: w, version: r.Header.Get(headerProtocolVersion), done: ctx.Done(), cancel: cancel}
+	st := &callStream{w: w, version: r.Header.Get(headerProtocolVersion), done: ctx.Done(), cancel: cancel, headersDue: true}
 	defer st.finish()
 	ctx = context.WithValue(ctx, callStreamKey{}, st)
-	setStreamHeaders(w.Header(), "text/event-stream")
 	resp, data, err := callReply(ctx, s.direct, s.chain, &mcp.CallToolRequest{Session: ss, Params: params, Extra: &mcp.RequestExtra{
 		Header:         r.Header,
 		CloseSSEStream: st.close,
@@ -381,6 +380,12 @@ type callStream struct {
 	// of its own (callContext).
 	done   <-chan struct{}
 	cancel context.CancelCauseFunc
+	// headersDue: the stream's headers (setStreamHeaders, an event
+	// stream's) are not set yet. They are set at its first write, or when
+	// the handler returns having written nothing, rather than when the
+	// call starts: a call waiting on its run holds no header map then
+	// (about 400 bytes per run in flight, docs/benchmarks.md "mem5").
+	headersDue bool
 
 	mu     sync.Mutex
 	w      http.ResponseWriter
@@ -409,17 +414,29 @@ func (st *callStream) write(data []byte, last bool, status int) error {
 	if st.closed {
 		return fmt.Errorf("%w: undelivered message: stream not connected or already closed", errRejected)
 	}
+	st.headersLocked()
 	if err := writeMessage(st.w, data, status, last); err != nil {
 		return fmt.Errorf("%w: undelivered message: %w", errRejected, err)
 	}
 	return nil
 }
 
-// finish ends writing: the POST's handler is returning.
+// finish ends writing: the POST's handler is returning, with the
+// stream's headers set whatever it wrote, as they were set before the
+// call.
 func (st *callStream) finish() {
 	st.mu.Lock()
 	st.ended = true
+	st.headersLocked()
 	st.mu.Unlock()
+}
+
+// headersLocked sets the stream's headers if they are due; st.mu is held.
+func (st *callStream) headersLocked() {
+	if st.headersDue {
+		st.headersDue = false
+		setStreamHeaders(st.w.Header(), "text/event-stream")
+	}
 }
 
 // close is the request's CloseSSEStream (servePOST's, then stream.close):
@@ -432,6 +449,7 @@ func (st *callStream) close(args mcp.CloseSSEStreamArgs) {
 		return
 	}
 	st.closed = true
+	st.headersLocked()
 	if st.version >= "2025-11-25" && args.RetryAfter > 0 {
 		// writeEvent's bytes (mcp/event.go): an empty data line too.
 		event := "event: close\nretry: " + strconv.FormatInt(args.RetryAfter.Milliseconds(), 10) + "\ndata: \n\n"

@@ -115,3 +115,66 @@ func TestReadBodyHoldsTheDeclaredLength(t *testing.T) {
 		t.Errorf("a truncated body: ok %v, status %d, want refused with 400", ok, w.Code)
 	}
 }
+
+// A call waiting on its tool has set none of its stream's headers (no
+// header map held while it waits); they are set by its first write, or,
+// when it ends having written nothing, as it returns: the reply's headers
+// are what they were.
+func TestAWaitingCallSetsItsHeadersLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		started := make(chan struct{}, 1)
+		srv := statefulServer(started)
+		srv.AddTool(&mcp.Tool{Name: "quiet", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+		hd, err := httpHandler(Backend{MCP: srv, Calls: &Calls{}}, HTTPOptions{APIKey: "k", AllowedHosts: []string{"localhost"}}, pathKnobs{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bg := context.Background()
+		sid := rawCall(bg, hd, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`).Header().Get(headerSessionID)
+		rawCall(bg, hd, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+		want := func(rec *httptest.ResponseRecorder, what string) {
+			t.Helper()
+			h := rec.Result().Header
+			if h.Get("Content-Type") != "text/event-stream" || h.Get("Cache-Control") != "no-cache, no-transform" || h.Get("Connection") != "keep-alive" {
+				t.Errorf("%s: headers %v, want the event stream's", what, h)
+			}
+		}
+		for _, tc := range []struct {
+			what, tool, meta string
+		}{{"a call that ends unanswered", "quiet", ""}, {"a call with progress", "slow", `{"progressToken":"p"}`}} {
+			ctx, cancel := context.WithCancel(bg)
+			req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://localhost/mcp", strings.NewReader(toolCall("1", tc.tool, `{}`, tc.meta)))
+			for k, v := range map[string]string{"Authorization": "Bearer k", "Content-Type": "application/json",
+				"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-11-25", headerSessionID: sid} {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				hd.ServeHTTP(rec, req)
+			}()
+			<-started
+			synctest.Wait()
+			if tc.meta == "" {
+				if n := len(rec.Header()); n != 0 {
+					t.Errorf("%s: %d headers set while it waits (%v), want none", tc.what, n, rec.Header())
+				}
+			} else {
+				want(rec, tc.what+", waiting after its progress")
+			}
+			cancel()
+			<-done
+			want(rec, tc.what)
+		}
+		for ss := range srv.Sessions() {
+			ss.Close()
+		}
+		synctest.Wait()
+	})
+}
