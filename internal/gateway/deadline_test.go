@@ -1,9 +1,13 @@
 package gateway_test
 
 import (
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -19,11 +23,18 @@ import (
 type unwrapping struct {
 	base      http.RoundTripper
 	deadlines atomic.Int64
+	// underDo counts round trips made under http.Client.Do, which holds a
+	// copy of the request's headers and URL (for redirects) meanwhile.
+	underDo atomic.Int64
 }
 
 func (u *unwrapping) RoundTrip(req *http.Request) (*http.Response, error) {
 	if _, ok := req.Context().Deadline(); ok {
 		u.deadlines.Add(1)
+	}
+	buf := make([]byte, 64<<10)
+	if strings.Contains(string(buf[:runtime.Stack(buf, false)]), "net/http.(*Client).do(") {
+		u.underDo.Add(1)
 	}
 	return u.base.RoundTrip(req)
 }
@@ -64,6 +75,9 @@ func TestDirectTimeoutIsTheConnectionsDeadline(t *testing.T) {
 			if n := w.deadlines.Load(); n != 0 {
 				t.Errorf("%d requests went out with a context deadline; the direct path's is the connection's", n)
 			}
+			if n := w.underDo.Load(); n != 0 {
+				t.Errorf("%d requests waited under http.Client.Do and its copies for redirects", n)
+			}
 		})
 	})
 }
@@ -87,4 +101,78 @@ func TestFallbackTimeoutOnAFakeClock(t *testing.T) {
 			}
 		})
 	})
+}
+
+// What the redirect's target saw of the request.
+type redirected struct {
+	method, auth, body string
+	origin             int64 // requests the first server got
+	err                string
+}
+
+// A gateway's redirect is followed as http.Client follows it (the method,
+// the body, the Authorization header kept on the same host and dropped
+// on another), the request is sent once to the server that redirected,
+// and a failure reads as http.Client's, whether the client's transport is
+// the gateway's (which reads the first reply itself) or any other.
+func TestRedirectsFollowedAsNetHTTP(t *testing.T) {
+	run := func(t *testing.T, code int, sameHost bool, tr http.RoundTripper) redirected {
+		var got redirected
+		var mu sync.Mutex
+		target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			got.method, got.auth, got.body = r.Method, r.Header.Get("Authorization"), string(body)
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, chatOK)
+		}))
+		defer target.Close()
+		var origin atomic.Int64
+		first := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			origin.Add(1)
+			_, _ = io.Copy(io.Discard, r.Body)
+			to := target.URL
+			if !sameHost {
+				to = strings.Replace(to, "127.0.0.1", "localhost", 1)
+			}
+			http.Redirect(w, r, to+r.URL.Path, code)
+		}))
+		defer first.Close()
+		c, err := gateway.New(gateway.Options{BaseURL: first.URL + "/v1", APIKey: secret.MustNew("k"), HTTPClient: &http.Client{Transport: tr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Complete(t.Context(), userTurn("hi")); err != nil {
+			got.err = err.Error()
+		}
+		got.origin = origin.Load()
+		return got
+	}
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusFound} {
+		for _, same := range []bool{true, false} {
+			ours := run(t, code, same, gateway.NewTransport())
+			theirs := run(t, code, same, http.DefaultTransport.(*http.Transport).Clone())
+			if ours != theirs || ours.origin != 1 || ours.err != "" {
+				t.Errorf("%d, same host %v: through the gateway's transport %+v, through http.Client %+v", code, same, ours, theirs)
+			}
+		}
+	}
+	// A refused connection reads as http.Client's.
+	dead := httptest.NewServer(http.NotFoundHandler())
+	base := dead.URL + "/v1"
+	dead.Close()
+	var msgs [2]string
+	for i, tr := range []http.RoundTripper{gateway.NewTransport(), http.DefaultTransport.(*http.Transport).Clone()} {
+		c, err := gateway.New(gateway.Options{BaseURL: base, APIKey: secret.MustNew("k"), HTTPClient: &http.Client{Transport: tr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Complete(t.Context(), userTurn("hi"))
+		asError(t, err, gateway.KindTransport)
+		msgs[i] = err.Error()
+	}
+	if msgs[0] != msgs[1] {
+		t.Errorf("a refused connection: through the gateway's transport %q, through http.Client %q", msgs[0], msgs[1])
+	}
 }
