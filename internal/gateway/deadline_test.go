@@ -55,6 +55,22 @@ func silentClient(t *testing.T, tr *gateway.Transport, d time.Duration, fn func(
 	})
 }
 
+// chatTimesOut sends a chat turn on c, whose gateway never answers, and
+// checks that the client's timeout d (humanized) ends it at d, as the
+// retryable timeout error.
+func chatTimesOut(t *testing.T, c *gateway.Client, d time.Duration, human string) {
+	t.Helper()
+	start := time.Now()
+	_, err := c.Complete(t.Context(), userTurn("hi"))
+	if got := time.Since(start); got != d {
+		t.Errorf("gave up after %v, want %v", got, d)
+	}
+	if ge := asError(t, err, gateway.KindTransport); !ge.Timeout() || !ge.Retryable() ||
+		!strings.Contains(err.Error(), "POST /chat/completions timed out after "+human+":") {
+		t.Errorf("not the timeout: %v", err)
+	}
+}
+
 // On the direct path the client's timeout is the connection's deadline:
 // the request's context carries none (no timer and context of its own
 // per request), and the timeout still ends a request the gateway never
@@ -63,15 +79,7 @@ func TestDirectTimeoutIsTheConnectionsDeadline(t *testing.T) {
 	skipWithoutDirect(t)
 	synctest.Test(t, func(t *testing.T) {
 		silentClient(t, gateway.NewTransport(), 7*time.Second, func(c *gateway.Client, w *unwrapping) {
-			start := time.Now()
-			_, err := c.Complete(t.Context(), userTurn("hi"))
-			if got := time.Since(start); got != 7*time.Second {
-				t.Errorf("gave up after %v, want 7s", got)
-			}
-			if ge := asError(t, err, gateway.KindTransport); !ge.Timeout() || !ge.Retryable() ||
-				!strings.Contains(err.Error(), "POST /chat/completions timed out after 7s:") {
-				t.Errorf("not the timeout: %v", err)
-			}
+			chatTimesOut(t, c, 7*time.Second, "7s")
 			if n := w.deadlines.Load(); n != 0 {
 				t.Errorf("%d requests went out with a context deadline; the direct path's is the connection's", n)
 			}
@@ -90,15 +98,7 @@ func TestFallbackTimeoutOnAFakeClock(t *testing.T) {
 		tr := gateway.NewTransport()
 		tr.Proxy = func(*http.Request) (*url.URL, error) { return url.Parse("http://proxy.test:3128") }
 		silentClient(t, tr, 5*time.Second, func(c *gateway.Client, _ *unwrapping) {
-			start := time.Now()
-			_, err := c.Complete(t.Context(), userTurn("hi"))
-			if got := time.Since(start); got != 5*time.Second {
-				t.Errorf("gave up after %v, want 5s", got)
-			}
-			if ge := asError(t, err, gateway.KindTransport); !ge.Timeout() || !ge.Retryable() ||
-				!strings.Contains(err.Error(), "POST /chat/completions timed out after 5s:") {
-				t.Errorf("not the timeout: %v", err)
-			}
+			chatTimesOut(t, c, 5*time.Second, "5s")
 		})
 	})
 }
