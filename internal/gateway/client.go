@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -345,6 +346,11 @@ func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := hc.Transport.RoundTrip(req)
 	if err != nil {
+		// As Do's send: plain HTTP at an https URL fails the handshake on
+		// a record header of "HTTP/", which it names for what it is.
+		if re, ok := err.(tls.RecordHeaderError); ok && string(re.RecordHeader[:]) == "HTTP/" {
+			err = http.ErrSchemeMismatch
+		}
 		op := "Get"
 		if m := req.Method; m != "" {
 			op = m[:1] + strings.ToLower(m[1:])

@@ -176,3 +176,26 @@ func TestRedirectsFollowedAsNetHTTP(t *testing.T) {
 		t.Errorf("a refused connection: through the gateway's transport %q, through http.Client %q", msgs[0], msgs[1])
 	}
 }
+
+// A gateway that speaks plain HTTP at an https:// URL (http:// written as
+// https://, a common slip with a local model server) fails as it fails
+// through http.Client: "server gave HTTP response to HTTPS client", which
+// says what to change, not the TLS record error under it.
+func TestSchemeMismatchReadsAsNetHTTP(t *testing.T) {
+	plain := httptest.NewServer(http.NotFoundHandler())
+	defer plain.Close()
+	base := strings.Replace(plain.URL, "http://", "https://", 1) + "/v1"
+	var msgs [2]string
+	for i, tr := range []http.RoundTripper{gateway.NewTransport(), http.DefaultTransport.(*http.Transport).Clone()} {
+		c, err := gateway.New(gateway.Options{BaseURL: base, APIKey: secret.MustNew("k"), HTTPClient: &http.Client{Transport: tr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Complete(t.Context(), userTurn("hi"))
+		asError(t, err, gateway.KindTransport)
+		msgs[i] = err.Error()
+	}
+	if msgs[0] != msgs[1] || !strings.Contains(msgs[0], http.ErrSchemeMismatch.Error()) {
+		t.Errorf("plain HTTP at an https URL: through the gateway's transport %q, through http.Client %q", msgs[0], msgs[1])
+	}
+}
