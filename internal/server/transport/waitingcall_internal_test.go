@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -177,4 +178,43 @@ func TestAWaitingCallSetsItsHeadersLate(t *testing.T) {
 		}
 		synctest.Wait()
 	})
+}
+
+// A body's declared length is a promise, not bytes: a client that
+// declares the cap (4 MiB) and sends ten bytes before it stalls makes the
+// server hold about what arrived, as io.ReadAll did, not the declared
+// size (an authenticated client could otherwise pin 4 MiB per connection
+// for the whole body timeout by sending headers alone). A large body that
+// does arrive is still held in exactly its length, and one that ends short
+// is still refused.
+func TestReadBodyAllocatesAsTheBytesArrive(t *testing.T) {
+	stalled := errBodyTimeout{DefaultBodyTimeout}
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	r.ContentLength = maxBodyBytes
+	r.Body = io.NopCloser(io.MultiReader(strings.NewReader(`{"jsonrpc"`), iotest.ErrReader(stalled)))
+	w := httptest.NewRecorder()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, ok := readBody(w, r)
+	runtime.ReadMemStats(&after)
+	if ok || w.Code != http.StatusRequestTimeout {
+		t.Errorf("a stalled body: ok %v, status %d, want refused with 408", ok, w.Code)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("reading 10 bytes of a body declared as %d allocated %d bytes", maxBodyBytes, got)
+	}
+
+	big := `{"pad":"` + strings.Repeat("x", 300<<10) + `"}`
+	r = httptest.NewRequest(http.MethodPost, "/mcp", iotest.HalfReader(strings.NewReader(big)))
+	r.ContentLength = int64(len(big))
+	body, ok := readBody(httptest.NewRecorder(), r)
+	if !ok || string(body) != big || cap(body) != len(big) {
+		t.Errorf("a %d-byte body: ok %v, read %d bytes in %d", len(big), ok, len(body), cap(body))
+	}
+	r = httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(big))
+	r.ContentLength = int64(len(big) + 1)
+	w = httptest.NewRecorder()
+	if _, ok := readBody(w, r); ok || w.Code != http.StatusBadRequest {
+		t.Errorf("a body a byte short of its length: ok %v, status %d, want refused with 400", ok, w.Code)
+	}
 }
