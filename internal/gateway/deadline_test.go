@@ -1,7 +1,9 @@
 package gateway_test
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -198,4 +200,68 @@ func TestSchemeMismatchReadsAsNetHTTP(t *testing.T) {
 	if msgs[0] != msgs[1] || !strings.Contains(msgs[0], http.ErrSchemeMismatch.Error()) {
 		t.Errorf("plain HTTP at an https URL: through the gateway's transport %q, through http.Client %q", msgs[0], msgs[1])
 	}
+}
+
+// A connection the direct path gives back to the pool carries no
+// deadline: the timeout of the request that used it last (here 10s) does
+// not end the next request on it, one that sets none of its own (a
+// request another user of the transport sends), when its reply takes
+// longer than what was left of that timeout. The request is a POST, which
+// is not sent again on a fresh connection, so a stale deadline shows as
+// its failure.
+func TestAPooledConnectionCarriesNoDeadline(t *testing.T) {
+	skipWithoutDirect(t)
+	synctest.Test(t, func(t *testing.T) {
+		ln := newPipeListener()
+		var dials atomic.Int64
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			if r.URL.Path == "/slow" {
+				select {
+				case <-time.After(15 * time.Second):
+				case <-r.Context().Done():
+					return
+				}
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, chatOK)
+		})}
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			_ = srv.Serve(ln)
+		}()
+		tr := gateway.NewTransport()
+		gateway.PoolUnprobed(tr)
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			return ln.dial(ctx, network, addr)
+		}
+		c, err := gateway.New(gateway.Options{BaseURL: "http://gateway.test/v1", APIKey: secret.MustNew("k"), Timeout: 10 * time.Second,
+			HTTPClient: &http.Client{Transport: tr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Complete(t.Context(), userTurn("hi")); err != nil {
+			t.Fatal(err)
+		}
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://gateway.test/slow", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := tr.RoundTrip(req)
+		if err == nil {
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		if err != nil {
+			t.Errorf("a request without a timeout, on the connection a 10s one used, failed: %v", err)
+		}
+		if n := dials.Load(); n != 1 {
+			t.Errorf("%d dials, want 1: the second request reuses the first one's connection", n)
+		}
+		tr.CloseIdleConnections()
+		_ = srv.Close()
+		<-served
+	})
 }
