@@ -265,3 +265,48 @@ func TestAPooledConnectionCarriesNoDeadline(t *testing.T) {
 		<-served
 	})
 }
+
+// A reply whose body stalls after its first bytes is ended by the
+// client's timeout, on the direct path (the connection's deadline) and on
+// net/http's (a proxy's request: the fallback's context), as the same
+// retryable timeout error, at the timeout.
+func TestStalledBodyEndsAtTheTimeout(t *testing.T) {
+	for _, path := range []string{"direct", "fallback"} {
+		t.Run(path, func(t *testing.T) {
+			if path == "direct" {
+				skipWithoutDirect(t)
+			}
+			synctest.Test(t, func(t *testing.T) {
+				ln := newPipeListener()
+				srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					_, _ = io.Copy(io.Discard, r.Body)
+					w.Header().Set("Content-Type", "application/json")
+					w.Header().Set("Content-Length", "1000")
+					_, _ = io.WriteString(w, `{"id":"x",`)
+					http.NewResponseController(w).Flush()
+					<-r.Context().Done()
+				})}
+				served := make(chan struct{})
+				go func() {
+					defer close(served)
+					_ = srv.Serve(ln)
+				}()
+				tr := gateway.NewTransport()
+				tr.DialContext = ln.dial
+				tr.Fallback.DialContext = ln.dial
+				if path == "fallback" {
+					tr.Proxy = func(*http.Request) (*url.URL, error) { return url.Parse("http://proxy.test:3128") }
+				}
+				c, err := gateway.New(gateway.Options{BaseURL: "http://gateway.test/v1", APIKey: secret.MustNew("k"), Timeout: 5 * time.Second,
+					HTTPClient: &http.Client{Transport: tr}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				chatTimesOut(t, c, 5*time.Second, "5s")
+				tr.CloseIdleConnections()
+				_ = srv.Close()
+				<-served
+			})
+		})
+	}
+}
