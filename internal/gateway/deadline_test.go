@@ -310,3 +310,39 @@ func TestStalledBodyEndsAtTheTimeout(t *testing.T) {
 		})
 	}
 }
+
+// The timeout bounds the whole exchange, redirect included: a gateway
+// that redirects to a place that never answers fails at the timeout from
+// the first request, not from the redirect's, with the timeout error.
+func TestTimeoutSpansARedirect(t *testing.T) {
+	skipWithoutDirect(t)
+	synctest.Test(t, func(t *testing.T) {
+		ln := newPipeListener()
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			if strings.HasPrefix(r.URL.Path, "/v1/") {
+				time.Sleep(2 * time.Second)
+				http.Redirect(w, r, "/v2/chat", http.StatusTemporaryRedirect)
+				return
+			}
+			<-r.Context().Done()
+		})}
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			_ = srv.Serve(ln)
+		}()
+		tr := gateway.NewTransport()
+		gateway.PoolUnprobed(tr)
+		tr.DialContext = ln.dial
+		c, err := gateway.New(gateway.Options{BaseURL: "http://gateway.test/v1", APIKey: secret.MustNew("k"), Timeout: 5 * time.Second,
+			HTTPClient: &http.Client{Transport: tr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chatTimesOut(t, c, 5*time.Second, "5s")
+		tr.CloseIdleConnections()
+		_ = srv.Close()
+		<-served
+	})
+}
