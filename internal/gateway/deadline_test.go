@@ -164,6 +164,15 @@ func TestRedirectsFollowedAsNetHTTP(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	base := dead.URL + "/v1"
 	dead.Close()
+	if msgs := chatErrorsBothWays(t, base); msgs[0] != msgs[1] {
+		t.Errorf("a refused connection: through the gateway's transport %q, through http.Client %q", msgs[0], msgs[1])
+	}
+}
+
+// chatErrorsBothWays is the error of a chat turn sent to base through the
+// gateway's transport, then through net/http's.
+func chatErrorsBothWays(t *testing.T, base string) [2]string {
+	t.Helper()
 	var msgs [2]string
 	for i, tr := range []http.RoundTripper{gateway.NewTransport(), http.DefaultTransport.(*http.Transport).Clone()} {
 		c, err := gateway.New(gateway.Options{BaseURL: base, APIKey: secret.MustNew("k"), HTTPClient: &http.Client{Transport: tr}})
@@ -174,9 +183,7 @@ func TestRedirectsFollowedAsNetHTTP(t *testing.T) {
 		asError(t, err, gateway.KindTransport)
 		msgs[i] = err.Error()
 	}
-	if msgs[0] != msgs[1] {
-		t.Errorf("a refused connection: through the gateway's transport %q, through http.Client %q", msgs[0], msgs[1])
-	}
+	return msgs
 }
 
 // A gateway that speaks plain HTTP at an https:// URL (http:// written as
@@ -186,20 +193,51 @@ func TestRedirectsFollowedAsNetHTTP(t *testing.T) {
 func TestSchemeMismatchReadsAsNetHTTP(t *testing.T) {
 	plain := httptest.NewServer(http.NotFoundHandler())
 	defer plain.Close()
-	base := strings.Replace(plain.URL, "http://", "https://", 1) + "/v1"
-	var msgs [2]string
-	for i, tr := range []http.RoundTripper{gateway.NewTransport(), http.DefaultTransport.(*http.Transport).Clone()} {
-		c, err := gateway.New(gateway.Options{BaseURL: base, APIKey: secret.MustNew("k"), HTTPClient: &http.Client{Transport: tr}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = c.Complete(t.Context(), userTurn("hi"))
-		asError(t, err, gateway.KindTransport)
-		msgs[i] = err.Error()
-	}
+	msgs := chatErrorsBothWays(t, strings.Replace(plain.URL, "http://", "https://", 1)+"/v1")
 	if msgs[0] != msgs[1] || !strings.Contains(msgs[0], http.ErrSchemeMismatch.Error()) {
 		t.Errorf("plain HTTP at an https URL: through the gateway's transport %q, through http.Client %q", msgs[0], msgs[1])
 	}
+}
+
+// pipeGateway serves handle, after it has read each request's body, over
+// pipes on the bubble's clock, and returns a gateway transport that dials
+// it (pooling the pipes) and the count of its dials. The server stops with
+// the test.
+func pipeGateway(t *testing.T, handle http.HandlerFunc) (*gateway.Transport, *atomic.Int64) {
+	ln := newPipeListener()
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		handle(w, r)
+	})}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	tr := gateway.NewTransport()
+	gateway.PoolUnprobed(tr)
+	dials := &atomic.Int64{}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return ln.dial(ctx, network, addr)
+	}
+	tr.Fallback.DialContext = tr.DialContext
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		_ = srv.Close()
+		<-served
+	})
+	return tr, dials
+}
+
+// timedClient is a client of tr with the timeout d.
+func timedClient(t *testing.T, tr *gateway.Transport, d time.Duration) *gateway.Client {
+	c, err := gateway.New(gateway.Options{BaseURL: "http://gateway.test/v1", APIKey: secret.MustNew("k"), Timeout: d,
+		HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // A connection the direct path gives back to the pool carries no
@@ -212,10 +250,7 @@ func TestSchemeMismatchReadsAsNetHTTP(t *testing.T) {
 func TestAPooledConnectionCarriesNoDeadline(t *testing.T) {
 	skipWithoutDirect(t)
 	synctest.Test(t, func(t *testing.T) {
-		ln := newPipeListener()
-		var dials atomic.Int64
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
+		tr, dials := pipeGateway(t, func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/slow" {
 				select {
 				case <-time.After(15 * time.Second):
@@ -225,24 +260,8 @@ func TestAPooledConnectionCarriesNoDeadline(t *testing.T) {
 			}
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, chatOK)
-		})}
-		served := make(chan struct{})
-		go func() {
-			defer close(served)
-			_ = srv.Serve(ln)
-		}()
-		tr := gateway.NewTransport()
-		gateway.PoolUnprobed(tr)
-		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			dials.Add(1)
-			return ln.dial(ctx, network, addr)
-		}
-		c, err := gateway.New(gateway.Options{BaseURL: "http://gateway.test/v1", APIKey: secret.MustNew("k"), Timeout: 10 * time.Second,
-			HTTPClient: &http.Client{Transport: tr}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Complete(t.Context(), userTurn("hi")); err != nil {
+		})
+		if _, err := timedClient(t, tr, 10*time.Second).Complete(t.Context(), userTurn("hi")); err != nil {
 			t.Fatal(err)
 		}
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://gateway.test/slow", strings.NewReader("{}"))
@@ -260,9 +279,6 @@ func TestAPooledConnectionCarriesNoDeadline(t *testing.T) {
 		if n := dials.Load(); n != 1 {
 			t.Errorf("%d dials, want 1: the second request reuses the first one's connection", n)
 		}
-		tr.CloseIdleConnections()
-		_ = srv.Close()
-		<-served
 	})
 }
 
@@ -277,35 +293,17 @@ func TestStalledBodyEndsAtTheTimeout(t *testing.T) {
 				skipWithoutDirect(t)
 			}
 			synctest.Test(t, func(t *testing.T) {
-				ln := newPipeListener()
-				srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					_, _ = io.Copy(io.Discard, r.Body)
+				tr, _ := pipeGateway(t, func(w http.ResponseWriter, r *http.Request) {
 					w.Header().Set("Content-Type", "application/json")
 					w.Header().Set("Content-Length", "1000")
 					_, _ = io.WriteString(w, `{"id":"x",`)
 					http.NewResponseController(w).Flush()
 					<-r.Context().Done()
-				})}
-				served := make(chan struct{})
-				go func() {
-					defer close(served)
-					_ = srv.Serve(ln)
-				}()
-				tr := gateway.NewTransport()
-				tr.DialContext = ln.dial
-				tr.Fallback.DialContext = ln.dial
+				})
 				if path == "fallback" {
 					tr.Proxy = func(*http.Request) (*url.URL, error) { return url.Parse("http://proxy.test:3128") }
 				}
-				c, err := gateway.New(gateway.Options{BaseURL: "http://gateway.test/v1", APIKey: secret.MustNew("k"), Timeout: 5 * time.Second,
-					HTTPClient: &http.Client{Transport: tr}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				chatTimesOut(t, c, 5*time.Second, "5s")
-				tr.CloseIdleConnections()
-				_ = srv.Close()
-				<-served
+				chatTimesOut(t, timedClient(t, tr, 5*time.Second), 5*time.Second, "5s")
 			})
 		})
 	}
@@ -317,32 +315,14 @@ func TestStalledBodyEndsAtTheTimeout(t *testing.T) {
 func TestTimeoutSpansARedirect(t *testing.T) {
 	skipWithoutDirect(t)
 	synctest.Test(t, func(t *testing.T) {
-		ln := newPipeListener()
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
+		tr, _ := pipeGateway(t, func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasPrefix(r.URL.Path, "/v1/") {
 				time.Sleep(2 * time.Second)
 				http.Redirect(w, r, "/v2/chat", http.StatusTemporaryRedirect)
 				return
 			}
 			<-r.Context().Done()
-		})}
-		served := make(chan struct{})
-		go func() {
-			defer close(served)
-			_ = srv.Serve(ln)
-		}()
-		tr := gateway.NewTransport()
-		gateway.PoolUnprobed(tr)
-		tr.DialContext = ln.dial
-		c, err := gateway.New(gateway.Options{BaseURL: "http://gateway.test/v1", APIKey: secret.MustNew("k"), Timeout: 5 * time.Second,
-			HTTPClient: &http.Client{Transport: tr}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		chatTimesOut(t, c, 5*time.Second, "5s")
-		tr.CloseIdleConnections()
-		_ = srv.Close()
-		<-served
+		})
+		chatTimesOut(t, timedClient(t, tr, 5*time.Second), 5*time.Second, "5s")
 	})
 }
