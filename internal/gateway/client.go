@@ -3,12 +3,16 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/promptforge-go/promptforge/internal/apiurl"
@@ -215,8 +219,11 @@ func (c *Client) disabledError(op string) *Error {
 }
 
 // errTimeout marks a request context that ended because of the client's
-// own timeout, as opposed to the caller's context.
-type errTimeout struct{ d time.Duration }
+// own timeout, as opposed to the caller's context. at is when it ends.
+type errTimeout struct {
+	d  time.Duration
+	at time.Time
+}
 
 func (e *errTimeout) Error() string {
 	return "gateway timeout of " + humantime.Format(e.d) + " elapsed"
@@ -254,9 +261,18 @@ func (c *Client) send(ctx context.Context, x exchange) (int, []byte, *Error) {
 	if err := ctx.Err(); err != nil {
 		return 0, nil, cancelled(ctx, op)
 	}
-	cause := &errTimeout{d: x.timeout}
-	reqCtx, cancel := context.WithTimeoutCause(ctx, x.timeout, cause)
-	defer cancel()
+	cause := &errTimeout{d: x.timeout, at: time.Now().Add(x.timeout)}
+	var reqCtx context.Context
+	if boundsDeadlines(c.http) {
+		// The Transport makes the timeout the connection's deadline
+		// (requestDeadline): no timer and context of its own per request,
+		// held while a run waits on the model (docs/benchmarks.md, "mem5").
+		reqCtx = context.WithValue(ctx, deadlineKey{}, cause)
+	} else {
+		var cancel context.CancelFunc
+		reqCtx, cancel = context.WithTimeoutCause(ctx, x.timeout, cause)
+		defer cancel()
+	}
 
 	var rd io.Reader
 	if x.body != nil {
@@ -277,7 +293,7 @@ func (c *Client) send(ctx context.Context, x exchange) (int, []byte, *Error) {
 		req.Header.Set("Content-Type", "application/json")
 	}
 
-	resp, err := c.http.Do(req)
+	resp, err := c.roundTrip(req)
 	if err != nil {
 		return 0, nil, c.transportFailure(ctx, reqCtx, cause, op, err)
 	}
@@ -314,6 +330,74 @@ func (c *Client) send(ctx context.Context, x exchange) (int, []byte, *Error) {
 	return resp.StatusCode, data, nil
 }
 
+// roundTrip sends req as c.http.Do does. When c.http is a plain client
+// (no redirect policy, cookie jar or timeout of its own) of a transport
+// that bounds the request by its deadline (boundsDeadlines), the request
+// goes to the transport directly, and only a redirect is handed to
+// c.http, which follows it from the reply already read (replayFirst):
+// http.Client.Do keeps a copy of the request's headers and URL for
+// redirects (about 600 bytes) for as long as the request waits, which is
+// while a run waits on the model (docs/benchmarks.md, "mem5"). Errors
+// are wrapped as Do wraps them.
+func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
+	hc := c.http
+	if hc.CheckRedirect != nil || hc.Jar != nil || !boundsDeadlines(hc) {
+		return hc.Do(req)
+	}
+	resp, err := hc.Transport.RoundTrip(req)
+	if err != nil {
+		// As Do's send: plain HTTP at an https URL fails the handshake on
+		// a record header of "HTTP/", which it names for what it is.
+		if re, ok := err.(tls.RecordHeaderError); ok && string(re.RecordHeader[:]) == "HTTP/" {
+			err = http.ErrSchemeMismatch
+		}
+		op := "Get"
+		if m := req.Method; m != "" {
+			op = m[:1] + strings.ToLower(m[1:])
+		}
+		return nil, &url.Error{Op: op, URL: req.URL.String(), Err: err}
+	}
+	if resp.Body == nil {
+		resp.Body = http.NoBody
+	}
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		if resp.Header.Get("Location") == "" {
+			return resp, nil
+		}
+	default:
+		return resp, nil
+	}
+	follow := *hc
+	follow.Transport = &replayFirst{held: resp, next: hc.Transport}
+	return follow.Do(req)
+}
+
+// replayFirst is the transport http.Client follows a redirect through
+// when the first reply was read without it (Client.roundTrip): that reply
+// for the first request, then next's round trips. The request is not sent
+// again: the first round trip's body was read, and is closed here, as a
+// RoundTripper must.
+type replayFirst struct {
+	mu   sync.Mutex
+	held *http.Response
+	next http.RoundTripper
+}
+
+func (r *replayFirst) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	held := r.held
+	r.held = nil
+	r.mu.Unlock()
+	if held == nil {
+		return r.next.RoundTrip(req)
+	}
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	return held, nil
+}
+
 // sizeText renders a byte cap for a message: "16 MiB" for whole MiB, else
 // the byte count.
 func sizeText(n int64) string {
@@ -327,7 +411,7 @@ func (c *Client) transportFailure(ctx, reqCtx context.Context, cause *errTimeout
 	if ctx.Err() != nil {
 		return cancelled(ctx, op)
 	}
-	if context.Cause(reqCtx) == cause {
+	if context.Cause(reqCtx) == cause || errors.Is(err, cause) {
 		return &Error{
 			Kind:    KindTransport,
 			Op:      op,

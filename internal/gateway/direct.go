@@ -23,9 +23,11 @@ import (
 // sent again), reads it through a pooled bufio.Reader with
 // http.ReadResponse, and gets the body wrapped in a directBody, which
 // gives the connection back to the pool when the body has been read to
-// EOF and neither side asked to close. Cancellation is a context.AfterFunc that moves the
-// connection's deadline into the past, which ends whatever read or write
-// is waiting; the connection is then closed, never reused.
+// EOF and neither side asked to close. A Client's timeout is the
+// connection's deadline (requestDeadline). Cancellation is a
+// context.AfterFunc that moves the connection's deadline into the past,
+// which ends whatever read or write is waiting; the connection is then
+// closed, never reused.
 
 // directConn is one keep-alive connection of the direct path.
 type directConn struct {
@@ -62,7 +64,7 @@ var (
 // connection ended before any byte of the reply and the request is
 // replayable (GET, HEAD, OPTIONS, TRACE or an Idempotency-Key). A POST
 // that was written is never sent twice: the server may have acted on it.
-func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
+func (t *Transport) roundTrip(req *http.Request, dl *errTimeout) (*http.Response, error) {
 	ctx := req.Context()
 	wire := t.writeBuffer()
 	held := true
@@ -89,9 +91,12 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
+		if dl.passed() {
+			return nil, dl
+		}
 		c := t.takeIdle(addr)
 		if c == nil {
-			nc, err := t.DialContext(ctx, "tcp", addr)
+			nc, err := t.dial(ctx, addr, dl)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, context.Cause(ctx)
@@ -100,19 +105,42 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 			}
 			c = &directConn{Conn: nc, addr: addr, poolable: t.poolUnprobed || rawConn(nc) != nil}
 		}
-		resp, retry, err := t.exchange(ctx, c, req, wire.Bytes(), release)
+		resp, retry, err := t.exchange(ctx, c, req, wire.Bytes(), release, dl)
 		if err == nil || !retry {
 			return resp, err
 		}
 	}
 }
 
+// dial dials addr for a request with the timeout dl (nil: none), which a
+// dial that outlasts it fails with.
+func (t *Transport) dial(ctx context.Context, addr string, dl *errTimeout) (net.Conn, error) {
+	if dl == nil {
+		return t.DialContext(ctx, "tcp", addr)
+	}
+	dctx, cancel := context.WithDeadlineCause(ctx, dl.at, dl)
+	defer cancel()
+	nc, err := t.DialContext(dctx, "tcp", addr)
+	if err != nil && ctx.Err() == nil && context.Cause(dctx) == dl {
+		return nil, dl
+	}
+	return nc, err
+}
+
+// passed reports whether the timeout has passed (never for nil).
+func (e *errTimeout) passed() bool { return e != nil && !time.Now().Before(e.at) }
+
 // exchange writes wire on c and reads the reply's head. On failure c is
 // closed, and retry says whether the request may go out again. Once the
 // whole request is written and it is not replayable (so retry stays
 // false whatever follows), it calls release, after which wire is not
 // touched.
-func (t *Transport) exchange(ctx context.Context, c *directConn, req *http.Request, wire []byte, release func()) (_ *http.Response, retry bool, _ error) {
+func (t *Transport) exchange(ctx context.Context, c *directConn, req *http.Request, wire []byte, release func(), dl *errTimeout) (_ *http.Response, retry bool, _ error) {
+	// The request's timeout is the connection's deadline, set before the
+	// AfterFunc, which may move it into the past at once.
+	if dl != nil {
+		_ = c.SetDeadline(dl.at)
+	}
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
 	// A gateway may reply and close before it has read the whole request
 	// (a 401 or 413 to a large one), and the write then fails: net/http
@@ -125,6 +153,9 @@ func (t *Transport) exchange(ctx context.Context, c *directConn, req *http.Reque
 		c.Close()
 		if ctx.Err() != nil {
 			return nil, false, context.Cause(ctx)
+		}
+		if dl.passed() {
+			return nil, false, dl
 		}
 		if werr != nil {
 			return nil, n == 0 && c.reused, fmt.Errorf("write the request: %w", werr)
@@ -166,7 +197,7 @@ func (t *Transport) exchange(ctx context.Context, c *directConn, req *http.Reque
 	}
 	c.head.left = -1 // the body is not bounded here
 	keep := !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols && werr == nil
-	b := &directBody{t: t, c: c, br: br, rc: resp.Body, ctx: ctx, stop: stop, keep: keep}
+	b := &directBody{t: t, c: c, br: br, rc: resp.Body, ctx: ctx, dl: dl, stop: stop, keep: keep}
 	if resp.Body == http.NoBody {
 		b.release()
 		return resp, false, nil
@@ -301,6 +332,7 @@ type directBody struct {
 	br   *bufio.Reader
 	rc   io.ReadCloser // http.ReadResponse's body, reading through br
 	ctx  context.Context
+	dl   *errTimeout // the request's timeout, the connection's deadline (nil: none)
 	stop func() bool // stops the cancellation AfterFunc
 	keep bool        // neither side asked to close
 
@@ -333,6 +365,8 @@ func (b *directBody) Read(p []byte) (int, error) {
 		b.c.Close()
 		if b.ctx.Err() != nil {
 			err = context.Cause(b.ctx)
+		} else if b.dl.passed() {
+			err = b.dl
 		}
 		b.err = err
 		b.mu.Unlock()
@@ -355,6 +389,10 @@ func (b *directBody) release() {
 	if !reuse {
 		b.c.Close()
 		return
+	}
+	if b.dl != nil {
+		// The request's deadline is not the next one's.
+		_ = b.c.SetDeadline(time.Time{})
 	}
 	b.c.reused = true
 	b.t.putIdle(b.c)

@@ -34,7 +34,12 @@
 // Timeouts. Each request gets its own deadline: [Options.Timeout] for chat
 // (default 120s; [gateway].request_timeout), [Options.ModelsTimeout] for the models list (default
 // 10s, so boot never hangs: design §3.2) and [SearchTimeout] (30s) for a
-// search, all inside the caller's ctx.
+// search, all inside the caller's ctx. Through a [Transport] (or a
+// wrapper of one with an Unwrap method) the deadline is the direct
+// connection's, carried in the request's context, and a request goes to
+// the transport itself, a redirect alone to the http.Client; any other
+// transport gets a context with the deadline and http.Client.Do, as
+// before.
 // Running past the client's deadline is a retryable [KindTransport] error
 // ([Error.Timeout] reports it); the caller's ctx ending is [KindCancelled] and
 // wraps ctx.Err().

@@ -139,12 +139,96 @@ func (t *Transport) proxy(req *http.Request) (*url.URL, error) {
 	return t.Proxy(req)
 }
 
-// RoundTrip implements http.RoundTripper.
+// RoundTrip implements http.RoundTripper. A request a [Client] sends
+// carries its timeout in its context (requestDeadline), which bounds it
+// on both paths.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	dl := requestDeadline(req.Context())
 	if !t.direct(req) {
+		if dl != nil {
+			return t.fallbackBounded(req, dl)
+		}
 		return t.Fallback.RoundTrip(req)
 	}
-	return t.roundTrip(req)
+	return t.roundTrip(req, dl)
+}
+
+// deadlineKey is the context key of a request's timeout, an *errTimeout,
+// which Client.send puts in the request's context instead of a context
+// with a deadline when its transport bounds the request by it
+// (boundsDeadlines): the direct path makes it the connection's deadline,
+// one that the poller keeps, where a context.WithTimeout was a timer, a
+// context and an entry in the run's context, and the direct path's
+// AfterFunc on it another context and a map, all held while a run waits
+// on the model. A redirect's request carries the same value, so the
+// timeout bounds the whole exchange, as the context's did.
+type deadlineKey struct{}
+
+// requestDeadline is the timeout ctx carries (deadlineKey), or nil.
+func requestDeadline(ctx context.Context) *errTimeout {
+	dl, _ := ctx.Value(deadlineKey{}).(*errTimeout)
+	return dl
+}
+
+// boundsDeadlines reports whether hc's transport is a *Transport, or
+// wraps one (an Unwrap() http.RoundTripper method, as the server's timing
+// wrapper has), so that it bounds a request by the deadline its context
+// carries. Any other transport gets a context with the deadline.
+func boundsDeadlines(hc *http.Client) bool {
+	if hc == nil || hc.Timeout != 0 {
+		return false
+	}
+	rt := hc.Transport
+	for range 8 {
+		switch t := rt.(type) {
+		case *Transport:
+			return true
+		case interface{ Unwrap() http.RoundTripper }:
+			rt = t.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// fallbackBounded sends req through Fallback under a context with its
+// deadline, whose end fails the request, or a read of its body, with the
+// timeout itself (dl), as the direct path's deadline does.
+func (t *Transport) fallbackBounded(req *http.Request, dl *errTimeout) (*http.Response, error) {
+	ctx, cancel := context.WithDeadlineCause(req.Context(), dl.at, dl)
+	resp, err := t.Fallback.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		if context.Cause(ctx) == dl {
+			return nil, dl
+		}
+		return nil, err
+	}
+	resp.Body = &boundedBody{ReadCloser: resp.Body, ctx: ctx, dl: dl, cancel: cancel}
+	return resp, nil
+}
+
+// boundedBody is a Fallback reply's body under its request's deadline.
+type boundedBody struct {
+	io.ReadCloser
+	ctx    context.Context
+	dl     *errTimeout
+	cancel context.CancelFunc
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && context.Cause(b.ctx) == b.dl {
+		err = b.dl
+	}
+	return n, err
+}
+
+func (b *boundedBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 // direct reports whether req takes the direct path: plain http, no proxy,

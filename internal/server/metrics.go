@@ -231,6 +231,11 @@ func (t *timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// Unwrap is the wrapped transport: a gateway.Client whose transport wraps
+// a gateway.Transport leaves its timeout to it (the connection's
+// deadline), instead of a timer and context per request.
+func (t *timedTransport) Unwrap() http.RoundTripper { return t.base }
+
 // CloseIdleConnections lets the gateway client release the wrapped
 // transport's idle connections.
 func (t *timedTransport) CloseIdleConnections() {

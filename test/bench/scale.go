@@ -52,11 +52,15 @@ type scaleServer struct {
 // needs, without the collector's headroom or pages not yet returned.
 type footprint struct {
 	rss, heap, stack, goroutines float64 // bytes; heap is the live heap
+	// inuse is the heap's spans in use (heap_inuse): the live heap plus
+	// the free slots of partly used spans, which a collection cannot
+	// give back to the OS (fragmentation).
+	inuse float64
 }
 
 func (a footprint) perRun(idle footprint, n int) footprint {
 	d := float64(n)
-	return footprint{(a.rss - idle.rss) / d, (a.heap - idle.heap) / d, (a.stack - idle.stack) / d, (a.goroutines - idle.goroutines) / d}
+	return footprint{(a.rss - idle.rss) / d, (a.heap - idle.heap) / d, (a.stack - idle.stack) / d, (a.goroutines - idle.goroutines) / d, (a.inuse - idle.inuse) / d}
 }
 
 // scaleRound is what one server did in one round.
@@ -164,8 +168,8 @@ func proseAtScale(ctx context.Context, o options) error {
 				offered, x.open.rate(), us(x.open.pct(0.5)-gatewayWait), us(x.open.pct(0.99)-gatewayWait), x.late, x.open.calls, x.openCPU[0], x.openCPU[1], x.openCPU[2])
 			fmt.Printf("           the same runs as the server timed them (registration to terminal record, its log, %d runs, whole ms): added p50 %s p99 %s\n",
 				x.ownOpen.calls, us(x.ownOpen.pct(0.5)-gatewayWait), us(x.ownOpen.pct(0.99)-gatewayWait))
-			fmt.Printf("           memory per in-flight run (%d held, after a full GC, less idle): RSS %.1f KB, live heap %.1f KB, stacks %.1f KB, %.2f goroutines\n",
-				inFlight, x.inFlight.rss/1024, x.inFlight.heap/1024, x.inFlight.stack/1024, x.inFlight.goroutines)
+			fmt.Printf("           memory per in-flight run (%d held, after a full GC, less idle): RSS %.1f KB, live heap %.1f KB (heap spans in use %.1f KB), stacks %.1f KB, %.2f goroutines\n",
+				inFlight, x.inFlight.rss/1024, x.inFlight.heap/1024, x.inFlight.inuse/1024, x.inFlight.stack/1024, x.inFlight.goroutines)
 			fmt.Printf("           retained per finished run (its record and trace, until retain_completed evicts them): live heap %.1f KB; after the window: live heap %+.1f MB, RSS %+.1f MB, %+.0f goroutines over idle (the idle connections kept for the next runs)\n",
 				x.retained.heap/1024, x.expired.heap/(1<<20), x.expired.rss/(1<<20), x.expired.goroutines)
 		}
@@ -179,7 +183,7 @@ func proseAtScale(ctx context.Context, o options) error {
 			}
 			return fmt.Sprintf("%.2fx", sn/sb)
 		}
-		fmt.Printf("ours / baseline, over the rounds: closed-loop runs/s %s, added p99 %s, server CPU per run %s, gateway CPU per run %s, allocations per run %s (bytes %s), TCP connections opened per run %s, RSS under it %s; open-loop added p50 %s, p99 %s, as the server timed them p50 %s, p99 %s; memory per in-flight run: RSS %s, live heap %s, stacks %s\n",
+		fmt.Printf("ours / baseline, over the rounds: closed-loop runs/s %s, added p99 %s, server CPU per run %s, gateway CPU per run %s, allocations per run %s (bytes %s), TCP connections opened per run %s, RSS under it %s; open-loop added p50 %s, p99 %s, as the server timed them p50 %s, p99 %s; memory per in-flight run: RSS %s, live heap %s, heap spans in use %s, stacks %s\n",
 			ratio(func(x scaleRound) float64 { return x.closed.rate() }),
 			ratio(func(x scaleRound) float64 { return float64(x.closed.pct(0.99) - gatewayWait) }),
 			ratio(func(x scaleRound) float64 { return x.closedCPU[0] }),
@@ -194,6 +198,7 @@ func proseAtScale(ctx context.Context, o options) error {
 			ratio(func(x scaleRound) float64 { return float64(x.ownOpen.pct(0.99) - gatewayWait) }),
 			ratio(func(x scaleRound) float64 { return x.inFlight.rss }),
 			ratio(func(x scaleRound) float64 { return x.inFlight.heap }),
+			ratio(func(x scaleRound) float64 { return x.inFlight.inuse }),
 			ratio(func(x scaleRound) float64 { return x.inFlight.stack }))
 	}
 	for _, s := range servers {
@@ -280,7 +285,7 @@ func (s *scaleServer) footprint() (footprint, error) {
 	if m == nil {
 		return footprint{}, errors.New("cannot read the server's /metrics")
 	}
-	return footprint{float64(rssBytes(s.pid)), m["go_memstats_heap_alloc_bytes"], m["go_memstats_stack_inuse_bytes"], m["go_goroutines"]}, nil
+	return footprint{float64(rssBytes(s.pid)), m["go_memstats_heap_alloc_bytes"], m["go_memstats_stack_inuse_bytes"], m["go_goroutines"], m["go_memstats_heap_inuse_bytes"]}, nil
 }
 
 // scaleOnce runs the three measurements once against s.

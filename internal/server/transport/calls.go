@@ -55,8 +55,10 @@ func (c *Calls) Track(h mcp.ToolHandler) mcp.ToolHandler {
 			defer c.leave()
 			return h(ctx, req)
 		}
-		ctx, cancel := context.WithCancelCause(ctx)
-		defer cancel(nil)
+		ctx, cancel, own := callContext(ctx)
+		if own {
+			defer cancel(nil)
+		}
 		key := &cancel
 		c.mu.Lock()
 		c.enterLocked()
@@ -79,6 +81,25 @@ func (c *Calls) Track(h mcp.ToolHandler) mcp.ToolHandler {
 		}()
 		return h(ctx, req)
 	}
+}
+
+// callContext is the context a tracked call of a session runs in and the
+// func CancelSession cancels it with. A call the HTTP transport answers
+// itself already runs in a context of its own that it cancels once the
+// call returns (callStream.done and cancel): the handler runs in that
+// one, so a waiting run holds one context for its call and not two (own
+// is false: the caller must not cancel it). It is that context only when
+// ctx is cancelled exactly when it is (ctx.Done() is its done: ctx is it
+// or carries values over it, nothing that may end sooner or later) and
+// the stream has a cancel func to file. Otherwise the handler gets a
+// context of its own, cancelled when it returns (own). (A call without a
+// session gets no context here at all: Track.)
+func callContext(ctx context.Context) (_ context.Context, _ context.CancelCauseFunc, own bool) {
+	if st, _ := ctx.Value(callStreamKey{}).(*callStream); st != nil && st.done != nil && ctx.Done() == st.done && st.cancel != nil {
+		return ctx, st.cancel, false
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	return ctx, cancel, true
 }
 
 // enterLocked counts one more thing in flight; c.mu is held.

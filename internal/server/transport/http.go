@@ -447,7 +447,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if b, ok := r.Body.(*readBack); ok && b.Len() == len(b.body) {
 		return b.body, true
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	body, err := readAllOf(r)
 	var slow errBodyTimeout
 	if errors.As(err, &slow) {
 		w.Header().Set("Connection", "close")
@@ -466,6 +466,55 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	rb.Reset(body)
 	r.Body = rb
 	return body, true
+}
+
+// bodyFirstRead is the most readAllOf allocates for a body before any
+// of it has arrived: a call's body is well under it (about 100 bytes for
+// a plain run_prompt), and it is about what the connection itself holds.
+const bodyFirstRead = 16 << 10
+
+// readAllOf reads r's body, at most maxBodyBytes+1 of it. A body of a
+// declared length is read into a slice of that length: the call holds its
+// body until it answers (the params are views into it), and io.ReadAll's
+// first 512-byte buffer was over three times a plain call's size, per
+// call in flight (docs/benchmarks.md, "mem5"). net/http ends a body of a
+// declared length there, and reports a shorter one as
+// io.ErrUnexpectedEOF, as io.ReadAll returns it.
+func readAllOf(r *http.Request) ([]byte, error) {
+	n := r.ContentLength
+	// A readBack the handler has read from is what is left of it, not
+	// the declared length.
+	if _, back := r.Body.(*readBack); back || n <= 0 || n > maxBodyBytes {
+		return io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	}
+	// The declared length is the client's word, not bytes: the slice
+	// grows as they arrive, from at most bodyFirstRead, doubling up to
+	// the length, so a client that declares 4 MiB and stalls holds
+	// bodyFirstRead or twice what it sent, not 4 MiB for the body
+	// timeout, and a body of any length ends in a slice of exactly it.
+	body := make([]byte, min(n, bodyFirstRead))
+	for got := 0; ; {
+		m, err := io.ReadFull(r.Body, body[got:])
+		got += m
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // ended short of its length
+		}
+		if err != nil {
+			return nil, err
+		}
+		if int64(got) == n {
+			break
+		}
+		grown := make([]byte, min(n, 2*int64(len(body))))
+		copy(grown, body)
+		body = grown
+	}
+	// Read on to the body's EOF, which is what lifts its read deadline
+	// (bodyDeadline) and lets net/http reuse the connection at once.
+	if _, err := io.Copy(io.Discard, io.LimitReader(r.Body, 1)); err != nil {
+		return nil, err
+	}
+	return body, nil
 }
 
 // readBack is a body readBody has read and put back. The layers only read

@@ -166,12 +166,18 @@ func (s *statefulCalls) plain(r *http.Request, sid string) (*jsonrpc.Request, *m
 // has returned.
 func (s *statefulCalls) serve(w http.ResponseWriter, r *http.Request, sid string, ss *mcp.ServerSession, req *jsonrpc.Request, params *mcp.CallToolParamsRaw) {
 	key := idKey(req.ID)
-	// The call's context: the POST's values without its cancellation
-	// (the SDK's handler context outlives the POST), cancelled when the
-	// POST goes away (cancelOnDisconnect's notifications/cancelled would
-	// do it after the SDK's handler returned; this one returns with the
-	// call) or by a notifications/cancelled naming it (passOn).
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
+	// The call's context: the POST's, so cancelled when the POST goes
+	// away (the SDK's handler context outlives the POST, and
+	// cancelOnDisconnect's notifications/cancelled would end it after the
+	// SDK's handler returned; this one returns with the call), or by a
+	// notifications/cancelled naming it (passOn), or by the session
+	// ending (cancelSession, and Calls.CancelSession through the
+	// callStream: Calls.Track makes no context of its own for it). It is
+	// one context a waiting run holds, where a WithoutCancel copy with an
+	// AfterFunc on the POST's and Track's own were three (about 0.5 KB
+	// per run in flight, docs/benchmarks.md "mem5"); the POST's context
+	// ends with context.Canceled as cause, as cancel(nil) did.
+	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	s.mu.Lock()
 	if s.sdk[sid][key] > 0 {
@@ -200,13 +206,10 @@ func (s *statefulCalls) serve(w http.ResponseWriter, r *http.Request, sid string
 		s.taken.Add(1)
 	}
 	defer s.done(sid, key)
-	stop := context.AfterFunc(r.Context(), func() { cancel(nil) })
-	defer stop()
 
-	st := &callStream{w: w, version: r.Header.Get(headerProtocolVersion)}
+	st := &callStream{w: w, version: r.Header.Get(headerProtocolVersion), done: ctx.Done(), cancel: cancel, headersDue: true}
 	defer st.finish()
 	ctx = context.WithValue(ctx, callStreamKey{}, st)
-	setStreamHeaders(w.Header(), "text/event-stream")
 	resp, data, err := callReply(ctx, s.direct, s.chain, &mcp.CallToolRequest{Session: ss, Params: params, Extra: &mcp.RequestExtra{
 		Header:         r.Header,
 		CloseSSEStream: st.close,
@@ -369,6 +372,20 @@ type callStream struct {
 	// an HTTP status (errorStatus) go out as that status and the bare
 	// response.
 	statuses bool
+	// done is the Done channel of the call's context, which the
+	// transport ends once the call returns (or sooner, the POST gone);
+	// cancel cancels it (nil: the POST's own context, which only net/http
+	// cancels). Calls.Track runs a handler whose context has this done in
+	// it and files cancel for its session, instead of deriving a context
+	// of its own (callContext).
+	done   <-chan struct{}
+	cancel context.CancelCauseFunc
+	// headersDue: the stream's headers (setStreamHeaders, an event
+	// stream's) are not set yet. They are set at its first write, or when
+	// the handler returns having written nothing, rather than when the
+	// call starts: a call waiting on its run holds no header map then
+	// (about 400 bytes per run in flight, docs/benchmarks.md "mem5").
+	headersDue bool
 
 	mu     sync.Mutex
 	w      http.ResponseWriter
@@ -397,17 +414,29 @@ func (st *callStream) write(data []byte, last bool, status int) error {
 	if st.closed {
 		return fmt.Errorf("%w: undelivered message: stream not connected or already closed", errRejected)
 	}
+	st.headersLocked()
 	if err := writeMessage(st.w, data, status, last); err != nil {
 		return fmt.Errorf("%w: undelivered message: %w", errRejected, err)
 	}
 	return nil
 }
 
-// finish ends writing: the POST's handler is returning.
+// finish ends writing: the POST's handler is returning, with the
+// stream's headers set whatever it wrote, as they were set before the
+// call.
 func (st *callStream) finish() {
 	st.mu.Lock()
 	st.ended = true
+	st.headersLocked()
 	st.mu.Unlock()
+}
+
+// headersLocked sets the stream's headers if they are due; st.mu is held.
+func (st *callStream) headersLocked() {
+	if st.headersDue {
+		st.headersDue = false
+		setStreamHeaders(st.w.Header(), "text/event-stream")
+	}
 }
 
 // close is the request's CloseSSEStream (servePOST's, then stream.close):
@@ -420,6 +449,7 @@ func (st *callStream) close(args mcp.CloseSSEStreamArgs) {
 		return
 	}
 	st.closed = true
+	st.headersLocked()
 	if st.version >= "2025-11-25" && args.RetryAfter > 0 {
 		// writeEvent's bytes (mcp/event.go): an empty data line too.
 		event := "event: close\nretry: " + strconv.FormatInt(args.RetryAfter.Milliseconds(), 10) + "\ndata: \n\n"

@@ -251,10 +251,9 @@ func (s *stateless) connect(capsValue, infoValue any, hasInfo bool) *mcp.ServerS
 // (errorStatus), the result annotated with the server's Implementation
 // (annotateServerInfo), the call cancelled when its POST goes.
 func (s *stateless) serveDirect(w http.ResponseWriter, r *http.Request, ss *mcp.ServerSession, req *jsonrpc.Request, params *mcp.CallToolParamsRaw) {
-	st := &callStream{w: w, version: protocolStateless, statuses: true}
+	st := &callStream{w: w, version: protocolStateless, statuses: true, done: r.Context().Done(), headersDue: true}
 	defer st.finish()
 	ctx := context.WithValue(r.Context(), callStreamKey{}, st)
-	setStreamHeaders(w.Header(), "text/event-stream")
 	resp, data, err := callReply(ctx, s.direct, s.chain, &mcp.CallToolRequest{Session: ss, Params: params, Extra: &mcp.RequestExtra{
 		TokenInfo:      auth.TokenInfoFromContext(r.Context()),
 		Header:         r.Header,
