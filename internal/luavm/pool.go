@@ -112,6 +112,11 @@ func (g globals) put(st *pooledState) bool {
 	if !st.L.Reset(g.table) {
 		return false
 	}
+	// The globals New sets with SetOwned that hold the run's data go back
+	// to their placeholders (false, as in the template: perVM), or the
+	// waiting state would keep the run's args and var alive.
+	st.L.G.Global.SetOwned("args", lua.LFalse)
+	st.L.G.Global.SetOwned("var", lua.LFalse)
 	// A kept table Lua set something in would not be reused anyway, and
 	// holds that run's values: the waiting state must not keep them alive.
 	// Nor may the global that holds it (Reset leaves the globals New sets

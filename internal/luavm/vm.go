@@ -234,14 +234,14 @@ func New(ctx context.Context, cfg Options) *VM {
 	// Every global of perVM is set here: the template holds placeholders.
 	// SetOwned, because a reused state's Reset leaves these to New: most
 	// hold the same value from one VM to the next (the reused proxies),
-	// and then cost a lookup instead of two writes. Not args and var,
-	// which hold the run's data: Reset must put their placeholders back,
-	// or a pooled state would keep the run's args and var alive.
+	// and then cost a lookup instead of two writes. args and var hold the
+	// run's data: put gives them their placeholders back before it pools
+	// the state.
 	g := L.G.Global
-	g.RawSetString("args", lua.LString(cfg.Args))
+	g.SetOwned("args", lua.LString(cfg.Args))
 	g.SetOwned("sys", vm.newSys())
 	vm.varUD = vm.proxy(vm.varRoot.root, "var")
-	g.RawSetString("var", vm.varUD)
+	g.SetOwned("var", vm.varUD)
 	g.SetOwned("store", vm.st.table(tableStore, sh.storeProxy, 0))
 	if cfg.Kind == KindH1 {
 		vm.InstallH1Tables()

@@ -79,7 +79,8 @@
 //     table its last VM made (the string metatable, the library proxies)
 //     when Lua never set anything in it, and LTable.SetOwned sets a
 //     global the sandbox sets for every use without logging it (Reset
-//     leaves it to the sandbox) and without a write when it is unchanged.
+//     leaves it to the sandbox) and without a write when it holds that very
+//     value (identical: bit-equal for numbers, so -0 replaces 0).
 //     state.go PCall sets LState.panicked when it recovers a Go panic
 //     rather than a Lua error (a host bug, say): Lua's pcall would let the
 //     chunk end cleanly after it, and Reset refuses such a state.

@@ -1,6 +1,9 @@
 package lua
 
-import "sync/atomic"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // promptforge: this file is new (see doc.go). Making a state is most of
 // the cost of a sandbox section that runs a little Lua; the sandbox keeps
@@ -200,16 +203,27 @@ func (ls *LState) ReuseEmpty(tb *LTable, hcap int, meta LValue) bool {
 
 // SetOwned sets key, a global of the template that the state's owner sets
 // anew for every use of the state, to value: without a write if it holds
-// value already, and without logging the key for Reset, which then leaves
-// it as the owner last set it (the owner sets it again before any Lua
-// runs). A key the table lacks, or a nil value, is set as RawSetString
+// that very value already (identical), and without logging the key for
+// Reset, which then leaves it as the owner last set it (the owner sets it
+// again before any Lua runs). A key the table lacks, or a nil value, is set as RawSetString
 // sets it.
 func (tb *LTable) SetOwned(key string, value LValue) {
 	if old, ok := tb.strdict[key]; ok && value != LNil {
-		if old != value {
+		if !identical(old, value) {
 			tb.strdict[key] = value
 		}
 		return
 	}
 	tb.RawSetString(key, value)
+}
+
+// identical reports whether a and b are the same value, which Lua
+// cannot tell apart: == on the interfaces, but for numbers, where 0 ==
+// -0 (1/x tells them apart) and NaN ~= NaN, the bits.
+func identical(a, b LValue) bool {
+	if x, ok := a.(LNumber); ok {
+		y, ok := b.(LNumber)
+		return ok && math.Float64bits(float64(x)) == math.Float64bits(float64(y))
+	}
+	return a == b
 }
