@@ -58,3 +58,38 @@ func TestTerminalLineIsDatedWhenWritten(t *testing.T) {
 		}
 	})
 }
+
+// A body's own reading of its end (Outcome.Ended: the server's is its
+// trace clock, an older wall reading advanced by the monotonic clock,
+// which a suspend or a clock step leaves behind the wall clock) dates the
+// record, not the log line: the line has the wall clock's time when it
+// is written, as every other line has.
+func TestTerminalLineIsNotDatedByTheBodysClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		r, err := New(Options{MaxConcurrentRuns: 1, AdmissionTimeout: time.Minute, ReplyDeadline: 3 * time.Hour,
+			RetainCompleted: time.Hour, Logger: slog.New(slog.NewTextHandler(&out, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close(context.Background())
+		start := time.Now()
+		h := launch(t, r, id32, "p", func(context.Context) Outcome {
+			time.Sleep(2 * time.Hour)
+			// Its clock says an hour has passed.
+			return Outcome{Value: "v", Ended: start.Add(time.Hour)}
+		})
+		if res := r.Settle(t.Context(), h); res.Status != StatusCompleted || res.ElapsedMS != uint64(time.Hour.Milliseconds()) {
+			t.Fatalf("run: %+v; want completed in the body's hour", res)
+		}
+		want := "time=" + start.Add(2*time.Hour).Format("2006-01-02T15:04:05.000Z07:00") + " "
+		for l := range strings.Lines(out.String()) {
+			if strings.Contains(l, msgTerminal) && !strings.HasPrefix(l, want) {
+				t.Errorf("terminal line %q; want it dated by the wall clock, %q", l, want)
+			}
+		}
+		if !strings.Contains(out.String(), msgTerminal) {
+			t.Fatalf("no terminal line in %q", out.String())
+		}
+	})
+}

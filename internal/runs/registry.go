@@ -500,14 +500,18 @@ func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run f
 		} else {
 			r.failed.Add(1)
 		}
-		// The line is dated when it is written, after the store took the
-		// record and after any line written on the way (the abnormal
-		// end's, the store's error), so that a log sorted by time keeps
-		// them in order; with the in-memory store, which never waits, and
-		// a run that returned, nothing stands between the run's end read
-		// above and here, and that reading dates it: one fewer (issue #12).
+		// The line is dated by the wall clock when it is written, as
+		// every other line is, after the store took the record and after
+		// any line written on the way (the abnormal end's, the store's
+		// error), so that a log sorted by time keeps them in order. When
+		// the registry read the run's end above (not the body's own
+		// reading, Outcome.Ended, which may be a monotonic advance of an
+		// older wall reading: the server's trace clock), the run returned
+		// and the in-memory store, which never waits, took the record,
+		// nothing stands between that reading and here, and it dates the
+		// line: one clock reading fewer (issue #12).
 		logAt := at
-		if !returned || !r.localStore {
+		if !returned || !r.localStore || !out.Ended.IsZero() {
 			logAt = time.Now()
 		}
 		// Typed attrs: the key-value form boxes each value and converts
