@@ -500,11 +500,24 @@ func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run f
 		} else {
 			r.failed.Add(1)
 		}
+		// The line is dated by the wall clock when it is written, as
+		// every other line is, after the store took the record and after
+		// any line written on the way (the abnormal end's, the store's
+		// error), so that a log sorted by time keeps them in order. When
+		// the registry read the run's end above (not the body's own
+		// reading, Outcome.Ended, which may be a monotonic advance of an
+		// older wall reading: the server's trace clock), the run returned
+		// and the in-memory store, which never waits, took the record,
+		// nothing stands between that reading and here, and it dates the
+		// line: one clock reading fewer (issue #12).
+		logAt := at
+		if !returned || !r.localStore || !out.Ended.IsZero() {
+			logAt = time.Now()
+		}
 		// Typed attrs: the key-value form boxes each value and converts
 		// it back (slog's argsToAttr), on every run (issue #12); through
-		// logtext, which skips slog.Logger's caller lookup. The line is
-		// dated at the run's end, read above: one clock reading fewer.
-		logtext.LogAttrsAt(r.log.Handler(), at, slog.LevelInfo, msgTerminal,
+		// logtext, which skips slog.Logger's caller lookup.
+		logtext.LogAttrsAt(r.log.Handler(), logAt, slog.LevelInfo, msgTerminal,
 			slog.String("run_id", final.RunID), slog.String("prompt", final.Prompt), slog.String("status", string(final.Status)),
 			slog.Uint64("turns", uint64(final.Turns)), slog.Uint64("prompt_tokens", final.Tokens.Prompt),
 			slog.Uint64("completion_tokens", final.Tokens.Completion), slog.Uint64("elapsed_ms", final.ElapsedMS))

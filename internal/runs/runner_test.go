@@ -95,6 +95,9 @@ func TestRunnersAreReusedBoundedAndStopped(t *testing.T) {
 		if err := r.Close(t.Context()); err != nil {
 			t.Fatal(err)
 		}
+		// Close returns once each runner has called runners.Done, which
+		// it does on its way out: let them be gone.
+		synctest.Wait()
 		if got := runnerGoroutines(); got != 0 {
 			t.Errorf("Close left %d run goroutines", got)
 		}

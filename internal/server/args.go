@@ -208,7 +208,8 @@ func parseCursor(c string) (int, error) {
 // whitespace between. What it accepts is valid JSON, and decodes to what
 // json.Unmarshal into arguments gives (a repeated key's last value, each
 // value's bytes as they are); anything else reports false and is
-// json.Unmarshal's. FuzzFlatArguments holds the two together.
+// json.Unmarshal's, as is an object of more than maxFlatMembers members.
+// FuzzFlatArguments holds the two together.
 func flatArguments(raw []byte) (arguments, bool) {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
@@ -245,6 +246,11 @@ func flatArguments(raw []byte) (arguments, bool) {
 		if args == nil {
 			// Room for run_prompt's usual members in one allocation.
 			args = make(arguments, 0, 4)
+		} else if len(args) == maxFlatMembers {
+			// set searches the members so far: past a handful of them
+			// that is quadratic (640 KB of distinct keys took seconds),
+			// so a large object is json.Unmarshal's map, as before.
+			return nil, false
 		}
 		args = args.set(key, json.RawMessage(raw[start:i:i]))
 		i = skipSpace(raw, i)
@@ -261,6 +267,11 @@ func flatArguments(raw []byte) (arguments, bool) {
 		}
 	}
 }
+
+// maxFlatMembers bounds the members flatArguments decodes: a tool's
+// arguments are a handful (run_prompt takes six), and arguments.set
+// compares each new key with every earlier one.
+const maxFlatMembers = 16
 
 // plainToken reads the string starting at raw[i] (its opening quote)
 // that has no escape and no control character (a key: printable ASCII

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -175,5 +176,38 @@ func TestFlatArgumentsAllocateOnceAndKeepTheLastValue(t *testing.T) {
 	}
 	if got, _ := a.optional("prompt"); got != "b" || len(a) != 2 {
 		t.Errorf("a repeated key: prompt %q among %d members; want \"b\" among 2", got, len(a))
+	}
+}
+
+// An arguments object of many members is decoded in linear time, as the
+// map json.Unmarshal fills: flatArguments, whose member search is
+// quadratic, leaves one of more than maxFlatMembers to it; such an object
+// is still read whole, its unknown keys named as before, and a repeated
+// key keeps its last value.
+func TestManyArgumentsAreNotSearchedQuadratically(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"prompt":"a"`)
+	for i := range 4 * maxFlatMembers {
+		fmt.Fprintf(&b, `,"k%03d":null`, i)
+	}
+	b.WriteString(`,"prompt":"b"}`)
+	raw := []byte(b.String())
+	if _, ok := flatArguments(raw); ok {
+		t.Errorf("flatArguments decoded %d members itself; want more than %d left to json.Unmarshal", 4*maxFlatMembers+1, maxFlatMembers)
+	}
+	_, err := parseArguments(ToolRunPrompt, raw, runPromptKeys)
+	if err == nil || !strings.Contains(err.Error(), `takes no argument "k000"`) {
+		t.Errorf("parseArguments: %v; want k000 named as unknown", err)
+	}
+	keys := []string{"prompt"}
+	for i := range 4 * maxFlatMembers {
+		keys = append(keys, fmt.Sprintf("k%03d", i))
+	}
+	a, err := parseArguments(ToolRunPrompt, raw, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := a.optional("prompt"); got != "b" || len(a) != 4*maxFlatMembers+1 {
+		t.Errorf("prompt %q among %d members; want \"b\" among %d", got, len(a), 4*maxFlatMembers+1)
 	}
 }

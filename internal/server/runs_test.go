@@ -89,6 +89,9 @@ func TestAnAbandonedCallCancelsTheInFlightRunAndFreesItsSlot(t *testing.T) {
 			t.Fatalf("a cancelled run frees its slot; a detached one would refuse this: %v", err)
 		}
 		slot.Release()
+		// The slot is returned before the record is terminal (runs'
+		// supervise), so the run may still be writing it: let it finish.
+		synctest.Wait()
 
 		ids := started()
 		if len(ids) != 1 {

@@ -86,7 +86,10 @@ func (m *metaMemo) newEraMeta(raw []byte) (mcp.Meta, bool) {
 		}
 	}
 	meta, ok := newEraMeta(raw)
-	if ok {
+	if _, token := meta["progressToken"]; ok && !token {
+		// Not one with a progress token: a client gives each call its
+		// own, so the copy would never be matched and would only cost
+		// two allocations more per call than newEraMeta.
 		s := string(raw)
 		m.last.Store(&s)
 	}

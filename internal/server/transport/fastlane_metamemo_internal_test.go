@@ -41,3 +41,25 @@ func TestMetaMemoIsNewEraMeta(t *testing.T) {
 		t.Errorf("the remembered _meta cost %v allocations, newEraMeta's checks %v; want fewer", memo, checked)
 	}
 }
+
+// A _meta with a progress token, which a client makes anew for each call,
+// is not remembered: the memo would never match it, and copying it cost
+// two allocations per call more than newEraMeta alone.
+func TestMetaMemoDoesNotRememberProgressTokens(t *testing.T) {
+	const head = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":`
+	calls := [][]byte{[]byte(head + `1}`), []byte(head + `2}`)}
+	for _, raw := range calls {
+		got, ok := (&metaMemo{}).newEraMeta(raw)
+		want, wantOK := newEraMeta(raw)
+		if !ok || !wantOK || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: the memo answered %v %v; newEraMeta %v %v", raw, got, ok, want, wantOK)
+		}
+	}
+	var m metaMemo
+	i := 0
+	memo := testing.AllocsPerRun(20, func() { i++; m.newEraMeta(calls[i%2]) })
+	checked := testing.AllocsPerRun(20, func() { i++; newEraMeta(calls[i%2]) })
+	if memo > checked {
+		t.Errorf("a _meta with a new progress token each call cost %v allocations through the memo, %v through newEraMeta; want no more", memo, checked)
+	}
+}
