@@ -117,6 +117,21 @@ func TestReadBodyHoldsTheDeclaredLength(t *testing.T) {
 	}
 }
 
+// A body whose reader ends with a plain io.EOF short of its declared
+// length, inside the first read or at the end of a grown one, is refused
+// as a truncated one is: readAllOf's io.ReadFull reports that io.EOF,
+// which is not the body's end (readAllOf makes it io.ErrUnexpectedEOF).
+func TestReadBodyRefusesABodyEndingShortOfItsLength(t *testing.T) {
+	for _, sent := range []int{100, bodyFirstRead, 2 * bodyFirstRead} {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(strings.Repeat(" ", sent)))
+		r.ContentLength = int64(sent + 5)
+		w := httptest.NewRecorder()
+		if body, ok := readBody(w, r); ok || w.Code != http.StatusBadRequest {
+			t.Errorf("%d bytes of %d declared: read %d bytes, ok %v, status %d; want refused with 400", sent, sent+5, len(body), ok, w.Code)
+		}
+	}
+}
+
 // A call waiting on its tool has set none of its stream's headers (no
 // header map held while it waits); they are set by its first write, or,
 // when it ends having written nothing, as it returns: the reply's headers
