@@ -263,7 +263,8 @@ func (c *Client) send(ctx context.Context, x exchange) (int, []byte, *Error) {
 	}
 	cause := &errTimeout{d: x.timeout, at: time.Now().Add(x.timeout)}
 	var reqCtx context.Context
-	if boundsDeadlines(c.http) {
+	bounded := boundsDeadlines(c.http)
+	if bounded {
 		// The Transport makes the timeout the connection's deadline
 		// (requestDeadline): no timer and context of its own per request,
 		// held while a run waits on the model (docs/benchmarks.md, "mem5").
@@ -293,7 +294,7 @@ func (c *Client) send(ctx context.Context, x exchange) (int, []byte, *Error) {
 		req.Header.Set("Content-Type", "application/json")
 	}
 
-	resp, err := c.roundTrip(req)
+	resp, err := c.roundTrip(req, bounded)
 	if err != nil {
 		return 0, nil, c.transportFailure(ctx, reqCtx, cause, op, err)
 	}
@@ -332,16 +333,18 @@ func (c *Client) send(ctx context.Context, x exchange) (int, []byte, *Error) {
 
 // roundTrip sends req as c.http.Do does. When c.http is a plain client
 // (no redirect policy, cookie jar or timeout of its own) of a transport
-// that bounds the request by its deadline (boundsDeadlines), the request
+// that bounds the request by its deadline (bounded: send's
+// boundsDeadlines of c.http, which put the deadline in req's context
+// instead of a timer; not asked twice per request), the request
 // goes to the transport directly, and only a redirect is handed to
 // c.http, which follows it from the reply already read (replayFirst):
 // http.Client.Do keeps a copy of the request's headers and URL for
 // redirects (about 600 bytes) for as long as the request waits, which is
 // while a run waits on the model (docs/benchmarks.md, "mem5"). Errors
 // are wrapped as Do wraps them.
-func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
+func (c *Client) roundTrip(req *http.Request, bounded bool) (*http.Response, error) {
 	hc := c.http
-	if hc.CheckRedirect != nil || hc.Jar != nil || !boundsDeadlines(hc) {
+	if hc.CheckRedirect != nil || hc.Jar != nil || !bounded {
 		return hc.Do(req)
 	}
 	resp, err := hc.Transport.RoundTrip(req)

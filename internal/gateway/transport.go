@@ -179,6 +179,9 @@ func boundsDeadlines(hc *http.Client) bool {
 		return false
 	}
 	rt := hc.Transport
+	// A bounded walk: a wrapper that unwraps to itself, or a chain deeper
+	// than any a host builds (the server's is one deep), is taken for a
+	// transport that does not bound, and gets the context's deadline.
 	for range 8 {
 		switch t := rt.(type) {
 		case *Transport:

@@ -257,3 +257,28 @@ func TestLogAttrsAtWritesTheRecordOfItsTime(t *testing.T) {
 		t.Fatalf("LogAttrsAt wrote\n%q\nslog.TextHandler wrote\n%q", got.String(), want.String())
 	}
 }
+
+// LogAttrs and LogAttrsAt through a Handler (no ReplaceAttr, so its fast
+// path) write TextHandler's line, also when an attribute is one the fast
+// path does not format (a group, an error, an empty key): handleAttrs then
+// writes nothing and the line goes through a slog.Record, whole and once.
+func TestLogAttrsAtFallsBackForAttrsItDoesNotFormat(t *testing.T) {
+	at := time.Date(2026, 12, 2, 3, 4, 5, 678_000_000, time.UTC)
+	for _, attrs := range [][]slog.Attr{
+		{slog.String("run_id", "r-1"), slog.Uint64("elapsed_ms", 7), slog.Bool("b", true)},
+		{slog.String("run_id", "r-1"), slog.Group("g", slog.Int("n", 1))},
+		{slog.String("run_id", "r-1"), slog.Any("err", errors.New("boom"))},
+		{slog.String("run_id", "r-1"), slog.String("", "dropped"), slog.Int("n", 2)},
+	} {
+		var got, want bytes.Buffer
+		LogAttrsAt(New(&got, nil), at, slog.LevelInfo, "run reached its terminal state", attrs...)
+		r := slog.NewRecord(at, slog.LevelInfo, "run reached its terminal state", 0)
+		r.AddAttrs(attrs...)
+		if err := slog.NewTextHandler(&want, nil).Handle(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("LogAttrsAt(%v) wrote\n%q\nslog.TextHandler wrote\n%q", attrs, got.String(), want.String())
+		}
+	}
+}

@@ -43,13 +43,14 @@ func newRunSeries(reg *prometheus.Registry) *runSeries {
 	return s
 }
 
-// labelCache keeps a vector's children by their (at most two) label
-// values. WithLabelValues checks and hashes the values and takes the
-// vector's lock on every call, and runEnded updates six children on every
-// run; a child is created (and appears in the exposition) on first use,
-// exactly as WithLabelValues creates it.
+// labelCache keeps what child makes of two label values (Metrics.endedOf:
+// a run's end's six children, by prompt and status), kept per pair.
+// WithLabelValues checks and hashes the values and takes the vector's
+// lock on every call, and runEnded updates six children on every run; a
+// child is created (and appears in the exposition) on first use, exactly
+// as WithLabelValues creates it.
 type labelCache[T any] struct {
-	child func(a, b string) T // the vector's WithLabelValues
+	child func(a, b string) T // makes the value of a and b, with WithLabelValues
 	mu    sync.RWMutex
 	m     map[[2]string]T
 }

@@ -86,3 +86,27 @@ func TestTrackMakesNoContextForASessionlessCall(t *testing.T) {
 		t.Errorf("the handler got a context of Track's own; want its caller's")
 	}
 }
+
+// callContext runs a call of a session in its stream's context only when
+// that context ends exactly when the stream's does: with a deadline of its
+// own (a context that may end sooner) the call gets a context of its own,
+// whose cancel ends the call and not the stream.
+func TestCallContextTakesTheStreamsOnlyWhenItEndsWithIt(t *testing.T) {
+	streamCtx, cancelStream := context.WithCancelCause(context.Background())
+	defer cancelStream(nil)
+	st := &callStream{done: streamCtx.Done(), cancel: cancelStream}
+	ctx := context.WithValue(streamCtx, callStreamKey{}, st)
+	if got, _, own := callContext(ctx); own || got != ctx {
+		t.Fatalf("the stream's own context: own %v, same %v; want the stream's, not owned", own, got == ctx)
+	}
+	sooner, stop := context.WithTimeout(ctx, time.Hour)
+	defer stop()
+	got, cancel, own := callContext(sooner)
+	if !own {
+		t.Fatal("a context with a deadline of its own was taken for the stream's; want one of the call's own")
+	}
+	cancel(nil)
+	if got.Err() == nil || streamCtx.Err() != nil {
+		t.Errorf("cancelling the call's context: call %v, stream %v; want the call's ended, the stream's not", got.Err(), streamCtx.Err())
+	}
+}

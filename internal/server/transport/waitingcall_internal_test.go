@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -117,6 +118,21 @@ func TestReadBodyHoldsTheDeclaredLength(t *testing.T) {
 	}
 }
 
+// A body whose reader ends with a plain io.EOF short of its declared
+// length, inside the first read or at the end of a grown one, is refused
+// as a truncated one is: readAllOf's io.ReadFull reports that io.EOF,
+// which is not the body's end (readAllOf makes it io.ErrUnexpectedEOF).
+func TestReadBodyRefusesABodyEndingShortOfItsLength(t *testing.T) {
+	for _, sent := range []int{100, bodyFirstRead, 2 * bodyFirstRead} {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(strings.Repeat(" ", sent)))
+		r.ContentLength = int64(sent + 5)
+		w := httptest.NewRecorder()
+		if body, ok := readBody(w, r); ok || w.Code != http.StatusBadRequest {
+			t.Errorf("%d bytes of %d declared: read %d bytes, ok %v, status %d; want refused with 400", sent, sent+5, len(body), ok, w.Code)
+		}
+	}
+}
+
 // A call waiting on its tool has set none of its stream's headers (no
 // header map held while it waits); they are set by its first write, or,
 // when it ends having written nothing, as it returns: the reply's headers
@@ -178,6 +194,35 @@ func TestAWaitingCallSetsItsHeadersLate(t *testing.T) {
 		}
 		synctest.Wait()
 	})
+}
+
+// A call that ends having written nothing (its result cannot be encoded:
+// processResult writes nothing, and neither does serve) still gets its
+// stream's headers as it returns (callStream.finish), as it got them
+// before the call when they were set up front.
+func TestACallThatWritesNothingGetsItsHeaders(t *testing.T) {
+	srv := statefulServer(make(chan struct{}, 1))
+	srv.AddTool(&mcp.Tool{Name: "unencodable", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: map[string]any{"x": math.Inf(1)}}, nil
+	})
+	hd, err := httpHandler(Backend{MCP: srv, Calls: &Calls{}}, HTTPOptions{APIKey: "k", AllowedHosts: []string{"localhost"}}, pathKnobs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := context.Background()
+	sid := rawCall(bg, hd, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`).Header().Get(headerSessionID)
+	rawCall(bg, hd, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	rec := rawCall(bg, hd, sid, toolCall("1", "unencodable", `{}`, ""))
+	if rec.Body.Len() != 0 {
+		t.Fatalf("the call wrote %q; want nothing (its result cannot be encoded)", rec.Body.String())
+	}
+	h := rec.Result().Header
+	if h.Get("Content-Type") != "text/event-stream" || h.Get("Cache-Control") != "no-cache, no-transform" || h.Get("Connection") != "keep-alive" {
+		t.Errorf("headers %v, want the event stream's", h)
+	}
+	for ss := range srv.Sessions() {
+		ss.Close()
+	}
 }
 
 // A body's declared length is a promise, not bytes: a client that
