@@ -343,3 +343,29 @@ func TestCaughtFatalErrorTaintsState(t *testing.T) {
 		t.Fatal("the state of a VM whose Lua caught a fatal error was reused")
 	}
 }
+
+// TestCloseTwiceGivesStateOnce: Close is safe to call twice (vm.go), so
+// the second call must not give the state to the pool again: two VMs
+// would then share it.
+func TestCloseTwiceGivesStateOnce(t *testing.T) {
+	c := chunk(t, "clean", 1, `return args`)
+	for attempt := 0; attempt < 20; attempt++ {
+		g := drained(KindSection)
+		vm := New(context.Background(), Options{Kind: KindSection, Host: &fakeHost{}})
+		if _, err := vm.RunChunk(c); err != nil {
+			t.Fatal(err)
+		}
+		vm.Close()
+		vm.Close()
+		a, _ := g.states.Get().(*pooledState)
+		if a == nil {
+			continue // the race detector's sync.Pool drops puts at random
+		}
+		b, _ := g.states.Get().(*pooledState)
+		if a == b {
+			t.Fatal("a VM closed twice gave its state to the pool twice")
+		}
+		return
+	}
+	t.Fatal("a clean VM's state was never pooled")
+}
