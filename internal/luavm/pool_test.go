@@ -369,3 +369,28 @@ func TestCloseTwiceGivesStateOnce(t *testing.T) {
 	}
 	t.Fatal("a clean VM's state was never pooled")
 }
+
+// TestStateOfOtherBoundsIsNotReused: a VM takes a pooled state only if
+// the state was made with the VM's own call stack and registry bounds
+// (pool.go): a state made for a deeper call stack or a larger value stack
+// would give the VM more than its limits allow.
+func TestStateOfOtherBoundsIsNotReused(t *testing.T) {
+	c := chunk(t, "clean", 1, `return args`)
+	for name, lim := range map[string]Limits{
+		"call stack": {CallStackSize: DefaultCallStackSize / 2},
+		"registry":   {RegistryMaxSize: DefaultRegistryMaxSize / 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for attempt := 0; attempt < 5; attempt++ {
+				drained(KindSection)
+				used := usedState(t, context.Background(), Options{Kind: KindSection, Host: &fakeHost{}}, c)
+				vm := New(context.Background(), Options{Kind: KindSection, Host: &fakeHost{}, Limits: lim})
+				reused := vm.L == used
+				vm.Close()
+				if reused {
+					t.Fatalf("a VM with limits %+v took a state made with the default bounds", lim)
+				}
+			}
+		})
+	}
+}
