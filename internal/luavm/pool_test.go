@@ -114,6 +114,12 @@ string.reader = function() return secret end
 local t = setmetatable({}, {__index = function() return secret end})
 getmetatable("").__index = t`,
 	"jump": `jump("Elsewhere")`,
+	// More writes than the global table's write log holds (lua's
+	// maxWritten), the last past its end: Reset must then restore every
+	// global, not only those logged.
+	"write log overflow": `
+for i = 1, 40 do local a, b = tonumber, tostring tonumber = a tostring = b end
+assert = "leak"`,
 }
 
 // abnormal are runs that end abnormally, and one that ends cleanly but
