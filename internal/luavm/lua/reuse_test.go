@@ -20,3 +20,28 @@ func TestSetOwnedSetsWhatItIsGiven(t *testing.T) {
 		t.Fatalf("SetOwned(k, -0) left 0 in k")
 	}
 }
+
+// TestResetForgetsWhatARunLeft: Reset clears what a run can leave outside
+// the globals (reuse.go): a value in a register slot above the top, which
+// Lua cannot read but which keeps it alive, and a metatable for a built-in
+// type other than strings (the sandbox sets the string one for every VM;
+// any other only host code can set).
+func TestResetForgetsWhatARunLeft(t *testing.T) {
+	tmpl := newLTable(0, 1)
+	tmpl.RawSetString("x", LNumber(1))
+	ls := NewState(Options{SkipOpenLibs: true, RegistrySize: 64, Globals: tmpl})
+	defer ls.Close()
+	ls.SetMetatable(LNumber(0), ls.NewTable())
+	ls.reg.array[3] = LString("left above the top")
+	if !ls.Reset(tmpl) {
+		t.Fatal("Reset refused a state at rest")
+	}
+	if mt := ls.GetMetatable(LNumber(0)); mt != LNil {
+		t.Errorf("after Reset numbers have the metatable %v", mt)
+	}
+	for i, v := range ls.reg.array {
+		if v != nil {
+			t.Errorf("after Reset register slot %d holds %v", i, v)
+		}
+	}
+}
