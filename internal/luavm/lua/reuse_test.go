@@ -45,3 +45,37 @@ func TestResetForgetsWhatARunLeft(t *testing.T) {
 		}
 	}
 }
+
+// TestResetDropsTheMeter: a reset state has no meter, in its registry
+// table either (which Reset keeps when nothing was put in it): the meter
+// is its last user's.
+func TestResetDropsTheMeter(t *testing.T) {
+	tmpl := newLTable(0, 1)
+	tmpl.RawSetString("x", LNumber(1))
+	ls := NewState(Options{SkipOpenLibs: true, RegistrySize: 64, Globals: tmpl})
+	defer ls.Close()
+	ls.SetMeter(&Meter{Mark: math.MaxInt64})
+	if !ls.Reset(tmpl) {
+		t.Fatal("Reset refused a state at rest")
+	}
+	if ls.meter != nil || ls.G.Global.meter != nil || ls.G.Registry.meter != nil {
+		t.Errorf("after Reset a meter remains: state %v, globals %v, registry %v", ls.meter, ls.G.Global.meter, ls.G.Registry.meter)
+	}
+}
+
+// TestUntouchedSeesAKeySetToNil: a table a key was ever set in is not
+// untouched, even once the key is nil again (Untouched: "not even to
+// nil"): its key order still holds the key.
+func TestUntouchedSeesAKeySetToNil(t *testing.T) {
+	ls := NewState(Options{SkipOpenLibs: true})
+	defer ls.Close()
+	tb := ls.CreateTable(0, 0)
+	if !tb.Untouched("", LNil) {
+		t.Fatal("a new empty table is not untouched")
+	}
+	tb.RawSetString("x", LTrue)
+	tb.RawSetString("x", LNil)
+	if tb.Untouched("", LNil) {
+		t.Error("a table whose key was set and then set to nil is untouched")
+	}
+}
