@@ -79,3 +79,21 @@ func TestUntouchedSeesAKeySetToNil(t *testing.T) {
 		t.Error("a table whose key was set and then set to nil is untouched")
 	}
 }
+
+// TestReuseTableSetsTheNewValue: ReuseTable gives an untouched table the
+// value it is asked for under its key, not the last user's. (The sandbox
+// asks only when the value is the same table again, which is why no
+// sandbox test would see the difference.)
+func TestReuseTableSetsTheNewValue(t *testing.T) {
+	ls := NewState(Options{SkipOpenLibs: true})
+	defer ls.Close()
+	old, next := ls.CreateTable(0, 0), ls.CreateTable(0, 0)
+	tb := ls.CreateTable(0, 1)
+	tb.RawSetString("__index", old)
+	if !ls.ReuseTable(tb, "__index", next) {
+		t.Fatal("ReuseTable refused an untouched table")
+	}
+	if got := tb.RawGetString("__index"); got != LValue(next) {
+		t.Errorf("after ReuseTable __index is %v, want the new value %v", got, next)
+	}
+}
