@@ -14,10 +14,11 @@
 // # Sandbox
 //
 // Each VM is a gopher-lua state as new (a reused one is reset to exactly
-// that, see below) with only the base, string, table and math libraries. Code loading (load, loadstring, dofile, loadfile,
-// require, module), raw access (rawget, rawset, rawequal), environment
-// switching (getfenv, setfenv), collectgarbage, print, warn, io, os, debug,
-// package and coroutine are absent.
+// that, see below) with only the base, string, table and math libraries.
+// Code loading (load, loadstring, dofile, loadfile, require, module), raw
+// access (rawget, rawset, rawequal), environment switching (getfenv,
+// setfenv), collectgarbage, print, warn, io, os, debug, package and
+// coroutine are absent.
 //
 // Limits: the reference's instruction quota ([Limits.MaxInstructions],
 // 10,000,000 VM instructions per VM) is counted by the vendored interpreter

@@ -22,8 +22,9 @@ import (
 // ReuseEmpty): unreachable from the old run's values once the globals are
 // restored, and as new. One its last VM's Lua did set something in is
 // dropped before the state is pooled (put), with the global holding it,
-// so that a waiting state keeps nothing of its last run alive. Everything else a VM has (its context, meter,
-// budget, var, the VM itself) is made anew by New, as before.
+// so that a waiting state keeps nothing of its last run alive. Everything
+// else a VM has (its context, meter, budget, var, the VM itself) is made
+// anew by New, as before.
 //
 // Ownership: an open VM owns its state; Close hands it to the kind's
 // sync.Pool (globals.states), which owns it until New takes it. The pool

@@ -114,6 +114,12 @@ string.reader = function() return secret end
 local t = setmetatable({}, {__index = function() return secret end})
 getmetatable("").__index = t`,
 	"jump": `jump("Elsewhere")`,
+	// More writes than the global table's write log holds (lua's
+	// maxWritten), the last past its end: Reset must then restore every
+	// global, not only those logged.
+	"write log overflow": `
+for i = 1, 40 do local a, b = tonumber, tostring tonumber = a tostring = b end
+assert = "leak"`,
 }
 
 // abnormal are runs that end abnormally, and one that ends cleanly but
@@ -341,5 +347,56 @@ func TestCaughtFatalErrorTaintsState(t *testing.T) {
 	defer next.Close()
 	if next.L == used {
 		t.Fatal("the state of a VM whose Lua caught a fatal error was reused")
+	}
+}
+
+// TestCloseTwiceGivesStateOnce: Close is safe to call twice (vm.go), so
+// the second call must not give the state to the pool again: two VMs
+// would then share it.
+func TestCloseTwiceGivesStateOnce(t *testing.T) {
+	c := chunk(t, "clean", 1, `return args`)
+	for attempt := 0; attempt < 20; attempt++ {
+		g := drained(KindSection)
+		vm := New(context.Background(), Options{Kind: KindSection, Host: &fakeHost{}})
+		if _, err := vm.RunChunk(c); err != nil {
+			t.Fatal(err)
+		}
+		vm.Close()
+		vm.Close()
+		a, _ := g.states.Get().(*pooledState)
+		if a == nil {
+			continue // the race detector's sync.Pool drops puts at random
+		}
+		b, _ := g.states.Get().(*pooledState)
+		if a == b {
+			t.Fatal("a VM closed twice gave its state to the pool twice")
+		}
+		return
+	}
+	t.Fatal("a clean VM's state was never pooled")
+}
+
+// TestStateOfOtherBoundsIsNotReused: a VM takes a pooled state only if
+// the state was made with the VM's own call stack and registry bounds
+// (pool.go): a state made for a deeper call stack or a larger value stack
+// would give the VM more than its limits allow.
+func TestStateOfOtherBoundsIsNotReused(t *testing.T) {
+	c := chunk(t, "clean", 1, `return args`)
+	for name, lim := range map[string]Limits{
+		"call stack": {CallStackSize: DefaultCallStackSize / 2},
+		"registry":   {RegistryMaxSize: DefaultRegistryMaxSize / 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for attempt := 0; attempt < 5; attempt++ {
+				drained(KindSection)
+				used := usedState(t, context.Background(), Options{Kind: KindSection, Host: &fakeHost{}}, c)
+				vm := New(context.Background(), Options{Kind: KindSection, Host: &fakeHost{}, Limits: lim})
+				reused := vm.L == used
+				vm.Close()
+				if reused {
+					t.Fatalf("a VM with limits %+v took a state made with the default bounds", lim)
+				}
+			}
+		})
 	}
 }

@@ -24,25 +24,22 @@ type varRef struct {
 func (vm *VM) proxy(node *Table, path string) *lua.LUserData {
 	// The root's proxy is kept in varUD, not in the map, which most
 	// sections then never need (New makes the root's proxy).
-	if node == vm.varRoot.root && vm.varUD != nil {
+	root := node == vm.varRoot.root
+	if root && vm.varUD != nil {
 		return vm.varUD
 	}
 	if ud, ok := vm.proxies[node]; ok {
 		return ud
 	}
-	if node == vm.varRoot.root {
-		ud := vm.L.NewUserData()
-		ud.Value = &varRef{node: node, path: path}
-		ud.Metatable = vm.lib.varMeta
-		return ud
-	}
-	if vm.proxies == nil {
-		vm.proxies = make(map[*Table]*lua.LUserData)
-	}
 	ud := vm.L.NewUserData()
 	ud.Value = &varRef{node: node, path: path}
 	ud.Metatable = vm.lib.varMeta
-	vm.proxies[node] = ud
+	if !root {
+		if vm.proxies == nil {
+			vm.proxies = make(map[*Table]*lua.LUserData)
+		}
+		vm.proxies[node] = ud
+	}
 	return ud
 }
 

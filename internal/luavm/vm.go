@@ -66,10 +66,9 @@ type Options struct {
 // VM is one sandboxed Lua state and the host globals bound into it. It is
 // not safe for concurrent use: one section runs on one goroutine.
 type VM struct {
-	L      *lua.LState
-	st     *pooledState // L and what it was made with; nil once closed
-	tmpl   globals      // the template L's globals were copied from
-	closed bool
+	L    *lua.LState
+	st   *pooledState // L and what it was made with; nil once closed
+	tmpl globals      // the template L's globals were copied from
 	// inLua counts the calls into Lua under way, and tainted is set once
 	// one failed: Close reuses the state only if neither (reusable).
 	inLua   int
@@ -266,10 +265,9 @@ func New(ctx context.Context, cfg Options) *VM {
 // ran to a clean finish gives its state back for the next VM of its kind
 // (see pool.go); the VM must not be used after Close.
 func (vm *VM) Close() {
-	if vm.closed {
+	if vm.st == nil {
 		return
 	}
-	vm.closed = true
 	vm.budget.stop()
 	vm.stopMeter()
 	reuse := vm.reusable()

@@ -26,10 +26,11 @@ const maxExtraGlobals = 64
 // Number boxes (the allocator's blocks) are kept: they hold no values Lua
 // can reach.
 //
-// It reports false, changing nothing that matters, when ls is not at
-// rest (a call still on its stack, an open upvalue, a closed or stopped
-// state, a thread, a Go panic recovered by PCall at any time) or its globals cannot be restored cheaply (a global
-// of another key type, too many new ones): the caller then drops ls.
+// It reports false, changing nothing that matters, when ls is not at rest (a
+// call still on its stack, an open upvalue, a closed or stopped state, a
+// thread, a Go panic recovered by PCall at any time) or its globals cannot
+// be restored cheaply (a global of another key type, too many new ones): the
+// caller then drops ls.
 func (ls *LState) Reset(globals *LTable) bool {
 	if ls.stack == nil || ls.Dead || ls.panicked || ls.Parent != nil || ls.currentFrame != nil || !ls.stack.IsEmpty() ||
 		ls.reg.top != 0 || ls.uvcache != nil || ls.hasErrorFunc || ls.wrapped ||
@@ -205,8 +206,8 @@ func (ls *LState) ReuseEmpty(tb *LTable, hcap int, meta LValue) bool {
 // anew for every use of the state, to value: without a write if it holds
 // that very value already (identical), and without logging the key for
 // Reset, which then leaves it as the owner last set it (the owner sets it
-// again before any Lua runs). A key the table lacks, or a nil value, is set as RawSetString
-// sets it.
+// again before any Lua runs). A key the table lacks, or a nil value, is set
+// as RawSetString sets it.
 func (tb *LTable) SetOwned(key string, value LValue) {
 	if old, ok := tb.strdict[key]; ok && value != LNil {
 		if !identical(old, value) {
