@@ -104,8 +104,15 @@ func FuzzJSONRPCID(f *testing.F) {
 		if !json.Valid([]byte(line)) {
 			return
 		}
+		const max = 4096
+		if len(line) > max {
+			// Over the line bound: refused before its id is read, so under
+			// id null (lineFilter.line1; the bound's own tests,
+			// limits_test.go), not this target's concern.
+			return
+		}
 		var replies bytes.Buffer
-		flt := newLineFilter(strings.NewReader(line), 4096, discard(), func(b []byte) { replies.Write(b) })
+		flt := newLineFilter(strings.NewReader(line), max, discard(), func(b []byte) { replies.Write(b) })
 		msg, err := flt.next()
 		if err != nil && err != io.EOF {
 			t.Fatal(err)
