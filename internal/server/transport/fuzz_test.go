@@ -107,8 +107,9 @@ func FuzzJSONRPCID(f *testing.F) {
 		const max = 4096
 		if len(line) > max {
 			// Over the line bound: refused before its id is read, so under
-			// id null (lineFilter.line1; the bound's own tests,
-			// limits_test.go), not this target's concern.
+			// id null (lineFilter.line1), which TestStdioSurvivesAHostilePeer
+			// and TestLineFilterMemoryIsBounded cover: not this target's
+			// concern.
 			return
 		}
 		var replies bytes.Buffer
