@@ -54,7 +54,13 @@ const (
 // newEraCallParams is plainCallParams for a 2026-07-28 call: the same plain
 // shape, with a _meta (required) that newEraMeta accepts.
 func newEraCallParams(raw []byte) (*mcp.CallToolParamsRaw, bool) {
-	p, ok := callParams(raw, newEraMeta)
+	return newEraCallParamsOf(raw, newEraMeta)
+}
+
+// newEraCallParamsOf is newEraCallParams with its _meta read by meta
+// (newEraMeta, or a metaMemo's): a call without a _meta is not of the era.
+func newEraCallParamsOf(raw []byte, meta func([]byte) (mcp.Meta, bool)) (*mcp.CallToolParamsRaw, bool) {
+	p, ok := callParams(raw, meta)
 	return p, ok && p.Meta != nil
 }
 
@@ -72,8 +78,7 @@ type metaMemo struct {
 
 // newEraCallParams is the package's newEraCallParams through the memo.
 func (m *metaMemo) newEraCallParams(raw []byte) (*mcp.CallToolParamsRaw, bool) {
-	p, ok := callParams(raw, m.newEraMeta)
-	return p, ok && p.Meta != nil
+	return newEraCallParamsOf(raw, m.newEraMeta)
 }
 
 // newEraMeta is the package's newEraMeta, its checks skipped for the
