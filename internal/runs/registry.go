@@ -326,6 +326,14 @@ func New(opts Options) (*Registry, error) {
 // AdmissionTimeout is how long Admit waits for a slot.
 func (r *Registry) AdmissionTimeout() time.Duration { return r.admissionTimeout }
 
+// StoreNeverWaits reports whether the registry's run store is the
+// in-memory one, whose calls never wait: Admit and Settle then wait for
+// nothing but what WithBeforeWait announces.
+func (r *Registry) StoreNeverWaits() bool { return r.localStore }
+
+// ReplyDeadline is how long Settle waits for a run.
+func (r *Registry) ReplyDeadline() time.Duration { return r.replyDeadline }
+
 // RetainCompleted is how long a finished run stays collectable.
 func (r *Registry) RetainCompleted() time.Duration { return r.retain }
 

@@ -182,7 +182,7 @@ func New(opts Options) (*Server, error) {
 			metrics.runEnded(res)
 			if res.Status == runs.StatusFailed && s.traces != nil {
 				// The run's body ended its trace in the record's words
-				// as it then knew them (runFunc), but a cancellation
+				// as it then knew them (runBody), but a cancellation
 				// that lands after that and before the record is
 				// written puts its cause in front of the record's
 				// error (runs.FailureText): a failed record restates
@@ -303,7 +303,12 @@ func (s *Server) Backend() transport.Backend {
 	// NoParamHeaders: every input schema is built here (tools.go
 	// inputSchema, prompttools.go promptToolSchema) from a type, a
 	// description and a default, never an x-mcp-header.
-	return transport.Backend{MCP: s.mcp, Calls: s.calls, CloseRuns: s.Close, Logger: s.log, NoParamHeaders: true, Impl: s.impl, Direct: s.AnswerCall}
+	//
+	// LazyRead: AnswerCall announces every wait of a direct call
+	// (DirectCall.Wait) but a shared run store's round trips, so only
+	// over the in-memory store.
+	return transport.Backend{MCP: s.mcp, Calls: s.calls, CloseRuns: s.Close, Logger: s.log, NoParamHeaders: true, Impl: s.impl, Direct: s.AnswerCall,
+		LazyRead: s.runs.StoreNeverWaits()}
 }
 
 // Registry is the run registry all sessions share.
