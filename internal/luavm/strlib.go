@@ -40,11 +40,13 @@ func compilePattern(L *lua.LState, p string) *pattern.Pattern {
 	return pat
 }
 
-// find runs one pattern search under the VM's Lua context. When that
-// context ends (time budget or cancellation) the raised error is replaced
-// by the Quota or Cancelled error when the chunk unwinds (see interrupted).
+// find runs one pattern search under the VM's Lua context, whose Err the
+// matcher polls (vmContext.Err reads the clock). When that context ends
+// (time budget, cancellation, a speculative attempt's stop) the raised
+// error is replaced by the Quota or Cancelled error when the chunk unwinds
+// (see interrupted).
 func (vm *VM) find(L *lua.LState, fn string, pat *pattern.Pattern, s string, init int) *pattern.Match {
-	m, err := pat.Find(vm.luaCtx, s, init)
+	m, err := pat.Find(&vm.vmCtx, s, init)
 	if err != nil {
 		var perr *pattern.Error
 		if errors.As(err, &perr) {

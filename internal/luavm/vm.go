@@ -61,6 +61,11 @@ type Options struct {
 	// Memory is the run's memory ceiling, shared by all its VMs; nil
 	// gives this VM a ceiling of its own (Limits.MaxRunMemory).
 	Memory *Memory
+	// SpeculateUntil, when set, makes the VM's Lua a speculative attempt
+	// (see speculate.go): it stops with ErrSpeculationStopped before any
+	// host call that waits (all but execute), and once the clock passes
+	// SpeculateUntil. The zero time is an ordinary VM.
+	SpeculateUntil time.Time
 }
 
 // VM is one sandboxed Lua state and the host globals bound into it. It is
@@ -98,6 +103,9 @@ type VM struct {
 	meter   *lua.Meter // not a field by value: see Close
 	memHeld int64
 	memFail string
+	// stepsLeft is the part of the instruction quota not yet handed to
+	// the meter, which gets it in chunks (outOfSteps).
+	stepsLeft int64
 
 	sys sysState
 
@@ -319,6 +327,12 @@ func (vm *VM) RunShared(c *prompt.Chunk) error {
 func (vm *VM) runProto(c *prompt.Chunk) (Outcome, error) {
 	L := vm.L
 	vm.jumped, vm.jumpTo, vm.fatal = false, nil, nil
+	// A jump loop of tiny sections runs few instructions per VM: the
+	// attempt's clock is also read at each chunk.
+	if vm.speculationOver() {
+		vm.cancel(ErrSpeculationStopped)
+		return Outcome{}, vm.interrupted()
+	}
 	fn := L.NewFunctionFromProto(c.Proto)
 	L.Push(fn)
 	prev := vm.budget.set(true)
@@ -391,6 +405,9 @@ func (vm *VM) interrupted() error {
 	if vm.ctx.Err() != nil {
 		return &CancelledError{Cause: context.Cause(vm.ctx)}
 	}
+	if vm.luaCtx.Err() != nil && errors.Is(context.Cause(vm.luaCtx), ErrSpeculationStopped) {
+		return &CancelledError{Cause: ErrSpeculationStopped}
+	}
 	if vm.luaCtx.Err() != nil && errors.Is(context.Cause(vm.luaCtx), errMemory) {
 		return &QuotaError{Msg: vm.memFail}
 	}
@@ -445,7 +462,18 @@ func (vm *VM) raise(err error) {
 }
 
 // wait runs a host call that may block, with the Lua time budget paused.
+// A speculative attempt stops before it instead (speculate.go).
 func (vm *VM) wait(fn func()) {
+	if !vm.cfg.SpeculateUntil.IsZero() {
+		vm.stopSpeculation()
+	}
+	vm.waitNested(fn)
+}
+
+// waitNested is wait for execute, which a speculative attempt runs
+// inline: its chain runs in this run, and stops on its own at whatever
+// in it would wait.
+func (vm *VM) waitNested(fn func()) {
 	prev := vm.budget.set(false)
 	defer vm.budget.set(prev)
 	fn()
