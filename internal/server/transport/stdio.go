@@ -244,6 +244,9 @@ type stdioConn struct {
 	// (written from the read loop).
 	mu  sync.Mutex
 	out io.Writer
+	// room tells whether a write of n bytes to out cannot block
+	// (newOutRoom), under mu; nil: any may. Set for a lazy lane only.
+	room func(n int) bool
 
 	srcOnce   sync.Once // src is closed once: by Close, or by abandon first
 	srcClosed error
@@ -327,11 +330,17 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("encode a message for stdout: %w", err)
 	}
-	return c.writeEncoded(msg, data)
+	return c.writeEncoded(msg, data, nil)
 }
 
 // writeEncoded writes msg, already encoded as data, with its newline.
-func (c *stdioConn) writeEncoded(msg jsonrpc.Message, data []byte) error {
+// rd is the reader of a lazy lane's call whose reply this is (nil for
+// any other write): while it holds the right to read stdin, the write
+// goes ahead only if it cannot block, else rd hands that right on first.
+// A peer that sends requests without reading the replies fills stdout
+// while it waits for stdin to take its writes: a reply write blocked
+// with nobody reading stdin meanwhile would hang both for good.
+func (c *stdioConn) writeEncoded(msg jsonrpc.Message, data []byte, rd *reader) error {
 	resp, isResp := msg.(*jsonrpc.Response)
 	if isResp {
 		// Before the write: the peer may send its next line as soon as
@@ -347,7 +356,20 @@ func (c *stdioConn) writeEncoded(msg jsonrpc.Message, data []byte) error {
 		}
 		c.calls.answered(idKey(resp.ID))
 	}
-	c.mu.Lock()
+	if rd == nil || !rd.held {
+		c.mu.Lock()
+	} else if !c.mu.TryLock() {
+		// Another write is under way, and may be blocked on a full
+		// stdout: waiting for it here would keep stdin unread too.
+		rd.handOn()
+		c.mu.Lock()
+	} else if c.room == nil || !c.room(len(data)+1) {
+		// Not under mu: handOn takes the lane's lock. Another writer
+		// may go first meanwhile; each message is still written whole.
+		c.mu.Unlock()
+		rd.handOn()
+		c.mu.Lock()
+	}
 	_, err := c.out.Write(append(data, '\n'))
 	c.mu.Unlock()
 	if err != nil && c.fast != nil {
@@ -427,6 +449,8 @@ func ServeStdio(ctx context.Context, in io.Reader, out io.Writer, b Backend, dra
 type laneOptions struct {
 	off   bool          // every message to the SDK, as before the lane
 	taken *atomic.Int64 // counts the calls the lane takes; nil: not counted
+	// workers counts the lane's workers started; nil: not counted.
+	workers *atomic.Int64
 }
 
 func serveStdio(ctx context.Context, in io.Reader, out io.Writer, b Backend, drain time.Duration, lane laneOptions) error {
@@ -439,6 +463,10 @@ func serveStdio(ctx context.Context, in io.Reader, out io.Writer, b Backend, dra
 	if !lane.off {
 		conn.fast = newFastLane(ctx, b, conn)
 		conn.fast.taken = lane.taken
+		conn.fast.workers = lane.workers
+		if conn.fast.lazy {
+			conn.room = newOutRoom(out)
+		}
 		conn.fast.startReading()
 	}
 	ss, err := b.MCP.Connect(ctx, stdioTransport{conn}, nil)
