@@ -525,14 +525,14 @@ func (vm *VM) Var() (*Var, error) {
 // matcher does, every few thousand steps), and when the budget pauses or
 // resumes. So a loop, a backtracking pattern and a run of instructions
 // that each allocate much (`..` on big strings) stop as the timer stopped
-// them. What no check sees is one long library call that runs no
-// instructions, allocates through no meter and polls nothing (string.rep
-// or table.concat up to MaxStringBytes, a plain string.find over such a
-// string, table.sort of a table the memory ceiling allows): the timer did
-// not stop those mid-call either (cancelling the context interrupts
-// nothing that does not poll it), and each is bounded by the string and
-// memory limits; the clock catches it at the next check, at most
-// meterChunk instructions later.
+// them. What no check sees is the inside of one long library call that
+// polls nothing (string.rep or table.concat up to MaxStringBytes, a plain
+// string.find over such a string, table.sort of a table the memory
+// ceiling allows): the timer did not stop those mid-call either
+// (cancelling the context interrupts nothing that does not poll it), each
+// is bounded by the string and memory limits, and the clock catches the
+// time it took at the next check: the meter's charge for what it built,
+// or at most meterChunk instructions later.
 type budget struct {
 	left    time.Duration
 	started time.Time
