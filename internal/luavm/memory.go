@@ -74,8 +74,8 @@ func (o *meterOwner) OutOfSteps() { (*VM)(o).outOfSteps() }
 var errInstructions = errors.New("lua instruction quota exhausted")
 
 // meterChunk is how many instructions the meter is handed at a time: the
-// VM reads the clock between chunks (see speculate.go), so no Lua loop
-// runs more than this many instructions between two reads.
+// VM reads the clock between chunks (see budget), so no Lua loop runs more
+// than this many instructions between two reads.
 const meterChunk = 10_000
 
 // outOfSteps runs when the meter's chunk of instructions is spent: it
@@ -89,9 +89,7 @@ func (vm *VM) outOfSteps() {
 		n := min(vm.stepsLeft, meterChunk)
 		vm.stepsLeft -= n
 		vm.meter.Steps = n - 1
-		if vm.speculationOver() {
-			vm.stopSpeculation()
-		}
+		vm.stopForTime()
 		return
 	}
 	vm.cancel(errInstructions)
@@ -113,7 +111,12 @@ func (vm *VM) stopMeter() {
 // memOver runs when the VM's charges pass their mark: it adds them to the
 // run's total and, when the total is over the ceiling, replaces the VM's
 // share by what it actually reaches; if that is still over, the run fails.
+// It also reads the clock (see budget): a few instructions that each
+// allocate megabytes pass their mark long before the meter's next chunk.
 func (vm *VM) memOver() {
+	if vm.budget.on {
+		vm.stopForTime()
+	}
 	m := vm.meter
 	vm.memHeld += m.Charged
 	total := vm.mem.held.Add(m.Charged)

@@ -16,9 +16,9 @@ import (
 // since its chain runs in the same run and its own VMs stop on their own.
 // And it stops once the clock passes SpeculateUntil, read without a timer
 // (arming one wakes the runtime's netpoller thread, the very cost the
-// attempt avoids): between the meter's chunks of instructions
-// (outOfSteps), whenever the pattern matcher or another long library call
-// asks the state's context for Err (vmContext.Err), and at each chunk
+// attempt avoids): where the time budget reads it (see budget: between
+// the meter's chunks of instructions, at memory syncs, whenever the
+// pattern matcher polls the state's context), and at each chunk
 // (runProto).
 //
 // The stop goes through the VM's Lua context, as the instruction quota
@@ -46,14 +46,14 @@ func (vm *VM) stopSpeculation() {
 	vm.L.RaiseError("%s", ErrSpeculationStopped.Error())
 }
 
-// Err is the Lua context's error, after the clock checks: a long library
-// call that polls it (the pattern matcher does) stops once the attempt's
-// time is up. It cannot raise (the caller is Go code mid-call); the
-// cancelled context makes the caller give up, and the chunk's unwinding
-// reports the cause (interrupted).
+// Err is the Lua context's error, after the clock checks (overTime): a
+// long library call that polls it (the pattern matcher does) stops once
+// the time budget is spent or the attempt's time is up. It cannot raise
+// (the caller is Go code mid-call); the cancelled context makes the caller
+// give up, and the chunk's unwinding reports the cause (interrupted).
 func (c *vmContext) Err() error {
-	if vm := c.vm; vm.speculationOver() {
-		vm.cancel(ErrSpeculationStopped)
+	if cause := c.vm.overTime(); cause != nil {
+		c.vm.cancel(cause)
 	}
 	return c.Context.Err()
 }

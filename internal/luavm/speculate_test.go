@@ -184,3 +184,11 @@ func TestInstructionQuotaExactAcrossMeterChunks(t *testing.T) {
 		}
 	}
 }
+
+// A few instructions that each allocate megabytes pass the meter's memory
+// mark long before its next chunk of instructions: the clock is read
+// there too.
+func TestSpeculation_BigAllocationsStopPastDeadline(t *testing.T) {
+	vm, _ := speculativeVM(t, Limits{LuaTime: time.Hour})
+	mustStop(t, vm, `list_from_section("## L") local s = string.rep("x", 1e6) local t = s .. "y" return "finished"`)
+}
