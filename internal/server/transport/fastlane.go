@@ -68,10 +68,11 @@ const (
 // With Backend.LazyRead the reader keeps tok while its call runs and
 // reads the next line itself after writing the reply, handing tok on
 // (handOn) only when the call is about to wait (DirectCall.Wait), goes
-// to the chain, or has a reply whose write might block (stdioConn.
-// writeEncoded): so nothing the peer sends, a notifications/cancelled
-// for that call included, is read before one of those or the call's end,
-// a trade taken for calls the server keeps short (Backend.LazyRead). At
+// to the chain, or has a reply whose write might block
+// (stdioConn.writeEncoded): so nothing the peer sends, a
+// notifications/cancelled for that call included, is read before one of
+// those or the call's end, a trade taken for calls the server keeps
+// short (Backend.LazyRead). At
 // most maxIdleWorkers wait idle, and they return when the lane ends (end,
 // which closes stop); the read loop then reads for itself
 // (stdioConn.Read). A call ends early through its context: a

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -241,12 +242,15 @@ type stdioConn struct {
 	fast *fastLane
 
 	// mu serialises writes: the SDK's messages and the filter's refusals
-	// (written from the read loop).
+	// (written from the read loop); lockWrite takes it.
 	mu  sync.Mutex
 	out io.Writer
 	// room tells whether a write of n bytes to out cannot block
 	// (newOutRoom), under mu; nil: any may. Set for a lazy lane only.
 	room func(n int) bool
+	// writing says what the write under mu may do, for a lazy reader
+	// that finds mu taken (lockWrite).
+	writing atomic.Int32
 
 	srcOnce   sync.Once // src is closed once: by Close, or by abandon first
 	srcClosed error
@@ -336,10 +340,11 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // writeEncoded writes msg, already encoded as data, with its newline.
 // rd is the reader of a lazy lane's call whose reply this is (nil for
 // any other write): while it holds the right to read stdin, the write
-// goes ahead only if it cannot block, else rd hands that right on first.
-// A peer that sends requests without reading the replies fills stdout
-// while it waits for stdin to take its writes: a reply write blocked
-// with nobody reading stdin meanwhile would hang both for good.
+// goes ahead only if it cannot block, else rd hands that right on first
+// (lockWrite). A peer that sends requests without reading the replies
+// fills stdout while it waits for stdin to take its writes: a reply
+// write blocked with nobody reading stdin meanwhile would hang both for
+// good.
 func (c *stdioConn) writeEncoded(msg jsonrpc.Message, data []byte, rd *reader) error {
 	resp, isResp := msg.(*jsonrpc.Response)
 	if isResp {
@@ -356,22 +361,9 @@ func (c *stdioConn) writeEncoded(msg jsonrpc.Message, data []byte, rd *reader) e
 		}
 		c.calls.answered(idKey(resp.ID))
 	}
-	if rd == nil || !rd.held {
-		c.mu.Lock()
-	} else if !c.mu.TryLock() {
-		// Another write is under way, and may be blocked on a full
-		// stdout: waiting for it here would keep stdin unread too.
-		rd.handOn()
-		c.mu.Lock()
-	} else if c.room == nil || !c.room(len(data)+1) {
-		// Not under mu: handOn takes the lane's lock. Another writer
-		// may go first meanwhile; each message is still written whole.
-		c.mu.Unlock()
-		rd.handOn()
-		c.mu.Lock()
-	}
+	c.lockWrite(len(data)+1, rd)
 	_, err := c.out.Write(append(data, '\n'))
-	c.mu.Unlock()
+	c.unlockWrite()
 	if err != nil && c.fast != nil {
 		// The SDK cancels its requests when a write fails
 		// (Connection.write); the lane's go the same way.
@@ -383,9 +375,51 @@ func (c *stdioConn) writeEncoded(msg jsonrpc.Message, data []byte, rd *reader) e
 // refuse writes a refusal; a failed write is the peer gone, which the
 // SDK's next write or read reports.
 func (c *stdioConn) refuse(reply []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lockWrite(len(reply), nil)
+	defer c.unlockWrite()
 	c.out.Write(reply)
+}
+
+// What a write under mu may do (stdioConn.writing).
+const (
+	writeNone     int32 = iota // none under way, or about to start or end
+	writeFits                  // one that cannot block (room)
+	writeMayBlock              // one that may block, or not yet told
+)
+
+// lockWrite takes mu for a write of n bytes. rd, the reader of a lazy
+// lane's call (nil for any other write), while it holds the right to
+// read stdin, hands it on first unless the write cannot block: neither
+// its own (room) nor the one under way, if any, which it would wait for.
+// It does not wait for one that may block (a peer that sends without
+// reading fills stdout while it waits for stdin to take its writes);
+// one that cannot is over at once, so it waits for that, yielding
+// meanwhile. Lock order: mu, then the lane's (handOn).
+func (c *stdioConn) lockWrite(n int, rd *reader) {
+	if rd == nil || !rd.held {
+		c.mu.Lock()
+	} else {
+		for !c.mu.TryLock() {
+			if c.writing.Load() == writeMayBlock {
+				rd.handOn()
+				c.mu.Lock()
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+	c.writing.Store(writeMayBlock)
+	if c.room != nil && c.room(n) {
+		c.writing.Store(writeFits)
+		return
+	}
+	rd.handOn()
+}
+
+// unlockWrite lets mu go after a write.
+func (c *stdioConn) unlockWrite() {
+	c.writing.Store(writeNone)
+	c.mu.Unlock()
 }
 
 func (c *stdioConn) Close() error {
