@@ -85,8 +85,10 @@ type Options struct {
 	// (execute runs inline); and once the clock passes SpeculateUntil,
 	// read without a timer (every 10,000 Lua instructions, when a pattern
 	// search polls, and at each chunk and section). Observations made
-	// before the stop are the host's to discard. The zero time is an
-	// ordinary run.
+	// before the stop are the host's to discard, and so are the store
+	// writes: the store Run was given holds what the attempt wrote
+	// (store.append, store.delete included), so the run again takes a
+	// fresh store, seeded anew. The zero time is an ordinary run.
 	SpeculateUntil time.Time
 }
 

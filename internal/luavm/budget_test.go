@@ -1,6 +1,7 @@
 package luavm
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -65,6 +66,36 @@ func TestSpentBudgetCallsNoHost(t *testing.T) {
 		}
 		if len(h.inferred) != 0 {
 			t.Fatalf("the host was called with the budget spent: %q", h.inferred)
+		}
+	})
+}
+
+// slowHost's model calls and execute take 2 s: waits, which the budget
+// does not count.
+type slowHost struct{ *fakeHost }
+
+func (h *slowHost) Infer(ctx context.Context, model *ModelHandle, p string) (string, error) {
+	time.Sleep(2 * time.Second)
+	return h.fakeHost.Infer(ctx, model, p)
+}
+
+func (h *slowHost) Execute(ctx context.Context, target string, input *string) (string, error) {
+	time.Sleep(2 * time.Second)
+	return h.fakeHost.Execute(ctx, target, input)
+}
+
+// The budget is paused while the VM waits on the host: waits that add up
+// to far more than the 1 s budget end with the chunk's own result. (No
+// test saw a wait counted, with the clock-read budget of issue #12.) The
+// synctest bubble's clock advances by the sleeps alone.
+func TestBudgetPausedDuringWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		vm := New(t.Context(), Options{Kind: KindSection, Host: &slowHost{&fakeHost{}}, Store: store.New(), Limits: Limits{LuaTime: time.Second}})
+		defer vm.Close()
+		out, err := vm.RunChunk(chunk(t, "section `Run` prologue", 10,
+			`local a = models.infer("hi") local b = execute("## Sub") local c = pcall(models.infer, "again") return a .. "|" .. b`))
+		if err != nil || out.Value != "inferred:hi|executed ## Sub" {
+			t.Fatalf("a chunk whose waits outlast the budget = %+v, %v", out, err)
 		}
 	})
 }

@@ -51,7 +51,13 @@ func (vm *VM) stopSpeculation() {
 // the time budget is spent or the attempt's time is up. It cannot raise
 // (the caller is Go code mid-call); the cancelled context makes the caller
 // give up, and the chunk's unwinding reports the cause (interrupted).
+// A pattern search's entry poll skips the clock but on every
+// findClockEvery-th search (entryPoll, see VM.find).
 func (c *vmContext) Err() error {
+	if c.entryPoll {
+		c.entryPoll = false
+		return c.Context.Err()
+	}
 	if cause := c.vm.overTime(); cause != nil {
 		c.vm.cancel(cause)
 	}

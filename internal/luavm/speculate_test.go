@@ -192,3 +192,18 @@ func TestSpeculation_BigAllocationsStopPastDeadline(t *testing.T) {
 	vm, _ := speculativeVM(t, Limits{LuaTime: time.Hour})
 	mustStop(t, vm, `list_from_section("## L") local s = string.rep("x", 1e6) local t = s .. "y" return "finished"`)
 }
+
+// gsub and gmatch search once per match, and a search's entry poll reads
+// the clock only on every findClockEvery-th search (a read per match cost
+// a gsub of short matches much of its time): past the deadline, the
+// searches before that one go on, and it stops the attempt. Many short
+// matches, none long enough for the matcher's step polls, still stop.
+func TestSpeculation_PatternSearchesShareClockReads(t *testing.T) {
+	vm, _ := speculativeVM(t, Limits{LuaTime: time.Hour})
+	mustStop(t, vm, `list_from_section("## L") for i = 1, 100 do string.find("ab", "b+") n = i end return "finished"`)
+	if n := vm.L.G.Global.RawGetString("n"); n.String() != strconv.Itoa(findClockEvery-1) {
+		t.Fatalf("%s searches went on past the deadline, want %d", n, findClockEvery-1)
+	}
+	vm, _ = speculativeVM(t, Limits{LuaTime: time.Hour})
+	mustStop(t, vm, `list_from_section("## L") local s = string.gsub(string.rep("ab", 1000), "b", "") return "finished"`)
+}
