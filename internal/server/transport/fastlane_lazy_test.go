@@ -70,7 +70,12 @@ func newPipeSession(t *testing.T, b transport.Backend) *pipeSession {
 			// A reply write blocked on a stdout nobody reads (a failed
 			// test): failing it ends the session.
 			outR.Close()
-			err = <-s.served
+			select {
+			case err = <-s.served:
+			case <-time.After(10 * time.Second):
+				t.Error("ServeStdio never returned")
+				return
+			}
 		}
 		if err != nil {
 			t.Errorf("ServeStdio: %v", err)
@@ -302,4 +307,26 @@ func TestStdioLazyLaneHandsOnBeforeTheChain(t *testing.T) {
 	if n := s.workers.Load(); n < 2 {
 		t.Errorf("%d workers started, want at least 2: stdin handed on before the chain", n)
 	}
+}
+
+// A reply that cannot be written (stdout's reader gone) ends the session
+// with a lazy lane too, stdin left open: the worker holding stdin's read
+// when the lane ends hands it to the SDK's read loop, which then finds
+// stdin closed (stdioConn.abandon) and ends the session.
+func TestStdioLazyLaneFailedWriteEndsTheSession(t *testing.T) {
+	b := lazyBackend(t, func(context.Context, transport.DirectCall) (transport.DirectReply, bool) {
+		return transport.DirectReply{Wire: okWire}, true
+	})
+	s := newPipeSession(t, b)
+	s.outR.Close()
+	s.send(t, call("2", `{"name":"direct","arguments":{}}`))
+	select {
+	case err := <-s.served:
+		if err != nil {
+			t.Fatalf("ServeStdio: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("ServeStdio still serving after a reply could not be written")
+	}
+	s.served <- nil // for the cleanup
 }
