@@ -341,8 +341,9 @@ func (b *runBody) execute(ctx context.Context, until time.Time) (runs.Outcome, b
 	// an attempt that stops has not happened.
 	var told *heldNarration
 	if !until.IsZero() {
-		told = &heldNarration{to: opts.Observer}
+		told = s.holdNarration(opts.Observer)
 		opts.Observer = told
+		defer s.releaseNarration(told)
 	}
 	s.traces.Enter(trace, b.next, &opts)
 	ended := false
@@ -414,7 +415,35 @@ func (h *heldNarration) tell() {
 	for _, ev := range h.held {
 		h.to.Observe(ev)
 	}
-	h.held = nil
+	h.held = h.held[:0]
+}
+
+// maxHeldKept bounds the observations a pooled heldNarration keeps room
+// for: a Lua-only run makes about a dozen, and one that logged hundreds
+// of lines should not leave its buffer behind.
+const maxHeldKept = 64
+
+// holdNarration is a heldNarration for an attempt that narrates to to:
+// reused, since holding a run's dozen observations grew a new slice
+// several times a call (2.3 KB a run_prompt, issue #12).
+func (s *Server) holdNarration(to engine.Observer) *heldNarration {
+	h, _ := s.narrations.Get().(*heldNarration)
+	if h == nil {
+		h = &heldNarration{}
+	}
+	h.to = to
+	return h
+}
+
+// releaseNarration keeps h for the next attempt, holding nothing of this
+// one's.
+func (s *Server) releaseNarration(h *heldNarration) {
+	if cap(h.held) > maxHeldKept {
+		return
+	}
+	clear(h.held[:cap(h.held)])
+	h.held, h.to = h.held[:0], nil
+	s.narrations.Put(h)
 }
 
 // runTokens is the engine's token usage as the registry records it. The

@@ -95,19 +95,22 @@ type Options struct {
 // Server is the MCP server over one catalog and one run registry, shared
 // by every session on every transport.
 type Server struct {
-	impl     *mcp.Implementation // what MCP was created with (Backend.Impl)
-	catalog  *catalog.Handle
-	runs     *runs.Registry
-	client   *gateway.Client
-	limits   engine.Limits // every run's ([limits] in prompts.toml)
-	models   *modelset.Set
-	tools    []tools.Tool
-	ranking  engine.Ranking
-	picks    *engine.ModelPicks // every run's model bindings, for ranking
-	files    fileAccess
-	log      *slog.Logger
-	observer engine.Observer // the narration, then Options.Observer
-	metrics  *Metrics
+	// narrations are the speculative attempts' held observations, reused
+	// (holdNarration).
+	narrations sync.Pool
+	impl       *mcp.Implementation // what MCP was created with (Backend.Impl)
+	catalog    *catalog.Handle
+	runs       *runs.Registry
+	client     *gateway.Client
+	limits     engine.Limits // every run's ([limits] in prompts.toml)
+	models     *modelset.Set
+	tools      []tools.Tool
+	ranking    engine.Ranking
+	picks      *engine.ModelPicks // every run's model bindings, for ranking
+	files      fileAccess
+	log        *slog.Logger
+	observer   engine.Observer // the narration, then Options.Observer
+	metrics    *Metrics
 	// publishNeedPrompt: the catalog ranks prompts, so need_prompt is
 	// published.
 	publishNeedPrompt bool
