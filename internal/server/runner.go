@@ -214,7 +214,7 @@ func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, 
 	// off: the registry reads it).
 	body := &runBody{s: s, id: id, p: entry.Prompt(), r: r, obs: obs, trace: trace, next: next}
 	var h *runs.Handle
-	if inline && s.speculate(obs, trace) {
+	if inline && s.speculate(r, obs, trace) {
 		h, err = s.runs.LaunchInline(slot, id, entry.Name(), trace.Started(), local, body.run, body.attempt)
 	} else {
 		h, err = s.runs.LaunchWith(slot, id, entry.Name(), trace.Started(), local, body.run)
@@ -270,14 +270,16 @@ type inlineCallKey struct{}
 // tens of microseconds (docs/benchmarks.md).
 const speculationWindow = time.Millisecond
 
-// speculate reports whether a run launched for an inline call is first
-// attempted on the caller's goroutine: only without a progress token
-// (whose notifications go out from a goroutine of their own), with a
+// speculate reports whether run r, launched for an inline call, is
+// first attempted on the caller's goroutine: only without a progress
+// token (whose notifications go out from a goroutine of their own),
+// without an input_file or output_file (only regular files are taken,
+// but one on a network file system may keep a read or write waiting), with a
 // trace that can be rewound should the attempt stop, and with a reply
 // deadline longer than the attempt (a shorter one must answer running,
 // mcp-server §5.1, which a run finished inline would not).
-func (s *Server) speculate(obs *progress, trace *runtrace.Recorder) bool {
-	return obs == nil && trace.Rewindable() && s.runs.ReplyDeadline() > speculationWindow
+func (s *Server) speculate(r runRequest, obs *progress, trace *runtrace.Recorder) bool {
+	return obs == nil && r.input == nil && r.output == nil && trace.Rewindable() && s.runs.ReplyDeadline() > speculationWindow
 }
 
 // runBody is the body of one run: seed the store, execute the prompt the
