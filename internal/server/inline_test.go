@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -234,5 +235,42 @@ func TestAStdioRunUnderAZeroReplyDeadlineAnswersRunning(t *testing.T) {
 	}
 	if got := structuredOf(t, res)["status"]; got != "running" {
 		t.Errorf("status %v under a 0s reply deadline; want running", got)
+	}
+}
+
+// A run that reads an input_file or writes an output_file is not
+// attempted inline: a file on a network file system may keep the stdio
+// reader waiting. It runs on a run goroutine, as over any transport.
+func TestAStdioRunWithFilesIsNotAttempted(t *testing.T) {
+	for name, args := range map[string]func(work string) map[string]any{
+		"input_file": func(work string) map[string]any {
+			return map[string]any{"prompt": "reader", "input_file": filepath.Join(work, "in.txt")}
+		},
+		"output_file": func(work string) map[string]any {
+			return map[string]any{"prompt": "writer", "args": "x", "output_file": filepath.Join(work, "out.txt")}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			work := t.TempDir()
+			if err := os.WriteFile(filepath.Join(work, "in.txt"), []byte("from the file"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			h := newHarness(t, fixture{prompts: filePrompts(), opts: func(o *Options) {
+				o.FileRoots = []string{work}
+			}})
+			cs := stdioClient(t, h)
+			before := runnerGoroutines(t)
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: args(work)})
+			if err != nil || res.IsError {
+				t.Fatalf("%v %+v", err, res)
+			}
+			if got := structuredOf(t, res)["status"]; got != "completed" {
+				t.Fatalf("status %v", got)
+			}
+			// The run's goroutine waits idle for the next run.
+			if n := runnerGoroutines(t); n <= before {
+				t.Errorf("%d run goroutines after the run, %d before; want it run on one, not attempted inline", n, before)
+			}
+		})
 	}
 }
