@@ -192,3 +192,28 @@ func TestLaunchInlineWithoutAnAttemptIsRefused(t *testing.T) {
 		t.Error("the refused run was registered")
 	}
 }
+
+// The reply deadline runs from the launch, not from the end of an
+// attempt that stopped: the caller of a run whose attempt took long (one
+// long library call the Lua clock checks do not see into) is answered
+// running by the deadline, as from LaunchWith, not that much later.
+func TestAStoppedAttemptsTimeCountsAgainstTheReplyDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, _ := newRegistry(t, testOptions(time.Minute))
+		launched := time.Now()
+		h := launchInline(t, r, id32, func(ctx context.Context) Outcome {
+			<-ctx.Done()
+			return Outcome{Err: context.Cause(ctx)}
+		}, func(context.Context) (Outcome, bool) {
+			time.Sleep(10 * time.Second)
+			return Outcome{}, false
+		})
+		got := r.Settle(t.Context(), h)
+		if got.Status != StatusRunning {
+			t.Fatalf("Settle = %+v; want running", got)
+		}
+		if waited := time.Since(launched); waited != time.Minute {
+			t.Errorf("Settle answered running %v after the launch; want the reply deadline, %v", waited, time.Minute)
+		}
+	})
+}
