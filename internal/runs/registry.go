@@ -709,7 +709,8 @@ func (r *Registry) finish(rec *record, res Result, end ending) Result {
 // A run launched by LaunchInline is started here: when ctx has not ended,
 // its attempt runs first on this goroutine, and a run it ends is answered
 // at once; after an attempt that stopped, the deadline runs from the
-// launch (the run's start). Before Settle waits, it calls the function ctx carries from
+// launch (the run's start). Before Settle waits (a deadline not yet
+// passed), it calls the function ctx carries from
 // [WithBeforeWait].
 func (r *Registry) Settle(ctx context.Context, h *Handle) Result {
 	wait := r.replyDeadline
@@ -733,7 +734,13 @@ func (r *Registry) Settle(ctx context.Context, h *Handle) Result {
 		return r.terminal(h.rec)
 	default:
 	}
-	beforeWait(ctx)
+	if wait > 0 {
+		// A deadline already passed waits for nothing: telling the
+		// caller would only give the run the time to end first (the
+		// lane's hand-off readies a goroutine), and a zero reply_deadline
+		// answers running.
+		beforeWait(ctx)
+	}
 	timer, _ := r.timers.Get().(*time.Timer)
 	if timer == nil {
 		timer = time.NewTimer(wait)
