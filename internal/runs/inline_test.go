@@ -3,6 +3,7 @@ package runs
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -191,4 +192,74 @@ func TestLaunchInlineWithoutAnAttemptIsRefused(t *testing.T) {
 	if _, ok := r.Check(id32); ok {
 		t.Error("the refused run was registered")
 	}
+}
+
+// The reply deadline runs from the launch, not from the end of an
+// attempt that stopped: the caller of a run whose attempt took long (one
+// long library call the Lua clock checks do not see into) is answered
+// running by the deadline, as from LaunchWith, not that much later.
+func TestAStoppedAttemptsTimeCountsAgainstTheReplyDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, _ := newRegistry(t, testOptions(time.Minute))
+		launched := time.Now()
+		h := launchInline(t, r, id32, func(ctx context.Context) Outcome {
+			<-ctx.Done()
+			return Outcome{Err: context.Cause(ctx)}
+		}, func(context.Context) (Outcome, bool) {
+			time.Sleep(10 * time.Second)
+			return Outcome{}, false
+		})
+		got := r.Settle(t.Context(), h)
+		if got.Status != StatusRunning {
+			t.Fatalf("Settle = %+v; want running", got)
+		}
+		if waited := time.Since(launched); waited != time.Minute {
+			t.Errorf("Settle answered running %v after the launch; want the reply deadline, %v", waited, time.Minute)
+		}
+	})
+}
+
+// Under a zero reply deadline Settle waits for nothing, so it announces
+// no wait: the caller's hand-off (the stdio lane's, which readies another
+// goroutine) would only give the run time to end before Settle looks,
+// and a zero reply_deadline answers every call running. Here the before-wait function lets the run end; if Settle
+// called it, the deadline's answer would depend on which of the two
+// ready channels its select took.
+func TestAZeroReplyDeadlineAnnouncesNoWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testOptions(0)
+		cfg.MaxConcurrentRuns = 32
+		r, _ := newRegistry(t, cfg)
+		for i := range 20 {
+			release := make(chan struct{})
+			slot, err := r.Admit(t.Context())
+			if err != nil {
+				t.Fatalf("Admit: %v", err)
+			}
+			h, err := r.LaunchWith(slot, fmt.Sprintf("%032x", i), "p", time.Time{}, nil, func(ctx context.Context) Outcome {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return Outcome{Value: "done"}
+			})
+			if err != nil {
+				t.Fatalf("LaunchWith: %v", err)
+			}
+			var waits atomic.Int32
+			ctx := WithBeforeWait(t.Context(), func() {
+				waits.Add(1)
+				close(release)
+				synctest.Wait() // the run has ended
+			})
+			got := r.Settle(ctx, h)
+			if got.Status != StatusRunning {
+				t.Fatalf("Settle under a zero reply deadline = %+v (run %d); want running", got, i)
+			}
+			if n := waits.Load(); n != 0 {
+				t.Fatalf("Settle under a zero reply deadline called the before-wait function %d times; want none", n)
+			}
+			close(release)
+		}
+	})
 }

@@ -708,13 +708,24 @@ func (r *Registry) finish(rec *record, res Result, end ending) Result {
 //
 // A run launched by LaunchInline is started here: when ctx has not ended,
 // its attempt runs first on this goroutine, and a run it ends is answered
-// at once. Before Settle waits, it calls the function ctx carries from
+// at once; after an attempt that stopped, the deadline runs from the
+// launch (the run's start). Before Settle waits (a deadline not yet
+// passed), it calls the function ctx carries from
 // [WithBeforeWait].
 func (r *Registry) Settle(ctx context.Context, h *Handle) Result {
+	wait := r.replyDeadline
 	if job := h.attempt; job != nil {
 		h.attempt = nil
-		if ctx.Err() == nil && r.supervise(job.ctx, job.rec, job.slot, nil, job.attempt) {
-			return r.terminal(h.rec)
+		if ctx.Err() == nil {
+			if r.supervise(job.ctx, job.rec, job.slot, nil, job.attempt) {
+				return r.terminal(h.rec)
+			}
+			// The attempt's time is the caller's too: the deadline runs
+			// from the launch, as for a run launched with LaunchWith, so
+			// that an attempt that overran its window (a long library
+			// call, which the Lua clock checks do not see into) does not
+			// put off the running answer by as much.
+			wait -= time.Since(h.rec.started)
 		}
 		r.start(job.runJob)
 	}
@@ -723,12 +734,18 @@ func (r *Registry) Settle(ctx context.Context, h *Handle) Result {
 		return r.terminal(h.rec)
 	default:
 	}
-	beforeWait(ctx)
+	if wait > 0 {
+		// A deadline already passed waits for nothing: telling the
+		// caller would only give the run the time to end first (the
+		// lane's hand-off readies a goroutine), and a zero reply_deadline
+		// answers running.
+		beforeWait(ctx)
+	}
 	timer, _ := r.timers.Get().(*time.Timer)
 	if timer == nil {
-		timer = time.NewTimer(r.replyDeadline)
+		timer = time.NewTimer(wait)
 	} else {
-		timer.Reset(r.replyDeadline)
+		timer.Reset(wait)
 	}
 	defer r.putTimer(timer)
 	select {

@@ -181,6 +181,17 @@ func (s *Server) start(ctx context.Context, session *mcp.ServerSession, token an
 		notify = session.NotifyProgress
 	}
 	obs := newProgress(ctx, token, notify)
+	if obs != nil {
+		if wait, ok := ctx.Value(inlineCallKey{}).(func()); ok {
+			// The pump writes the notifications from a goroutine of its
+			// own and obs.finish waits for it: its write may block (a
+			// peer that reads stdout only once its calls are written),
+			// and so may this call, which then must not hold the
+			// reading of stdin (transport.DirectCall.Wait). Such a run is
+			// not attempted inline anyway (speculate).
+			wait()
+		}
+	}
 	res, err := s.launch(ctx, entry, r, obs)
 	dropped, disconnected := obs.finish()
 	s.metrics.framesDropped(dropFull, dropped)
