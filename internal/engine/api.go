@@ -76,7 +76,27 @@ type Options struct {
 	// Now is the clock for sys.when and sys.now; nil is time.Now. Fanout
 	// arms call it concurrently.
 	Now func() time.Time
+	// SpeculateUntil, when set, makes the run a speculative attempt: the
+	// host runs it inline and, if it stops, throws its result away and
+	// runs the prompt again without it. The attempt stops, with an error
+	// that is [ErrSpeculationStopped], before anything that would wait
+	// on the host or reach outside the run: a model turn, models.need,
+	// models.default, models.infer, handle:infer, tools.need, fanout
+	// (execute runs inline); and once the clock passes SpeculateUntil,
+	// read without a timer (every 10,000 Lua instructions, when a pattern
+	// search polls, and at each chunk and section). Observations made
+	// before the stop are the host's to discard, and so are the store
+	// writes: the store Run was given holds what the attempt wrote
+	// (store.append, store.delete included), so the run again takes a
+	// fresh store, seeded anew. The zero time is an ordinary run.
+	SpeculateUntil time.Time
 }
+
+// ErrSpeculationStopped is what a speculative attempt's error is (with
+// errors.Is) when it stopped (see [Options.SpeculateUntil]). Nothing
+// outside the run happened: no gateway request, no tool call, no
+// goroutine left.
+var ErrSpeculationStopped = luavm.ErrSpeculationStopped
 
 // Limits bound a run. Zero fields take the defaults (prompt-language §3.10).
 type Limits struct {

@@ -37,6 +37,15 @@
 // tool loop that runs out in an arm is a soft result instead. The caller's
 // Lua time budget is paused while it waits.
 //
+// Speculative attempts ([Options.SpeculateUntil], issue #12): a host may
+// first run a prompt inline as an attempt that stops, with an error that
+// is [ErrSpeculationStopped], before anything that would wait on the host
+// or reach outside the run (a model turn, the live bindings, infer,
+// fanout; execute runs inline) or once the clock passes its deadline, and
+// then run it again ordinarily. The stop goes through the VMs' contexts,
+// as the Lua quotas do, so pcall cannot catch it; observations made before
+// it are the host's to discard.
+//
 // Observations from arms: each arm reports Fanout arm started and exactly
 // one terminal event under the worker's name; its model turns, tool calls
 // and log lines are reported as usual, but its section lifecycle (section,

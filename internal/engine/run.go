@@ -29,16 +29,19 @@ type run struct {
 	args  string
 	store *store.Store
 	// cfg is the host's Options with its defaults applied: its
-	// Execution is set and its Limits.Limits are the VMs' (WithDefaults).
-	cfg               Options
-	guard             *luavm.Guard
-	memory            *luavm.Memory // the run's memory ceiling, shared by all its VMs
-	maxToolIterations int
-	now               func() time.Time
-	turns             atomic.Int64  // completed model turns, fanout arms' included
-	ids               atomic.Int64  // the last sys.id handed to a section entry
-	units             atomic.Uint32 // the last unit id (TraceEvent.Unit)
-	walkAt            string        // sys.when of the sections: when the walk started
+	// Execution and Now are set, its Limits.Limits are the VMs'
+	// (WithDefaults) and its Limits.MaxToolIterations is the prompt's
+	// (the frontmatter's, else the host's, else the default).
+	cfg    Options
+	guard  *luavm.Guard
+	memory *luavm.Memory // the run's memory ceiling, shared by all its VMs
+	turns  atomic.Int64  // completed model turns, fanout arms' included
+	ids    atomic.Int64  // the last sys.id handed to a section entry
+	units  atomic.Uint32 // the last unit id (TraceEvent.Unit)
+	// modelsRetried is set once a binding miss swapped models (see
+	// below); here, next to units, where it fills what would be padding.
+	modelsRetried bool
+	walkAt        string // sys.when of the sections: when the walk started
 
 	// promptTokens and completionTokens sum the usage every model reply
 	// reported, fanout arms' and refused replies' included.
@@ -53,8 +56,7 @@ type run struct {
 	// models is the model list the run binds against: the snapshot taken
 	// at its start, swapped at most once by a binding miss (see
 	// bindings.refreshModels). Only the H1 pass reads or writes it.
-	models        modelset.Snapshot
-	modelsRetried bool
+	models modelset.Snapshot
 	// probed, set only by Probe, collects every need the H1 declares.
 	probed *[]ProbedNeed
 }
@@ -97,12 +99,12 @@ func Run(ctx context.Context, p *prompt.Prompt, args string, st *store.Store, cf
 // newRun prepares the state of one run: defaults, limits, the guard nonce
 // and the checked tool registry.
 func newRun(p *prompt.Prompt, args string, st *store.Store, cfg Options) (*run, error) {
-	r := &run{p: p, args: args, store: st, cfg: cfg, now: cfg.Now}
+	r := &run{p: p, args: args, store: st, cfg: cfg}
 	if r.store == nil {
 		r.store = store.New()
 	}
-	if r.now == nil {
-		r.now = time.Now
+	if r.cfg.Now == nil {
+		r.cfg.Now = time.Now
 	}
 	if r.cfg.Execution == "" {
 		r.cfg.Execution = mintExecution()
@@ -116,7 +118,7 @@ func newRun(p *prompt.Prompt, args string, st *store.Store, cfg Options) (*run, 
 	if def <= 0 {
 		def = DefaultMaxToolIterations
 	}
-	r.maxToolIterations = p.Frontmatter.ResolveMaxToolIterations(def)
+	r.cfg.Limits.MaxToolIterations = p.Frontmatter.ResolveMaxToolIterations(def)
 
 	guard, err := luavm.NewGuard()
 	if err != nil {
@@ -191,6 +193,9 @@ func (r *run) spend(u gateway.Usage) {
 func (r *run) tokens() gateway.Usage {
 	return gateway.Usage{PromptTokens: int(r.promptTokens.Load()), CompletionTokens: int(r.completionTokens.Load())}
 }
+
+// now is the run's clock (Options.Now).
+func (r *run) now() time.Time { return r.cfg.Now() }
 
 func (r *run) timestamp() string { return r.now().UTC().Format(time.RFC3339) }
 
@@ -274,6 +279,21 @@ func classify(err error) *Error {
 		return &Error{Kind: KindCancelled, Err: err}
 	}
 	return &Error{Kind: KindInternal, Err: err}
+}
+
+// speculationStopped is how the engine itself stops a speculative attempt
+// (before a model turn, or at a section past its time); its VMs stop with
+// the same cause (luavm.CancelledError).
+func speculationStopped() error {
+	return &Error{Kind: KindCancelled, Err: &luavm.CancelledError{Cause: ErrSpeculationStopped}}
+}
+
+// speculationOver reports whether the run is a speculative attempt whose
+// time is up. Each section reads the clock: a jump loop of sections that
+// run few instructions each might never reach the meter's next check.
+func (r *run) speculationOver() bool {
+	until := r.cfg.SpeculateUntil
+	return !until.IsZero() && !time.Now().Before(until)
 }
 
 // noClientReason is what a model call says when the host passed no

@@ -98,7 +98,7 @@ type roundResult struct {
 func (u *unit) loop(ctx context.Context, mb *modelBinding, sc *scope, text string, singleShot bool) (roundResult, error) {
 	r := u.r
 	u.conv = append(u.conv, gateway.Message{Role: "user", Content: text})
-	rounds := r.maxToolIterations
+	rounds := r.cfg.Limits.MaxToolIterations
 	if singleShot {
 		rounds = 1
 	}

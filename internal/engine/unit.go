@@ -146,6 +146,8 @@ func (u *unit) vmOptions(kind luavm.Kind, id int, now time.Time, when string, re
 		HasItem: u.hasItem,
 		Writer:  u.writer,
 		Memory:  u.r.memory,
+
+		SpeculateUntil: u.r.cfg.SpeculateUntil,
 	}
 }
 
@@ -409,6 +411,9 @@ func (u *unit) prose(ctx context.Context, b prompt.Block, last bool) error {
 	}
 	if mb == nil {
 		return bindingErr("model binding required for section %s", u.name)
+	}
+	if !r.cfg.SpeculateUntil.IsZero() {
+		return speculationStopped()
 	}
 	released := last && u.releaseForTurn(sc)
 	res, err := u.loop(ctx, mb, sc, text, !b.LoopCapable)

@@ -126,6 +126,9 @@ func (r *run) walk(ctx context.Context, fr frame, from place, in entry) (walkEnd
 			continue
 		}
 		addressed = false
+		if r.speculationOver() {
+			return walkEnd{}, speculationStopped()
+		}
 		f, err := r.newUnit(fr, at, via).runSection(ctx, reply, in.v)
 		if err != nil {
 			return walkEnd{}, err

@@ -7,6 +7,7 @@ package luavm
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -188,7 +189,12 @@ func (vm *VM) luaExecute(L *lua.LState) int {
 	}
 	var out string
 	var err error
-	vm.wait(func() { out, err = vm.host.Execute(vm.ctx, target, input) })
+	vm.waitNested(func() { out, err = vm.host.Execute(vm.ctx, target, input) })
+	if err != nil && errors.Is(err, ErrSpeculationStopped) {
+		// The chain's attempt stopped: so does this one, or pcall here
+		// could catch the stop and the attempt carry on without the chain.
+		vm.stopSpeculation()
+	}
 	if err != nil {
 		vm.raise(err)
 	}

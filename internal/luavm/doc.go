@@ -23,16 +23,19 @@
 // Limits: the reference's instruction quota ([Limits.MaxInstructions],
 // 10,000,000 VM instructions per VM) is counted by the vendored interpreter
 // (package lua), and a time budget per VM ([Limits.LuaTime], 2 s) is its
-// backstop for work that executes no instructions, enforced through the
+// backstop for work that executes few instructions, enforced through the
 // state's context. The budget counts only Lua time: it is paused while the
 // VM waits on the host (model calls, execute, tools); the shared library
-// replay spends the same quota and budget as the blocks after it. The same
-// context carries the run's cancellation, so a busy loop stops promptly.
-// Library calls that could run long inside one Go call poll that context
-// as well: string.find, match, gmatch and gsub run on a vendored copy of
-// gopher-lua's pattern matcher (package pattern) that checks it every few
-// thousand steps, so a backtracking pattern ends with the same quota or
-// cancellation error as a loop.
+// replay spends the same quota and budget as the blocks after it. It arms
+// no timer: the VM reads the clock between chunks of instructions, at
+// memory syncs and whenever the state's context is polled (see budget in
+// vm.go). The same context carries the run's cancellation, so a busy loop
+// stops promptly. Library calls that could run long inside one Go call
+// poll that context as well: string.find, match, gmatch and gsub run on a
+// vendored copy of gopher-lua's pattern matcher (package pattern) that
+// checks it every few thousand steps, so a backtracking pattern ends with
+// the same quota or cancellation error as a loop. A speculative attempt
+// ([Options.SpeculateUntil], speculate.go) stops through the same context.
 //
 // The call stack and the value stack (registry) are bounded; the registry
 // starts small and grows in large steps because gopher-lua copies it on

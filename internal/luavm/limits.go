@@ -9,10 +9,11 @@ type Limits struct {
 	// interpreter), 10,000,000 by default.
 	MaxInstructions int64
 	// LuaTime is the budget of Lua execution time per VM, the backstop of
-	// the instruction quota: it bounds what executes no instructions (a
-	// long pattern search, a big library call) and a machine so slow that
+	// the instruction quota: it bounds what executes few instructions (a
+	// long pattern search, big allocations) and a machine so slow that
 	// the quota takes long. It is paused while the VM waits on the host
-	// (model calls, execute, tools). See DefaultLuaTime.
+	// (model calls, execute, tools). It is checked by reading the clock,
+	// not by a timer: see budget in vm.go. See DefaultLuaTime.
 	LuaTime time.Duration
 	// CallStackSize caps nested Lua calls (runaway recursion fails cleanly).
 	CallStackSize int

@@ -55,8 +55,10 @@ var errMemory = errors.New("lua memory limit exceeded")
 // startMeter makes the interpreter count what this VM grows and the
 // instructions it executes.
 func (vm *VM) startMeter() {
+	first := min(vm.limits.MaxInstructions, meterChunk)
+	vm.stepsLeft = vm.limits.MaxInstructions - first
 	vm.meter = &lua.Meter{Mark: memSyncStep, Owner: (*meterOwner)(vm), MaxStringBytes: vm.limits.MaxStringBytes,
-		Steps: vm.limits.MaxInstructions}
+		Steps: first}
 	vm.L.SetMeter(vm.meter)
 }
 
@@ -71,10 +73,25 @@ func (o *meterOwner) OutOfSteps() { (*VM)(o).outOfSteps() }
 // quota.
 var errInstructions = errors.New("lua instruction quota exhausted")
 
-// outOfSteps ends a VM that executed its instruction quota: like the time
-// budget, through its context, so that pcall cannot swallow it. The
-// interpreter calls it only while Lua runs, so the error is raised at once.
+// meterChunk is how many instructions the meter is handed at a time: the
+// VM reads the clock between chunks (see budget), so no Lua loop runs more
+// than this many instructions between two reads.
+const meterChunk = 10_000
+
+// outOfSteps runs when the meter's chunk of instructions is spent: it
+// hands the meter the next chunk of the quota, the instruction under way
+// being its first, after the clock checks; or, the quota spent, it ends
+// the VM: like the time budget, through its context, so that pcall cannot
+// swallow it. The interpreter calls it only while Lua runs, so the error
+// is raised at once.
 func (vm *VM) outOfSteps() {
+	if vm.stepsLeft > 0 {
+		n := min(vm.stepsLeft, meterChunk)
+		vm.stepsLeft -= n
+		vm.meter.Steps = n - 1
+		vm.stopForTime()
+		return
+	}
 	vm.cancel(errInstructions)
 	vm.L.RaiseError("%s", vm.instructionsMsg())
 }
@@ -94,7 +111,12 @@ func (vm *VM) stopMeter() {
 // memOver runs when the VM's charges pass their mark: it adds them to the
 // run's total and, when the total is over the ceiling, replaces the VM's
 // share by what it actually reaches; if that is still over, the run fails.
+// It also reads the clock (see budget): a few instructions that each
+// allocate megabytes pass their mark long before the meter's next chunk.
 func (vm *VM) memOver() {
+	if vm.budget.on {
+		vm.stopForTime()
+	}
 	m := vm.meter
 	vm.memHeld += m.Charged
 	total := vm.mem.held.Add(m.Charged)

@@ -29,6 +29,11 @@ import (
 type vmContext struct {
 	context.Context
 	vm *VM
+	// finds counts the pattern searches (VM.find), and entryPoll is set
+	// while one's first poll, on entry, is still to come: that poll reads
+	// the clock only on every findClockEvery-th search (see find).
+	finds     uint32
+	entryPoll bool
 }
 
 // vmOf returns the VM a binding was called from.

@@ -26,6 +26,10 @@ import (
 // is pushed.
 const maxResults = 1 << 16
 
+// findClockEvery is how many pattern searches share one clock read on
+// entry (see find).
+const findClockEvery = 16
+
 // noSpecials reports whether p has no pattern magic characters, so a plain
 // substring search finds what the matcher would.
 func noSpecials(p string) bool {
@@ -40,11 +44,24 @@ func compilePattern(L *lua.LState, p string) *pattern.Pattern {
 	return pat
 }
 
-// find runs one pattern search under the VM's Lua context. When that
-// context ends (time budget or cancellation) the raised error is replaced
-// by the Quota or Cancelled error when the chunk unwinds (see interrupted).
+// find runs one pattern search under the VM's Lua context, whose Err the
+// matcher polls (vmContext.Err reads the clock). When that context ends
+// (time budget, cancellation, a speculative attempt's stop) the raised
+// error is replaced by the Quota or Cancelled error when the chunk unwinds
+// (see interrupted).
+//
+// Find polls once on entry, then every few thousand steps of matching;
+// gsub and gmatch search once per match, so a clock read at every entry
+// poll made a gsub of many one-byte matches some 20% slower than with no
+// read (the matching is a few steps per match). The entry poll reads the
+// clock on every findClockEvery-th search only: between two reads run at
+// most findClockEvery searches that each ended short of a step poll.
 func (vm *VM) find(L *lua.LState, fn string, pat *pattern.Pattern, s string, init int) *pattern.Match {
-	m, err := pat.Find(vm.luaCtx, s, init)
+	c := &vm.vmCtx
+	c.finds++
+	c.entryPoll = c.finds%findClockEvery != 0
+	m, err := pat.Find(c, s, init)
+	c.entryPoll = false
 	if err != nil {
 		var perr *pattern.Error
 		if errors.As(err, &perr) {

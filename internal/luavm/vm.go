@@ -61,6 +61,11 @@ type Options struct {
 	// Memory is the run's memory ceiling, shared by all its VMs; nil
 	// gives this VM a ceiling of its own (Limits.MaxRunMemory).
 	Memory *Memory
+	// SpeculateUntil, when set, makes the VM's Lua a speculative attempt
+	// (see speculate.go): it stops with ErrSpeculationStopped before any
+	// host call that waits (all but execute), and once the clock passes
+	// SpeculateUntil. The zero time is an ordinary VM.
+	SpeculateUntil time.Time
 }
 
 // VM is one sandboxed Lua state and the host globals bound into it. It is
@@ -98,6 +103,9 @@ type VM struct {
 	meter   *lua.Meter // not a field by value: see Close
 	memHeld int64
 	memFail string
+	// stepsLeft is the part of the instruction quota not yet handed to
+	// the meter, which gets it in chunks (outOfSteps).
+	stepsLeft int64
 
 	sys sysState
 
@@ -319,6 +327,12 @@ func (vm *VM) RunShared(c *prompt.Chunk) error {
 func (vm *VM) runProto(c *prompt.Chunk) (Outcome, error) {
 	L := vm.L
 	vm.jumped, vm.jumpTo, vm.fatal = false, nil, nil
+	// A jump loop of tiny sections runs few instructions per VM: the
+	// attempt's clock is also read at each chunk.
+	if vm.speculationOver() {
+		vm.cancel(ErrSpeculationStopped)
+		return Outcome{}, vm.interrupted()
+	}
 	fn := L.NewFunctionFromProto(c.Proto)
 	L.Push(fn)
 	prev := vm.budget.set(true)
@@ -391,6 +405,9 @@ func (vm *VM) interrupted() error {
 	if vm.ctx.Err() != nil {
 		return &CancelledError{Cause: context.Cause(vm.ctx)}
 	}
+	if vm.luaCtx.Err() != nil && errors.Is(context.Cause(vm.luaCtx), ErrSpeculationStopped) {
+		return &CancelledError{Cause: ErrSpeculationStopped}
+	}
 	if vm.luaCtx.Err() != nil && errors.Is(context.Cause(vm.luaCtx), errMemory) {
 		return &QuotaError{Msg: vm.memFail}
 	}
@@ -445,9 +462,25 @@ func (vm *VM) raise(err error) {
 }
 
 // wait runs a host call that may block, with the Lua time budget paused.
+// A speculative attempt stops before it instead (speculate.go).
 func (vm *VM) wait(fn func()) {
+	if !vm.cfg.SpeculateUntil.IsZero() {
+		vm.stopSpeculation()
+	}
+	vm.waitNested(fn)
+}
+
+// waitNested is wait for execute, which a speculative attempt runs
+// inline: its chain runs in this run, and stops on its own at whatever
+// in it would wait.
+func (vm *VM) waitNested(fn func()) {
 	prev := vm.budget.set(false)
 	defer vm.budget.set(prev)
+	if vm.luaCtx.Err() != nil {
+		// The budget was spent (set found it so: no timer ended the Lua
+		// before it got here), or the run cancelled: no host call.
+		vm.L.RaiseError("%s", vm.interrupted().Error())
+	}
 	fn()
 }
 
@@ -483,44 +516,79 @@ func (vm *VM) Var() (*Var, error) {
 
 // budget is the Lua time budget of one VM. It counts only while Lua runs:
 // host calls that wait pause it.
+//
+// It arms no timer: arming one per VM run woke the runtime's netpoller
+// thread (a cross-CPU wake-up per VM on the hot path, issue #12). The VM
+// reads the clock instead (overTime): between the meter's chunks of
+// instructions, at every memory sync (memSyncStep bytes charged), whenever
+// a library call polls the state's context (vmContext.Err: the pattern
+// matcher does, every few thousand steps), and when the budget pauses or
+// resumes. So a loop, a backtracking pattern and a run of instructions
+// that each allocate much (`..` on big strings) stop as the timer stopped
+// them. What no check sees is the inside of one long library call that
+// polls nothing (string.rep or table.concat up to MaxStringBytes, a plain
+// string.find over such a string, table.sort of a table the memory
+// ceiling allows): the timer did not stop those mid-call either
+// (cancelling the context interrupts nothing that does not poll it), each
+// is bounded by the string and memory limits, and the clock catches the
+// time it took at the next check: the meter's charge for what it built,
+// or at most meterChunk instructions later.
 type budget struct {
 	left    time.Duration
 	started time.Time
 	on      bool
-	timer   *time.Timer
 	cancel  context.CancelCauseFunc
 }
 
-// set turns counting on or off and returns the previous state.
+// set turns counting on or off and returns the previous state. A budget
+// found spent as it pauses or resumes cancels the VM's Lua context: the
+// Lua that resumes stops at its next instruction.
 func (b *budget) set(on bool) bool {
 	prev := b.on
 	switch {
 	case on && !b.on:
 		b.on = true
 		b.started = time.Now()
-		if b.left <= 0 {
-			b.cancel(errBudget)
-			return prev
-		}
-		if b.timer == nil {
-			cancel := b.cancel
-			b.timer = time.AfterFunc(b.left, func() { cancel(errBudget) })
-		} else {
-			b.timer.Reset(b.left)
-		}
 	case !on && b.on:
 		b.on = false
-		if b.timer != nil {
-			b.timer.Stop()
-		}
 		b.left -= time.Since(b.started)
+	default:
+		return prev
+	}
+	if b.left <= 0 {
+		b.cancel(errBudget)
 	}
 	return prev
 }
 
 func (b *budget) stop() {
-	if b.timer != nil {
-		b.timer.Stop()
-	}
 	b.on = false
+}
+
+// overTime reads the clock, while Lua runs, for the time budget and a
+// speculative attempt's deadline, and returns the cause the VM must stop
+// with, or nil.
+func (vm *VM) overTime() error {
+	b := &vm.budget
+	if !b.on {
+		return nil
+	}
+	now := time.Now()
+	if now.Sub(b.started) >= b.left {
+		return errBudget
+	}
+	if until := vm.cfg.SpeculateUntil; !until.IsZero() && !now.Before(until) {
+		return ErrSpeculationStopped
+	}
+	return nil
+}
+
+// stopForTime ends the Lua under way when overTime says so: through its
+// context, so that pcall cannot swallow it, and at once. Only for callers
+// inside a call Lua made (the meter's).
+func (vm *VM) stopForTime() {
+	if cause := vm.overTime(); cause != nil {
+		vm.cancel(cause)
+		vm.L.RaiseError("%s", vm.interrupted().Error())
+	}
 }

@@ -83,6 +83,7 @@ func (p *slotPool) acquire(ctx context.Context, timeout time.Duration) error {
 	w := &slotWaiter{ready: make(chan struct{})}
 	w.elem = p.waiters.PushBack(w)
 	p.mu.Unlock()
+	beforeWait(ctx)
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -156,4 +157,25 @@ func (p *slotPool) state() (free, waiting int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.free, p.waiters.Len()
+}
+
+// beforeWaitKey is the context key of WithBeforeWait's function.
+type beforeWaitKey struct{}
+
+// WithBeforeWait returns ctx carrying f, which the registry calls on the
+// caller's goroutine before it waits for anything on a call under ctx: a
+// run slot ([Registry.Admit], when none is free) or a run
+// ([Registry.Settle], unless an inline attempt ended it). The stdio
+// transport hands the reading of stdin on from it (transport.DirectCall's
+// Wait): it keeps reading on the calling goroutine only while the call
+// cannot wait. f may be called more than once.
+func WithBeforeWait(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, beforeWaitKey{}, f)
+}
+
+// beforeWait calls the function ctx carries from WithBeforeWait, if any.
+func beforeWait(ctx context.Context) {
+	if f, ok := ctx.Value(beforeWaitKey{}).(func()); ok && f != nil {
+		f()
+	}
 }

@@ -40,6 +40,18 @@
 // The registry owns these runners: Close cancels the context they wait on
 // and waits for them to return.
 //
+// A run launched with [Registry.LaunchInline] is first attempted on the
+// goroutine that settles it, under the same deferred supervisor: an
+// attempt that ends the run is the run, recorded as a runner would record
+// it, and one that stops (having done nothing a second run could see: the
+// caller's promise) hands the run to a runner as Launch does. The stdio
+// transport's calls wait for their reply on the goroutine that read them,
+// and for a run of tens of microseconds the hand-off to a runner and back
+// cost more in thread wake-ups than the run (issue #12). Whatever the
+// registry is about to wait for on such a caller's behalf (a slot, a run
+// on a runner), it first tells the caller ([WithBeforeWait]), which then
+// has another goroutine read on.
+//
 // # Admission
 //
 // There are [Options.MaxConcurrentRuns] slots behind a FIFO counting

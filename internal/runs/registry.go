@@ -122,6 +122,15 @@ type Stats struct {
 // Handle is what a call holds on a run it launched.
 type Handle struct {
 	rec *record
+	// attempt is the run LaunchInline left for Settle to start, with the
+	// inline attempt it makes first; nil once started.
+	attempt *inlineJob
+}
+
+// inlineJob is a run launched by LaunchInline and not yet started.
+type inlineJob struct {
+	runJob
+	attempt func(context.Context) (Outcome, bool)
 }
 
 // RunID is the run's id.
@@ -317,6 +326,14 @@ func New(opts Options) (*Registry, error) {
 // AdmissionTimeout is how long Admit waits for a slot.
 func (r *Registry) AdmissionTimeout() time.Duration { return r.admissionTimeout }
 
+// StoreNeverWaits reports whether the registry's run store is the
+// in-memory one, whose calls never wait: Admit and Settle then wait for
+// nothing but what WithBeforeWait announces.
+func (r *Registry) StoreNeverWaits() bool { return r.localStore }
+
+// ReplyDeadline is how long Settle waits for a run.
+func (r *Registry) ReplyDeadline() time.Duration { return r.replyDeadline }
+
 // RetainCompleted is how long a finished run stays collectable.
 func (r *Registry) RetainCompleted() time.Duration { return r.retain }
 
@@ -366,6 +383,36 @@ func (r *Registry) Launch(slot *Slot, id, prompt string, run func(ctx context.Co
 // for both; zero, the registry reads it here. It should carry a monotonic
 // reading (time.Now's does), which the run's elapsed time is read on.
 func (r *Registry) LaunchWith(slot *Slot, id, prompt string, started time.Time, local any, run func(ctx context.Context) Outcome) (*Handle, error) {
+	return r.launch(slot, id, prompt, started, local, run, nil)
+}
+
+// LaunchInline is LaunchWith for a caller that settles the run at once
+// and can afford to run it on its own goroutine: the run is registered
+// here, as by LaunchWith, and started by [Registry.Settle], which first
+// calls attempt on the caller's goroutine, with the run's context. An
+// attempt that returns ok is the run: its outcome is recorded as run's
+// would be, and Settle returns the terminal record without a goroutine
+// hand-off or a timer. An attempt that returns false must have done
+// nothing a second run could see (the server's speculative attempt,
+// which stops before anything that waits or reaches outside the run);
+// run is then started on a run goroutine, as LaunchWith starts it, and
+// Settle waits for it as usual. A panic in attempt is the run's, recorded
+// as run's would be (a runtime.Goexit ends the caller's goroutine). The handle must be settled: until then the run holds
+// its slot and counts as in flight.
+//
+// Why (issue #12, docs/benchmarks.md): over stdio at one client, handing
+// a short run to a run goroutine and waiting for it with a timer cost
+// more in thread wake-ups than the run itself.
+func (r *Registry) LaunchInline(slot *Slot, id, prompt string, started time.Time, local any, run func(ctx context.Context) Outcome, attempt func(ctx context.Context) (Outcome, bool)) (*Handle, error) {
+	if attempt == nil {
+		slot.Release()
+		return nil, errors.New("launch a run inline: no attempt function was given; use LaunchWith")
+	}
+	return r.launch(slot, id, prompt, started, local, run, attempt)
+}
+
+// launch is LaunchWith, and LaunchInline when attempt is set.
+func (r *Registry) launch(slot *Slot, id, prompt string, started time.Time, local any, run func(ctx context.Context) Outcome, attempt func(ctx context.Context) (Outcome, bool)) (*Handle, error) {
 	if slot == nil || slot.pool != r.slots {
 		return nil, errors.New("launch a run: the slot was not admitted by this registry; call Admit first")
 	}
@@ -431,14 +478,25 @@ func (r *Registry) LaunchWith(slot *Slot, id, prompt string, started time.Time, 
 	}
 	r.started.Add(1)
 	job := runJob{ctx: ctx, rec: rec, slot: slot, run: run}
+	rec.handle.rec = rec
+	if attempt != nil {
+		rec.handle.attempt = &inlineJob{runJob: job, attempt: attempt}
+		return &rec.handle, nil
+	}
+	r.start(job)
+	return &rec.handle, nil
+}
+
+// start hands job to an idle run goroutine, or starts one. The job counts
+// as live (launch), so a Close under way is still waiting for it and has
+// not reached runners.Wait.
+func (r *Registry) start(job runJob) {
 	select {
 	case r.handoff <- job:
 	default:
 		r.runners.Add(1)
 		go r.runner(job)
 	}
-	rec.handle.rec = rec
-	return &rec.handle, nil
 }
 
 // runner drives runs on one goroutine, one at a time: the run it was
@@ -451,7 +509,7 @@ func (r *Registry) runner(job runJob) {
 	defer r.runners.Done()
 	done := r.base.Done()
 	for {
-		r.supervise(job.ctx, job.rec, job.slot, job.run)
+		r.supervise(job.ctx, job.rec, job.slot, job.run, nil)
 		job = runJob{} // the finished run's closure is garbage now
 		if r.idleRunners.Add(1) > maxIdleRunners {
 			r.idleRunners.Add(-1)
@@ -470,12 +528,20 @@ func (r *Registry) runner(job runJob) {
 // supervise runs run and, however it ends, writes the terminal record. The
 // deferred function is the supervisor: a panic or runtime.Goexit in run
 // unwinds through it on this same goroutine.
-func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run func(context.Context) Outcome) {
+//
+// With attempt set, supervise calls it instead of run (LaunchInline): an
+// attempt that returns false has not ended the run, so nothing is
+// recorded and the slot is kept; supervise reports whether the run ended.
+func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run func(context.Context) Outcome, attempt func(context.Context) (Outcome, bool)) (ended bool) {
 	var (
 		out      Outcome
 		returned bool
 	)
+	ended = true
 	defer func() {
+		if returned && !ended {
+			return
+		}
 		var res Result
 		// One reading of the run's end, or the body's (Outcome.Ended),
 		// for both its elapsed time and its Finished.
@@ -540,8 +606,13 @@ func (r *Registry) supervise(ctx context.Context, rec *record, slot *Slot, run f
 		r.markIdleLocked()
 		r.mu.Unlock()
 	}()
-	out = run(ctx)
+	if attempt != nil {
+		out, ended = attempt(ctx)
+	} else {
+		out = run(ctx)
+	}
 	returned = true
+	return ended
 }
 
 // outcomeResult turns what run returned into its record. A run stopped by
@@ -634,12 +705,47 @@ func (r *Registry) finish(rec *record, res Result, end ending) Result {
 //     cancelled with [ErrCallerCancelled] and its terminal record returned,
 //     still bounded by the same deadline in case the run ignores the
 //     cancellation.
+//
+// A run launched by LaunchInline is started here: when ctx has not ended,
+// its attempt runs first on this goroutine, and a run it ends is answered
+// at once; after an attempt that stopped, the deadline runs from the
+// launch (the run's start). Before Settle waits (a deadline not yet
+// passed), it calls the function ctx carries from
+// [WithBeforeWait].
 func (r *Registry) Settle(ctx context.Context, h *Handle) Result {
+	wait := r.replyDeadline
+	if job := h.attempt; job != nil {
+		h.attempt = nil
+		if ctx.Err() == nil {
+			if r.supervise(job.ctx, job.rec, job.slot, nil, job.attempt) {
+				return r.terminal(h.rec)
+			}
+			// The attempt's time is the caller's too: the deadline runs
+			// from the launch, as for a run launched with LaunchWith, so
+			// that an attempt that overran its window (a long library
+			// call, which the Lua clock checks do not see into) does not
+			// put off the running answer by as much.
+			wait -= time.Since(h.rec.started)
+		}
+		r.start(job.runJob)
+	}
+	select {
+	case <-h.rec.done:
+		return r.terminal(h.rec)
+	default:
+	}
+	if wait > 0 {
+		// A deadline already passed waits for nothing: telling the
+		// caller would only give the run the time to end first (the
+		// lane's hand-off readies a goroutine), and a zero reply_deadline
+		// answers running.
+		beforeWait(ctx)
+	}
 	timer, _ := r.timers.Get().(*time.Timer)
 	if timer == nil {
-		timer = time.NewTimer(r.replyDeadline)
+		timer = time.NewTimer(wait)
 	} else {
-		timer.Reset(r.replyDeadline)
+		timer.Reset(wait)
 	}
 	defer r.putTimer(timer)
 	select {

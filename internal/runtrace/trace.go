@@ -300,6 +300,38 @@ func (r *Recorder) Started() time.Time {
 // CaptureContent is what the run's engine.Options.CaptureContent must be.
 func (r *Recorder) CaptureContent() bool { return r.t.ContentCaptured }
 
+// Rewindable reports whether Rewind can take the trace back to its start:
+// a recorder with no exporter (whose spans, once sent, cannot be taken
+// back), no content capture and the real clock, the server's default. A
+// nil Recorder (traces off) is rewindable: there is nothing to rewind.
+func (r *Recorder) Rewindable() bool { return r == nil || r.x == nil }
+
+// Rewind takes a rewindable trace back to the state NewRecorder left it
+// in, keeping its start: what a run's body recorded is forgotten, as if
+// it had not run. The server rewinds the trace of a speculative attempt
+// that stopped before the run is started again (runs.Registry.LaunchInline);
+// a reader between the two sees the attempt's steps, then none. It
+// reports false, and changes nothing, when the trace is not rewindable
+// or has ended.
+func (r *Recorder) Rewind() bool {
+	if r == nil {
+		return true
+	}
+	if r.x != nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return false
+	}
+	r.unitsBuf, r.keptBuf, r.firstNode = [2]openUnit{}, [4]*node{}, node{}
+	r.units, r.kept, r.nextID = r.unitsBuf[:0], r.keptBuf[:0], 0
+	r.t.Status, r.t.Error, r.t.Tokens, r.t.Turns, r.t.Dropped, r.t.DurationMS = StatusRunning, "", Tokens{}, 0, 0, 0
+	r.h1Step.Store(false)
+	return true
+}
+
 func (r *Recorder) since() float64 {
 	// At least a microsecond, so that an ended step never reads as
 	// running (EndMS 0).

@@ -53,6 +53,21 @@ func (s *Server) AnswerCall(ctx context.Context, call transport.DirectCall) (tra
 	}
 	req := &mcp.CallToolRequest{Session: call.Session, Params: call.Params}
 	var slot *pageSlot
+	if call.Wait != nil {
+		// The lane reads stdin on this goroutine once the call is
+		// answered, unless it is told that the call is about to wait.
+		switch call.Params.Name {
+		case ToolRunPrompt:
+			// The registry announces its waits (runs.WithBeforeWait),
+			// and the run may be attempted here (runner.go, speculate).
+			ctx = context.WithValue(ctx, inlineCallKey{}, call.Wait)
+		case ToolNeedPrompt:
+			// Retrieval may ask an embedding model.
+			call.Wait()
+		}
+		// list_prompts and check_run wait for nothing: they read the
+		// catalog and the in-memory run store (Backend's LazyRead).
+	}
 	if call.Params.Name == ToolListPrompts {
 		// listPrompts leaves its kept page here, as for pagesMiddleware.
 		slot = &pageSlot{}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -180,6 +181,17 @@ func (s *Server) start(ctx context.Context, session *mcp.ServerSession, token an
 		notify = session.NotifyProgress
 	}
 	obs := newProgress(ctx, token, notify)
+	if obs != nil {
+		if wait, ok := ctx.Value(inlineCallKey{}).(func()); ok {
+			// The pump writes the notifications from a goroutine of its
+			// own and obs.finish waits for it: its write may block (a
+			// peer that reads stdout only once its calls are written),
+			// and so may this call, which then must not hold the
+			// reading of stdin (transport.DirectCall.Wait). Such a run is
+			// not attempted inline anyway (speculate).
+			wait()
+		}
+	}
 	res, err := s.launch(ctx, entry, r, obs)
 	dropped, disconnected := obs.finish()
 	s.metrics.framesDropped(dropFull, dropped)
@@ -190,6 +202,10 @@ func (s *Server) start(ctx context.Context, session *mcp.ServerSession, token an
 // launch admits, launches and settles one run. A refusal means no run was
 // started.
 func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, obs *progress) (runs.Result, error) {
+	wait, inline := ctx.Value(inlineCallKey{}).(func())
+	if inline {
+		ctx = runs.WithBeforeWait(ctx, wait)
+	}
 	slot, err := s.runs.Admit(ctx)
 	if err != nil {
 		return runs.Result{}, admitRefusal(err)
@@ -207,7 +223,13 @@ func (s *Server) launch(ctx context.Context, entry catalog.Entry, r runRequest, 
 	}
 	// The record starts when the trace does, read once (zero with traces
 	// off: the registry reads it).
-	h, err := s.runs.LaunchWith(slot, id, entry.Name(), trace.Started(), local, s.runFunc(id, entry.Prompt(), r, obs, trace, next))
+	body := &runBody{s: s, id: id, p: entry.Prompt(), r: r, obs: obs, trace: trace, next: next}
+	var h *runs.Handle
+	if inline && s.speculate(r, obs, trace) {
+		h, err = s.runs.LaunchInline(slot, id, entry.Name(), trace.Started(), local, body.run, body.attempt)
+	} else {
+		h, err = s.runs.LaunchWith(slot, id, entry.Name(), trace.Started(), local, body.run)
+	}
 	switch {
 	case errors.Is(err, runs.ErrDuplicateRun):
 		return runs.Failed(id, entry.Name(), msgDuplicateRun, 0, 0), nil
@@ -245,74 +267,196 @@ func admitRefusal(err error) error {
 	}
 }
 
-// runFunc is the body of one run: seed the store, execute the prompt the
+// inlineCallKey is the context key of a call whose caller waits for its
+// reply on the goroutine the call runs on, and keeps reading its
+// transport there only while the call cannot wait (the stdio fast lane:
+// transport.DirectCall.Wait, which the value is). AnswerCall sets it.
+type inlineCallKey struct{}
+
+// speculationWindow bounds a speculative attempt (runBody.attempt): the
+// Lua time it may take before it stops and the run is started again on a
+// run goroutine. It is what an inline call may hold up the reading of
+// stdin (a notifications/cancelled, the next request) at most, and what
+// an attempt that stops wastes at most; a Lua-only prompt's run takes
+// tens of microseconds (docs/benchmarks.md).
+const speculationWindow = time.Millisecond
+
+// speculate reports whether run r, launched for an inline call, is
+// first attempted on the caller's goroutine: only without a progress
+// token (whose notifications go out from a goroutine of their own),
+// without an input_file or output_file (only regular files are taken,
+// but one on a network file system may keep a read or write waiting), with a
+// trace that can be rewound should the attempt stop, and with a reply
+// deadline longer than the attempt (a shorter one must answer running,
+// mcp-server §5.1, which a run finished inline would not).
+func (s *Server) speculate(r runRequest, obs *progress, trace *runtrace.Recorder) bool {
+	return obs == nil && r.input == nil && r.output == nil && trace.Rewindable() && s.runs.ReplyDeadline() > speculationWindow
+}
+
+// runBody is the body of one run: seed the store, execute the prompt the
 // catalog parsed, and apply the declared-output rules to the value. With
 // traces on it is the one owner of the run's trace: it opens it and closes
 // it with the outcome the record will have (mcp-server §4.7), before the
 // record is terminal, so a caller that collects the record finds the trace
 // ended.
-func (s *Server) runFunc(id string, p *prompt.Prompt, r runRequest, obs *progress, trace *runtrace.Recorder, next engine.Tracer) func(context.Context) runs.Outcome {
-	return func(ctx context.Context) runs.Outcome {
-		opts := engine.Options{
-			Execution: id,
-			Limits:    s.limits,
-			Params:    r.bound.Params,
-			Client:    s.client,
-			ModelSet:  s.models,
-			Tools:     s.tools,
-			Ranking:   s.ranking,
-			// Runs of the same prompts against the same model list bind
-			// their models alike: ranked once, not per run.
-			ModelPicks: s.picks,
-		}
-		if obs != nil {
-			opts.Observer = engine.Observers(s.observer, obs)
-		} else {
-			// No progress token: the narration alone (a nil *progress in
-			// the list would be a non-nil Observer).
-			opts.Observer = engine.Observers(s.observer)
-		}
-		s.traces.Enter(trace, next, &opts)
-		ended := false
-		if trace != nil {
-			defer func() {
-				if !ended {
-					// The body panicked or exited: the record says so
-					// (runs.AbnormalText), and so does the trace.
-					v := recover()
-					s.traces.End(trace, string(runs.StatusFailed), runs.AbnormalText(v), 0, runtrace.Tokens{})
-					if v != nil {
-						panic(v) // on to the registry, which records it
-					}
-				}
-			}()
-		}
-		st := store.New()
-		if err := seedStore(st, p, r); err != nil {
-			ended = true
-			at := s.traces.End(trace, string(runs.StatusFailed), runs.FailureText(ctx, err), 0, runtrace.Tokens{})
-			return runs.Outcome{Err: err, Ended: at}
-		}
-		res, err := engine.Run(ctx, p, r.bound.Args, st, opts)
-		// The engine counts the turns and sums the tokens, failed runs
-		// included; nothing here counts them again.
-		turns, tokens := uint32(res.Turns), runTokens(res.Tokens)
-		traceTokens := traceTokensOf(tokens)
-		if err != nil {
-			ended = true
-			at := s.traces.End(trace, string(runs.StatusFailed), runs.FailureText(ctx, err), int(turns), traceTokens)
-			return runs.Outcome{Err: err, Turns: turns, Tokens: tokens, Ended: at}
-		}
-		// The trace ends after the declared output is written, which
-		// the record's time counts too, so that a panic there is the
-		// deferred end's, as it is the record's.
-		value := extractOutput(st, p, res.Value, r)
-		ended = true
-		// The record ends when the trace does (zero with traces off:
-		// the registry reads it).
-		at := s.traces.End(trace, string(runs.StatusCompleted), "", int(turns), traceTokens)
-		return runs.Outcome{Value: value, Turns: turns, Tokens: tokens, Ended: at}
+type runBody struct {
+	s     *Server
+	id    string
+	p     *prompt.Prompt
+	r     runRequest
+	obs   *progress
+	trace *runtrace.Recorder
+	next  engine.Tracer
+}
+
+// run is the run on a run goroutine (runs.Registry.LaunchWith).
+func (b *runBody) run(ctx context.Context) runs.Outcome {
+	out, _ := b.execute(ctx, time.Time{})
+	return out
+}
+
+// attempt is the run's speculative attempt on the caller's goroutine
+// (runs.Registry.LaunchInline): the engine stops it before anything that
+// waits on the host or reaches outside the run (a model turn, a tool, a
+// fanout) and once its Lua has run past speculationWindow. An attempt
+// that stops reports false, with nothing of it left: its narration is
+// dropped unsaid and its trace rewound, and the registry runs the prompt
+// again with run.
+func (b *runBody) attempt(ctx context.Context) (runs.Outcome, bool) {
+	return b.execute(ctx, time.Now().Add(speculationWindow))
+}
+
+// execute runs the body, as a speculative attempt when until is set; it
+// reports false when the attempt stopped (and the run is to be run again).
+func (b *runBody) execute(ctx context.Context, until time.Time) (runs.Outcome, bool) {
+	s, p, r, obs, trace := b.s, b.p, b.r, b.obs, b.trace
+	opts := engine.Options{
+		Execution: b.id,
+		Limits:    s.limits,
+		Params:    r.bound.Params,
+		Client:    s.client,
+		ModelSet:  s.models,
+		Tools:     s.tools,
+		Ranking:   s.ranking,
+		// Runs of the same prompts against the same model list bind
+		// their models alike: ranked once, not per run.
+		ModelPicks:     s.picks,
+		SpeculateUntil: until,
 	}
+	if obs != nil {
+		opts.Observer = engine.Observers(s.observer, obs)
+	} else {
+		// No progress token: the narration alone (a nil *progress in
+		// the list would be a non-nil Observer).
+		opts.Observer = engine.Observers(s.observer)
+	}
+	// An attempt's narration is told once it is known to be the run's:
+	// an attempt that stops has not happened.
+	var told *heldNarration
+	if !until.IsZero() {
+		told = s.holdNarration(opts.Observer)
+		opts.Observer = told
+		defer s.releaseNarration(told)
+	}
+	s.traces.Enter(trace, b.next, &opts)
+	ended := false
+	if trace != nil || told != nil {
+		defer func() {
+			if !ended {
+				// The body panicked or exited: the record says so
+				// (runs.AbnormalText), and so does the trace.
+				v := recover()
+				told.tell()
+				s.traces.End(trace, string(runs.StatusFailed), runs.AbnormalText(v), 0, runtrace.Tokens{})
+				if v != nil {
+					panic(v) // on to the registry, which records it
+				}
+			}
+		}()
+	}
+	st := store.New()
+	if err := seedStore(st, p, r); err != nil {
+		ended = true
+		told.tell()
+		at := s.traces.End(trace, string(runs.StatusFailed), runs.FailureText(ctx, err), 0, runtrace.Tokens{})
+		return runs.Outcome{Err: err, Ended: at}, true
+	}
+	res, err := engine.Run(ctx, p, r.bound.Args, st, opts)
+	if told != nil && errors.Is(err, engine.ErrSpeculationStopped) {
+		ended = true
+		trace.Rewind()
+		return runs.Outcome{}, false
+	}
+	told.tell()
+	// The engine counts the turns and sums the tokens, failed runs
+	// included; nothing here counts them again.
+	turns, tokens := uint32(res.Turns), runTokens(res.Tokens)
+	traceTokens := traceTokensOf(tokens)
+	if err != nil {
+		ended = true
+		at := s.traces.End(trace, string(runs.StatusFailed), runs.FailureText(ctx, err), int(turns), traceTokens)
+		return runs.Outcome{Err: err, Turns: turns, Tokens: tokens, Ended: at}, true
+	}
+	// The trace ends after the declared output is written, which
+	// the record's time counts too, so that a panic there is the
+	// deferred end's, as it is the record's.
+	value := extractOutput(st, p, res.Value, r)
+	ended = true
+	// The record ends when the trace does (zero with traces off:
+	// the registry reads it).
+	at := s.traces.End(trace, string(runs.StatusCompleted), "", int(turns), traceTokens)
+	return runs.Outcome{Value: value, Turns: turns, Tokens: tokens, Ended: at}, true
+}
+
+// heldNarration keeps a speculative attempt's observations until the
+// attempt is known to be the run (tell), so that one that stops, and the
+// run started again after it, narrate the run once. The engine calls
+// Observe from the attempt's goroutine only: an attempt stops at a
+// fanout, before its arms start.
+type heldNarration struct {
+	to   engine.Observer
+	held []engine.Event
+}
+
+func (h *heldNarration) Observe(ev engine.Event) { h.held = append(h.held, ev) }
+
+// tell hands the held observations on, in order; nil is a no-op.
+func (h *heldNarration) tell() {
+	if h == nil {
+		return
+	}
+	for _, ev := range h.held {
+		h.to.Observe(ev)
+	}
+	h.held = h.held[:0]
+}
+
+// maxHeldKept bounds the observations a pooled heldNarration keeps room
+// for: a Lua-only run makes about a dozen, and one that logged hundreds
+// of lines should not leave its buffer behind.
+const maxHeldKept = 64
+
+// holdNarration is a heldNarration for an attempt that narrates to to:
+// reused, since holding a run's dozen observations grew a new slice
+// several times a call (2.3 KB a run_prompt, issue #12).
+func (s *Server) holdNarration(to engine.Observer) *heldNarration {
+	h, _ := s.narrations.Get().(*heldNarration)
+	if h == nil {
+		h = &heldNarration{}
+	}
+	h.to = to
+	return h
+}
+
+// releaseNarration keeps h for the next attempt, holding nothing of this
+// one's.
+func (s *Server) releaseNarration(h *heldNarration) {
+	if cap(h.held) > maxHeldKept {
+		return
+	}
+	clear(h.held[:cap(h.held)])
+	h.held, h.to = h.held[:0], nil
+	s.narrations.Put(h)
 }
 
 // runTokens is the engine's token usage as the registry records it. The

@@ -95,19 +95,22 @@ type Options struct {
 // Server is the MCP server over one catalog and one run registry, shared
 // by every session on every transport.
 type Server struct {
-	impl     *mcp.Implementation // what MCP was created with (Backend.Impl)
-	catalog  *catalog.Handle
-	runs     *runs.Registry
-	client   *gateway.Client
-	limits   engine.Limits // every run's ([limits] in prompts.toml)
-	models   *modelset.Set
-	tools    []tools.Tool
-	ranking  engine.Ranking
-	picks    *engine.ModelPicks // every run's model bindings, for ranking
-	files    fileAccess
-	log      *slog.Logger
-	observer engine.Observer // the narration, then Options.Observer
-	metrics  *Metrics
+	// narrations are the speculative attempts' held observations, reused
+	// (holdNarration).
+	narrations sync.Pool
+	impl       *mcp.Implementation // what MCP was created with (Backend.Impl)
+	catalog    *catalog.Handle
+	runs       *runs.Registry
+	client     *gateway.Client
+	limits     engine.Limits // every run's ([limits] in prompts.toml)
+	models     *modelset.Set
+	tools      []tools.Tool
+	ranking    engine.Ranking
+	picks      *engine.ModelPicks // every run's model bindings, for ranking
+	files      fileAccess
+	log        *slog.Logger
+	observer   engine.Observer // the narration, then Options.Observer
+	metrics    *Metrics
 	// publishNeedPrompt: the catalog ranks prompts, so need_prompt is
 	// published.
 	publishNeedPrompt bool
@@ -182,7 +185,7 @@ func New(opts Options) (*Server, error) {
 			metrics.runEnded(res)
 			if res.Status == runs.StatusFailed && s.traces != nil {
 				// The run's body ended its trace in the record's words
-				// as it then knew them (runFunc), but a cancellation
+				// as it then knew them (runBody), but a cancellation
 				// that lands after that and before the record is
 				// written puts its cause in front of the record's
 				// error (runs.FailureText): a failed record restates
@@ -303,7 +306,12 @@ func (s *Server) Backend() transport.Backend {
 	// NoParamHeaders: every input schema is built here (tools.go
 	// inputSchema, prompttools.go promptToolSchema) from a type, a
 	// description and a default, never an x-mcp-header.
-	return transport.Backend{MCP: s.mcp, Calls: s.calls, CloseRuns: s.Close, Logger: s.log, NoParamHeaders: true, Impl: s.impl, Direct: s.AnswerCall}
+	//
+	// LazyRead: AnswerCall announces every wait of a direct call
+	// (DirectCall.Wait) but a shared run store's round trips, so only
+	// over the in-memory store.
+	return transport.Backend{MCP: s.mcp, Calls: s.calls, CloseRuns: s.Close, Logger: s.log, NoParamHeaders: true, Impl: s.impl, Direct: s.AnswerCall,
+		LazyRead: s.runs.StoreNeverWaits()}
 }
 
 // Registry is the run registry all sessions share.

@@ -17,8 +17,8 @@ import (
 // traces on, the run's recorder (which hands the metrics their events),
 // whose trace check_run's include_trace, the trace JSON and the status page
 // read. launch opens each run's trace and hands the recorder to the
-// registry with the run (runs.Registry.LaunchWith); runFunc enters it and
-// ends it. Over the in-memory run store the registry keeps the recorder in
+// registry with the run (runs.Registry.LaunchWith); runBody enters it and
+// ends it, and rewinds it when a speculative attempt stops. Over the in-memory run store the registry keeps the recorder in
 // the run's record, so a trace is found by the record's map and lives
 // exactly as long as the record (retain_completed, the count and byte
 // bounds); over a shared store, which cannot hold it, the book keeps this

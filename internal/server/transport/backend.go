@@ -59,6 +59,16 @@ type Backend struct {
 	// table), which then goes through the SDK's chain as before. nil:
 	// every call those paths take goes through the chain.
 	Direct func(ctx context.Context, call DirectCall) (DirectReply, bool)
+	// LazyRead promises that Direct does not block except after calling
+	// the DirectCall's Wait: set it only when nothing Direct does before
+	// Wait waits (the server's run store never does). The stdio fast
+	// lane then keeps the right to read stdin while Direct runs, and the
+	// worker that read the call reads the next line itself once the reply
+	// is written, with no other goroutine readied (fastLane.worker):
+	// without it, every call hands that right to another worker first.
+	// What the peer sends meanwhile, a notifications/cancelled for the
+	// call included, is read only once the call has ended or called Wait.
+	LazyRead bool
 }
 
 // DirectCall is one tools/call for Backend.Direct: decoded once by the
@@ -70,6 +80,13 @@ type DirectCall struct {
 	// result carries the server's Implementation in _meta, as the SDK's
 	// annotateServerInfo puts it there (fastlane_era.go).
 	ServerInfo bool
+	// Wait is nil unless Backend.LazyRead is set. Then Direct calls it
+	// before anything that may block (waiting for a run slot, waiting
+	// for a run): it hands the right to read stdin on, so the peer's
+	// next lines, a notifications/cancelled for this call among them,
+	// are read while this call waits. Calling it again does nothing; it
+	// may be called only from the goroutine Direct was called on.
+	Wait func()
 }
 
 // DirectReply is Backend.Direct's answer: either the result's wire bytes

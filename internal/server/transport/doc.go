@@ -241,8 +241,11 @@
 // lane has ended; reading ends when the session closes the connection,
 // closing stdin. The lane runs each tools/call it takes on the worker
 // that read it (fastLane.worker), one at a time, another worker reading
-// meanwhile, and keeps up to maxIdleWorkers of them waiting for their
-// turn to read until the lane ends; a
+// meanwhile (with Backend.LazyRead, only from when the call calls
+// DirectCall.Wait, goes to the chain or has a reply whose write could
+// block; until then nothing more is read, and the worker reads the next
+// line itself once the reply is written), and keeps up to maxIdleWorkers
+// of them waiting for their turn to read until the lane ends; a
 // call is cancelled by a notifications/cancelled naming it, by the end of
 // input once the drain is over, by a failed write to stdout (a failed
 // write of the lane's own closes stdin too, so the SDK ends its calls as

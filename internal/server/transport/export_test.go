@@ -19,6 +19,13 @@ func ServeStdioLane(ctx context.Context, in io.Reader, out io.Writer, b Backend,
 	return serveStdio(ctx, in, out, b, drain, laneOptions{off: !on, taken: taken})
 }
 
+// ServeStdioCounting is ServeStdio with the fast lane on, counting in
+// taken the calls it answered and in workers the workers it started
+// (either nil: not counted).
+func ServeStdioCounting(ctx context.Context, in io.Reader, out io.Writer, b Backend, drain time.Duration, taken, workers *atomic.Int64) error {
+	return serveStdio(ctx, in, out, b, drain, laneOptions{taken: taken, workers: workers})
+}
+
 // HTTPHandlerSDKOnly is HTTPHandler with the calls of established
 // stateful sessions left to the SDK's handler (statefulCalls off).
 func HTTPHandlerSDKOnly(b Backend, opts HTTPOptions) (http.Handler, error) {

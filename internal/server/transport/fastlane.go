@@ -64,7 +64,15 @@ const (
 // Goroutines: the lane's workers read stdin, one at a time (tok, the
 // right to read), and each call taken runs on the worker that read it
 // (worker, readOne), while another reads on: an idle one, or a new one
-// the reader starts; what is the SDK's goes to its read loop (toSDK). At
+// the reader starts; what is the SDK's goes to its read loop (toSDK).
+// With Backend.LazyRead the reader keeps tok while its call runs and
+// reads the next line itself after writing the reply, handing tok on
+// (handOn) only when the call is about to wait (DirectCall.Wait), goes
+// to the chain, or has a reply whose write might block
+// (stdioConn.writeEncoded): so nothing the peer sends, a
+// notifications/cancelled for that call included, is read before one of
+// those or the call's end, a trade taken for calls the server keeps
+// short (Backend.LazyRead). At
 // most maxIdleWorkers wait idle, and they return when the lane ends (end,
 // which closes stop); the read loop then reads for itself
 // (stdioConn.Read). A call ends early through its context: a
@@ -76,10 +84,13 @@ type fastLane struct {
 	chain mcp.MethodHandler // the server's receiving chain, captured by captureChain
 	// direct is Backend.Direct: the calls it takes skip the chain.
 	direct func(context.Context, DirectCall) (DirectReply, bool)
-	base   context.Context // the session's context, without its cancellation (jsonrpc2's notDone)
-	conn   *stdioConn
-	calls  *Calls
-	log    *slog.Logger
+	// lazy is Backend.LazyRead (with direct set): a worker keeps tok
+	// while its call runs (reader).
+	lazy  bool
+	base  context.Context // the session's context, without its cancellation (jsonrpc2's notDone)
+	conn  *stdioConn
+	calls *Calls
+	log   *slog.Logger
 	// meta checks the 2026-07-28 calls' _meta (callShape).
 	meta metaMemo
 	// session is set once Connect returns (setSession); nil keeps the
@@ -94,6 +105,8 @@ type fastLane struct {
 	ready atomic.Bool
 	// taken counts the calls the lane took (for tests; nil: not counted).
 	taken *atomic.Int64
+	// workers counts the workers started (for tests; nil: not counted).
+	workers *atomic.Int64
 	// impl is Backend.Impl: nil keeps the lane closed to 2026-07-28
 	// calls, whose results carry it.
 	impl *mcp.Implementation
@@ -138,6 +151,7 @@ func newFastLane(ctx context.Context, b Backend, conn *stdioConn) *fastLane {
 	return &fastLane{
 		chain:    captureChain(b.MCP),
 		direct:   b.Direct,
+		lazy:     b.LazyRead && b.Direct != nil,
 		base:     context.WithoutCancel(ctx),
 		conn:     conn,
 		calls:    b.Calls,
@@ -216,10 +230,11 @@ func (l *fastLane) take(req *jsonrpc.Request) (laneCall, bool) {
 	if l.taken != nil {
 		l.taken.Add(1)
 	}
-	// The reader runs the call itself; someone must read on meanwhile.
-	// l.mu keeps end from ending the lane between the check and the
-	// start (wg.Add while Wait may run).
-	if l.idle.Load() == 0 {
+	// The reader runs the call itself; someone must read on meanwhile
+	// (unless lazy: handOn starts them when needed). l.mu keeps end from
+	// ending the lane between the check and the start (wg.Add while Wait
+	// may run).
+	if !l.lazy && l.idle.Load() == 0 {
 		l.wg.Add(1)
 		go l.worker()
 	}
@@ -286,6 +301,43 @@ type laneCall struct {
 	session *mcp.ServerSession
 	params  *mcp.CallToolParamsRaw
 	newEra  bool // a 2026-07-28 call: its result is annotated
+	// rd is the worker that read the call, still holding tok unless it
+	// has handed it on; nil when the lane is not lazy.
+	rd *reader
+}
+
+// reader is a lazy lane's worker's hold on tok (Backend.LazyRead): held
+// while the call it read runs, until handOn. Only its worker's goroutine
+// uses it, the call's.
+type reader struct {
+	l    *fastLane
+	held bool
+	// wait is handOn, made once per worker rather than once per call:
+	// the calls' DirectCall.Wait.
+	wait func()
+}
+
+// handOn hands tok on if r holds it (nil: the lane is not lazy).
+func (r *reader) handOn() {
+	if r == nil || !r.held {
+		return
+	}
+	r.held = false
+	r.l.handOn()
+}
+
+// handOn hands tok on while its holder runs a call, as take and readOne
+// do for every call when the lane is not lazy: to an idle worker, or to
+// one started for it. Once the lane has ended none is started: the SDK's
+// read loop takes tok (stdioConn.Read).
+func (l *fastLane) handOn() {
+	l.mu.Lock()
+	if l.ended == nil && l.idle.Load() == 0 {
+		l.wg.Add(1)
+		go l.worker()
+	}
+	l.mu.Unlock()
+	l.tok <- struct{}{}
 }
 
 // maxIdleWorkers bounds the workers kept waiting for their turn to read.
@@ -316,37 +368,62 @@ func (l *fastLane) startReading() {
 // several times a call (runtime.copystack was 12 to 17 % of the server's
 // CPU in the profiles of docs/benchmarks.md). Each runs one call at a
 // time, so every call still has a goroutine of its own.
+//
+// A lazy lane's worker (Backend.LazyRead) keeps tok while its call runs
+// and, unless the call handed it on, reads the next line itself: handing
+// it on readied another goroutine every call and, with the other CPU
+// idle, woke a thread for it, most of what a call over stdio cost beyond
+// the TypeScript SDK's at one client (issue #12).
 func (l *fastLane) worker() {
 	defer l.wg.Done()
+	if l.workers != nil {
+		l.workers.Add(1)
+	}
+	var r *reader
+	if l.lazy {
+		r = &reader{l: l}
+		r.wait = r.handOn
+	}
 	for {
-		if l.idle.Add(1) > maxIdleWorkers {
+		if r == nil || !r.held {
+			if l.idle.Add(1) > maxIdleWorkers {
+				l.idle.Add(-1)
+				return
+			}
+			select {
+			case <-l.tok:
+			case <-l.stop:
+				l.idle.Add(-1)
+				return
+			}
 			l.idle.Add(-1)
-			return
 		}
-		select {
-		case <-l.tok:
-		case <-l.stop:
-			l.idle.Add(-1)
-			return
-		}
-		l.idle.Add(-1)
-		call, more := l.readOne()
+		call, more := l.readOne(r)
 		if call.ctx != nil {
 			l.run(call)
 		}
 		if !more {
 			return
 		}
+		if r != nil && r.held {
+			select {
+			case <-l.stop:
+				// Ended: the SDK's read loop reads from now on.
+				r.handOn()
+				return
+			default:
+			}
+		}
 	}
 }
 
 // readOne reads stdin while holding tok, as stdioConn.Read did on the
 // SDK's read loop: a call the lane takes is returned to run (tok passed
-// on first); a message for the SDK goes to its read loop, in order (tok
-// passed on after); at the end of input the requests read are drained
-// first and the error goes to the SDK, and tok is kept: nobody reads
-// after the end. more is false then.
-func (l *fastLane) readOne() (call laneCall, more bool) {
+// on first, or kept in r when the lane is lazy); a message for the SDK
+// goes to its read loop, in order (tok passed on after); at the end of
+// input the requests read are drained first and the error goes to the
+// SDK, and tok is kept: nobody reads after the end. more is false then.
+func (l *fastLane) readOne(r *reader) (call laneCall, more bool) {
 	c := l.conn
 	for {
 		msg, err := c.filter.next()
@@ -359,7 +436,15 @@ func (l *fastLane) readOne() (call laneCall, more bool) {
 		req, ok := msg.(*jsonrpc.Request)
 		if ok {
 			if call, taken := l.take(req); taken {
+				if r != nil && call.ctx != nil {
+					r.held = true
+					call.rd = r
+					return call, true
+				}
 				l.tok <- struct{}{}
+				if r != nil {
+					r.held = false
+				}
 				return call, true
 			}
 		}
@@ -368,6 +453,9 @@ func (l *fastLane) readOne() (call laneCall, more bool) {
 		}
 		l.forward(readResult{msg: msg})
 		l.tok <- struct{}{}
+		if r != nil {
+			r.held = false
+		}
 		return laneCall{}, true
 	}
 }
@@ -388,12 +476,16 @@ func (l *fastLane) run(call laneCall) {
 	defer l.calls.leave() // entered in take
 	defer call.cancel(nil)
 	if l.direct != nil {
-		d, ok := l.direct(call.ctx, DirectCall{Session: call.session, Params: call.params, ServerInfo: call.newEra})
+		dc := DirectCall{Session: call.session, Params: call.params, ServerInfo: call.newEra}
+		if call.rd != nil {
+			dc.Wait = call.rd.wait
+		}
+		d, ok := l.direct(call.ctx, dc)
 		switch {
 		case !ok:
 		case d.Err == nil && d.Wire != nil:
 			l.settled(call.key)
-			l.replyWire(call.id, d.Wire)
+			l.replyWire(call.rd, call.id, d.Wire)
 			return
 		case d.Err != nil:
 			// What ErrorCodes, outermost in the chain, would make of it.
@@ -404,6 +496,8 @@ func (l *fastLane) run(call laneCall) {
 			return
 		}
 	}
+	// The chain may block anywhere.
+	call.rd.handOn()
 	res, err := l.chain(call.ctx, methodCallTool, &mcp.CallToolRequest{Session: call.session, Params: call.params})
 	l.finish(call, res, err)
 }
@@ -424,7 +518,7 @@ func (l *fastLane) finish(call laneCall, res mcp.Result, err error) {
 	}
 	result, err := callOutcome(res, err)
 	l.settled(call.key)
-	l.reply(call.id, result, err)
+	l.reply(call.rd, call.id, result, err)
 }
 
 // callOutcome is the result and error jsonrpc2 replies with for the
@@ -451,8 +545,9 @@ func callOutcome(res mcp.Result, err error) (any, error) {
 // reply writes one response unless the connection is shutting down (the
 // SDK's Connection.write refuses then). It is encoded by
 // jsonrpc.EncodeMessage, with stdioConn.Write's code for an uncoded error;
-// one that cannot be encoded gets no reply, as in processResult.
-func (l *fastLane) reply(id jsonrpc.ID, result any, err error) {
+// one that cannot be encoded gets no reply, as in processResult. rd is
+// the call's reader (laneCall.rd).
+func (l *fastLane) reply(rd *reader, id jsonrpc.ID, result any, err error) {
 	key := idKey(id)
 	raw, merr := marshalResult(result)
 	var data []byte
@@ -468,12 +563,12 @@ func (l *fastLane) reply(id jsonrpc.ID, result any, err error) {
 		l.conn.calls.answered(key)
 		return
 	}
-	l.write(resp, data)
+	l.write(rd, resp, data)
 }
 
 // replyWire writes the response whose result is wire (wireResponse).
-func (l *fastLane) replyWire(id jsonrpc.ID, wire json.RawMessage) {
-	l.write(&jsonrpc.Response{ID: id}, wireResponse(id, wire))
+func (l *fastLane) replyWire(rd *reader, id jsonrpc.ID, wire json.RawMessage) {
+	l.write(rd, &jsonrpc.Response{ID: id}, wireResponse(id, wire))
 }
 
 // wireResponse is the response whose result is wire, already the compact
@@ -496,8 +591,9 @@ func wireResponse(id jsonrpc.ID, wire json.RawMessage) []byte {
 }
 
 // write writes one encoded response unless the connection is shutting
-// down.
-func (l *fastLane) write(resp *jsonrpc.Response, data []byte) {
+// down; rd, while it holds tok, hands it on first if the write might
+// block (stdioConn.writeEncoded).
+func (l *fastLane) write(rd *reader, resp *jsonrpc.Response, data []byte) {
 	l.mu.Lock()
 	ended := l.ended
 	l.mu.Unlock()
@@ -505,7 +601,7 @@ func (l *fastLane) write(resp *jsonrpc.Response, data []byte) {
 		l.conn.calls.answered(idKey(resp.ID))
 		return
 	}
-	if l.conn.writeEncoded(resp, data) != nil {
+	if l.conn.writeEncoded(resp, data, rd) != nil {
 		l.conn.abandon()
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -241,9 +242,15 @@ type stdioConn struct {
 	fast *fastLane
 
 	// mu serialises writes: the SDK's messages and the filter's refusals
-	// (written from the read loop).
+	// (written from the read loop); lockWrite takes it.
 	mu  sync.Mutex
 	out io.Writer
+	// room tells whether a write of n bytes to out cannot block
+	// (newOutRoom), under mu; nil: any may. Set for a lazy lane only.
+	room func(n int) bool
+	// writing says what the write under mu may do, for a lazy reader
+	// that finds mu taken (lockWrite).
+	writing atomic.Int32
 
 	srcOnce   sync.Once // src is closed once: by Close, or by abandon first
 	srcClosed error
@@ -327,11 +334,18 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("encode a message for stdout: %w", err)
 	}
-	return c.writeEncoded(msg, data)
+	return c.writeEncoded(msg, data, nil)
 }
 
 // writeEncoded writes msg, already encoded as data, with its newline.
-func (c *stdioConn) writeEncoded(msg jsonrpc.Message, data []byte) error {
+// rd is the reader of a lazy lane's call whose reply this is (nil for
+// any other write): while it holds the right to read stdin, the write
+// goes ahead only if it cannot block, else rd hands that right on first
+// (lockWrite). A peer that sends requests without reading the replies
+// fills stdout while it waits for stdin to take its writes: a reply
+// write blocked with nobody reading stdin meanwhile would hang both for
+// good.
+func (c *stdioConn) writeEncoded(msg jsonrpc.Message, data []byte, rd *reader) error {
 	resp, isResp := msg.(*jsonrpc.Response)
 	if isResp {
 		// Before the write: the peer may send its next line as soon as
@@ -347,9 +361,9 @@ func (c *stdioConn) writeEncoded(msg jsonrpc.Message, data []byte) error {
 		}
 		c.calls.answered(idKey(resp.ID))
 	}
-	c.mu.Lock()
+	c.lockWrite(len(data)+1, rd)
 	_, err := c.out.Write(append(data, '\n'))
-	c.mu.Unlock()
+	c.unlockWrite()
 	if err != nil && c.fast != nil {
 		// The SDK cancels its requests when a write fails
 		// (Connection.write); the lane's go the same way.
@@ -361,9 +375,51 @@ func (c *stdioConn) writeEncoded(msg jsonrpc.Message, data []byte) error {
 // refuse writes a refusal; a failed write is the peer gone, which the
 // SDK's next write or read reports.
 func (c *stdioConn) refuse(reply []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lockWrite(len(reply), nil)
+	defer c.unlockWrite()
 	c.out.Write(reply)
+}
+
+// What a write under mu may do (stdioConn.writing).
+const (
+	writeNone     int32 = iota // none under way, or about to start or end
+	writeFits                  // one that cannot block (room)
+	writeMayBlock              // one that may block, or not yet told
+)
+
+// lockWrite takes mu for a write of n bytes. rd, the reader of a lazy
+// lane's call (nil for any other write), while it holds the right to
+// read stdin, hands it on first unless the write cannot block: neither
+// its own (room) nor the one under way, if any, which it would wait for.
+// It does not wait for one that may block (a peer that sends without
+// reading fills stdout while it waits for stdin to take its writes);
+// one that cannot is over at once, so it waits for that, yielding
+// meanwhile. Lock order: mu, then the lane's (handOn).
+func (c *stdioConn) lockWrite(n int, rd *reader) {
+	if rd == nil || !rd.held {
+		c.mu.Lock()
+	} else {
+		for !c.mu.TryLock() {
+			if c.writing.Load() == writeMayBlock {
+				rd.handOn()
+				c.mu.Lock()
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+	c.writing.Store(writeMayBlock)
+	if c.room != nil && c.room(n) {
+		c.writing.Store(writeFits)
+		return
+	}
+	rd.handOn()
+}
+
+// unlockWrite lets mu go after a write.
+func (c *stdioConn) unlockWrite() {
+	c.writing.Store(writeNone)
+	c.mu.Unlock()
 }
 
 func (c *stdioConn) Close() error {
@@ -427,6 +483,8 @@ func ServeStdio(ctx context.Context, in io.Reader, out io.Writer, b Backend, dra
 type laneOptions struct {
 	off   bool          // every message to the SDK, as before the lane
 	taken *atomic.Int64 // counts the calls the lane takes; nil: not counted
+	// workers counts the lane's workers started; nil: not counted.
+	workers *atomic.Int64
 }
 
 func serveStdio(ctx context.Context, in io.Reader, out io.Writer, b Backend, drain time.Duration, lane laneOptions) error {
@@ -439,6 +497,10 @@ func serveStdio(ctx context.Context, in io.Reader, out io.Writer, b Backend, dra
 	if !lane.off {
 		conn.fast = newFastLane(ctx, b, conn)
 		conn.fast.taken = lane.taken
+		conn.fast.workers = lane.workers
+		if conn.fast.lazy {
+			conn.room = newOutRoom(out)
+		}
 		conn.fast.startReading()
 	}
 	ss, err := b.MCP.Connect(ctx, stdioTransport{conn}, nil)
