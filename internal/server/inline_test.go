@@ -274,3 +274,32 @@ func TestAStdioRunWithFilesIsNotAttempted(t *testing.T) {
 		})
 	}
 }
+
+// A run_prompt naming an input_file or output_file hands the reading of
+// stdin on (transport.DirectCall.Wait) before the file is checked: the
+// check reads the file system, which may wait (a network file system),
+// and Backend.LazyRead promises that nothing waits before Wait. A path
+// outside the roots is refused by that check; the refusal comes after
+// the hand-off.
+func TestARunWithFilesHandsTheReadOnBeforeTheCheck(t *testing.T) {
+	for name, args := range map[string]string{
+		"input_file":  `{"prompt":"reader","input_file":"/nowhere/in.txt"}`,
+		"output_file": `{"prompt":"writer","args":"x","output_file":"/nowhere/out.txt"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			work := t.TempDir()
+			h := newHarness(t, fixture{prompts: filePrompts(), opts: func(o *Options) {
+				o.FileRoots = []string{work}
+			}})
+			waits := 0
+			ctx := context.WithValue(t.Context(), inlineCallKey{}, func() { waits++ })
+			res, err := h.srv.runPrompt(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolRunPrompt, Arguments: []byte(args)}})
+			if err != nil || res == nil || !res.IsError {
+				t.Fatalf("a path outside the roots = %+v, %v; want a refusal", res, err)
+			}
+			if waits == 0 {
+				t.Error("the call was refused by the file check without handing the read on first")
+			}
+		})
+	}
+}
