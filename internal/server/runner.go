@@ -288,9 +288,12 @@ func handOnRead(ctx context.Context) {
 // speculationWindow bounds a speculative attempt (runBody.attempt): the
 // Lua time it may take before it stops and the run is started again on a
 // run goroutine. It is what an inline call may hold up the reading of
-// stdin (a notifications/cancelled, the next request) at most, and what
-// an attempt that stops wastes at most; a Lua-only prompt's run takes
-// tens of microseconds (docs/benchmarks.md).
+// stdin (a notifications/cancelled, the next request), and what an
+// attempt that stops wastes, give or take the Lua between two clock
+// checks; one long library call the checks do not see into (a big
+// string.rep) overruns it by its own time (docs/benchmarks.md, "What an
+// attempt costs when it stops"). A Lua-only prompt's run takes tens of
+// microseconds.
 const speculationWindow = time.Millisecond
 
 // speculate reports whether run r, launched for an inline call, is
