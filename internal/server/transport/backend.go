@@ -61,13 +61,15 @@ type Backend struct {
 	Direct func(ctx context.Context, call DirectCall) (DirectReply, bool)
 	// LazyRead promises that Direct does not block except after calling
 	// the DirectCall's Wait: set it only when nothing Direct does before
-	// Wait waits (the server's run store never does). The stdio fast
+	// Wait waits (the server sets it only over its in-memory run store,
+	// whose calls never wait). The stdio fast
 	// lane then keeps the right to read stdin while Direct runs, and the
 	// worker that read the call reads the next line itself once the reply
 	// is written, with no other goroutine readied (fastLane.worker):
 	// without it, every call hands that right to another worker first.
 	// What the peer sends meanwhile, a notifications/cancelled for the
-	// call included, is read only once the call has ended or called Wait.
+	// call included, is read only once the call has ended, called Wait
+	// or has a reply whose write might block (stdioConn.lockWrite).
 	LazyRead bool
 }
 
