@@ -83,8 +83,8 @@ type DirectCall struct {
 	// annotateServerInfo puts it there (fastlane_era.go).
 	ServerInfo bool
 	// Wait is nil unless Backend.LazyRead is set. Then Direct calls it
-	// before anything that may block (waiting for a run slot, waiting
-	// for a run): it hands the right to read stdin on, so the peer's
+	// before anything that may block (waiting for a run slot or a run,
+	// a file system call, a progress notification's write): it hands the right to read stdin on, so the peer's
 	// next lines, a notifications/cancelled for this call among them,
 	// are read while this call waits. Calling it again does nothing; it
 	// may be called only from the goroutine Direct was called on.
