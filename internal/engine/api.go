@@ -83,8 +83,9 @@ type Options struct {
 	// on the host or reach outside the run: a model turn, models.need,
 	// models.default, models.infer, handle:infer, tools.need, fanout
 	// (execute runs inline); and once the clock passes SpeculateUntil,
-	// read without a timer (every 10,000 Lua instructions, when a pattern
-	// search polls, and at each chunk and section). Observations made
+	// read without a timer (every 10,000 Lua instructions, at the VMs'
+	// memory syncs, when a pattern search polls, and at each chunk and
+	// section). Observations made
 	// before the stop are the host's to discard, and so are the store
 	// writes: the store Run was given holds what the attempt wrote
 	// (store.append, store.delete included), so the run again takes a

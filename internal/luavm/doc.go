@@ -28,8 +28,9 @@
 // VM waits on the host (model calls, execute, tools); the shared library
 // replay spends the same quota and budget as the blocks after it. It arms
 // no timer: the VM reads the clock between chunks of instructions, at
-// memory syncs and whenever the state's context is polled (see budget in
-// vm.go). The same context carries the run's cancellation, so a busy loop
+// memory syncs and when the state's context is polled, save a pattern
+// search's poll on entry, which reads it on every 16th search only (see
+// budget in vm.go, and find). The same context carries the run's cancellation, so a busy loop
 // stops promptly. Library calls that could run long inside one Go call
 // poll that context as well: string.find, match, gmatch and gsub run on a
 // vendored copy of gopher-lua's pattern matcher (package pattern) that

@@ -34,9 +34,14 @@ var ErrSpeculationStopped = errors.New("speculative attempt stopped: run it agai
 
 // speculationOver reports whether the VM is a speculative attempt whose
 // time is up.
-func (vm *VM) speculationOver() bool {
+func (vm *VM) speculationOver() bool { return vm.speculationOverAt(time.Now()) }
+
+// speculationOverAt is speculationOver at now: the one reading of the
+// attempt's deadline, at each chunk (runProto) and in the clock checks
+// (overTime).
+func (vm *VM) speculationOverAt(now time.Time) bool {
 	until := vm.cfg.SpeculateUntil
-	return !until.IsZero() && !time.Now().Before(until)
+	return !until.IsZero() && !now.Before(until)
 }
 
 // stopSpeculation ends the attempt from inside a call Lua made: its

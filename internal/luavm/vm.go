@@ -577,7 +577,7 @@ func (vm *VM) overTime() error {
 	if now.Sub(b.started) >= b.left {
 		return errBudget
 	}
-	if until := vm.cfg.SpeculateUntil; !until.IsZero() && !now.Before(until) {
+	if vm.speculationOverAt(now) {
 		return ErrSpeculationStopped
 	}
 	return nil

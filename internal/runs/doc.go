@@ -18,7 +18,12 @@
 // never left without something that will bring it to a terminal record
 // (short of the process dying, which a shared store's lease covers), and a
 // duplicate id is refused, by the store, before anything starts. Close
-// waits for every run counted live, including one between those steps. The call that waits on a run ([Registry.Settle]) holds
+// waits for every run counted live, including one between those steps. A
+// run launched with [Registry.LaunchInline] is the exception: it is
+// counted live and stored at the launch but started by [Registry.Settle],
+// so until its handle is settled the caller holding the handle is what
+// will bring it to a terminal record, and Close waits for that caller
+// too. The call that waits on a run ([Registry.Settle]) holds
 // only a [Handle]. If its context ends before the reply deadline, because the
 // client cancelled or went away, Settle cancels the run; once the deadline
 // has passed nothing the call does can reach the run any more.

@@ -122,9 +122,9 @@ type Stats struct {
 // Handle is what a call holds on a run it launched.
 type Handle struct {
 	rec *record
-	// attempt is the run LaunchInline left for Settle to start, with the
+	// unstarted is the run LaunchInline left for Settle to start, with the
 	// inline attempt it makes first; nil once started.
-	attempt *inlineJob
+	unstarted *inlineJob
 }
 
 // inlineJob is a run launched by LaunchInline and not yet started.
@@ -480,7 +480,7 @@ func (r *Registry) launch(slot *Slot, id, prompt string, started time.Time, loca
 	job := runJob{ctx: ctx, rec: rec, slot: slot, run: run}
 	rec.handle.rec = rec
 	if attempt != nil {
-		rec.handle.attempt = &inlineJob{runJob: job, attempt: attempt}
+		rec.handle.unstarted = &inlineJob{runJob: job, attempt: attempt}
 		return &rec.handle, nil
 	}
 	r.start(job)
@@ -714,8 +714,8 @@ func (r *Registry) finish(rec *record, res Result, end ending) Result {
 // [WithBeforeWait].
 func (r *Registry) Settle(ctx context.Context, h *Handle) Result {
 	wait := r.replyDeadline
-	if job := h.attempt; job != nil {
-		h.attempt = nil
+	if job := h.unstarted; job != nil {
+		h.unstarted = nil
 		if ctx.Err() == nil {
 			if r.supervise(job.ctx, job.rec, job.slot, nil, job.attempt) {
 				return r.terminal(h.rec)

@@ -23,6 +23,9 @@
 // goroutine and its fanout arms' (hence its mutex); a Book is read by
 // HTTP handlers and written by the server's run bodies, each of which
 // enters its run's trace (Book.Enter, after the server's Book.Open) and
-// closes it (Book.End), once.
+// closes it (Book.End), once. A run first attempted on its caller's
+// goroutine (the server's speculative attempt) may enter it twice: an
+// attempt that stopped takes it back to its start ([Recorder.Rewind])
+// before the run's body enters it again on a run goroutine.
 // Retention is a sweep on each write, like the registry's.
 package runtrace

@@ -63,6 +63,7 @@ func TestRecorder_RewindForgetsWhatWasRecorded(t *testing.T) {
 // one (its budget spent), one on another clock.
 func TestRecorder_OnlyAPlainTraceRewinds(t *testing.T) {
 	for name, opts := range map[string]Options{
+		"export":  {NewSink: func() Sink { return &countingSink{} }},
 		"capture": {CaptureContent: true},
 		"clock":   {Now: func() time.Time { return time.Unix(0, 0) }},
 	} {

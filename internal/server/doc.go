@@ -99,10 +99,12 @@
 // file saved half-written while a run is going cannot reach that run; the
 // next call sees the reloaded (possibly broken) entry.
 //
-// Goroutines: each run is the registry's; each call with a progress token
-// owns one pump goroutine (which also sends the heartbeats, on its own
-// timer) that it stops before replying. The transport
-// package documents the goroutines it owns (the listener, the shutdown,
+// Goroutines: each run is the registry's (a stdio run_prompt's is first
+// attempted on its call's goroutine, runs.Registry.LaunchInline, and
+// started on a run goroutine if the attempt stops: runner.go, speculate);
+// each call with a progress token owns one pump goroutine (which also
+// sends the heartbeats, on its own timer) that it stops before replying.
+// The transport package documents the goroutines it owns (the listener, the shutdown,
 // one keep-alive goroutine per open SSE response, the stdio session's
 // waiter). app.Boot owns the watcher and the transport it serves on, and
 // stops both on shutdown by cancelling their context.

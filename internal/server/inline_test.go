@@ -143,7 +143,7 @@ func TestAStdioRunWhoseAttemptStopsRunsOnce(t *testing.T) {
 		// Stopped before the model turn.
 		"prose": {prompt: "summarize", want: "spoken", turns: 1},
 		// Stopped once its Lua ran past the attempt's window.
-		"long lua": {prompt: "count", want: "1000000"},
+		"long lua": {prompt: "count", want: "200000"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g, client := tcpGateway(t)
@@ -151,7 +151,7 @@ func TestAStdioRunWhoseAttemptStopsRunsOnce(t *testing.T) {
 			observing, started := runIDs()
 			prompts := map[string]string{
 				"summarize.md": speakPrompt("summarize"),
-				"count.md":     luaPrompt("count", "Count to a million.", "local n = 0\nfor i = 1, 1000000 do n = n + 1 end\nreturn n"),
+				"count.md":     luaPrompt("count", "Count to a million.", "local n = 0\nfor i = 1, 200000 do n = n + 1 end\nreturn n"),
 			}
 			h := newHarness(t, fixture{prompts: prompts, opts: func(o *Options) {
 				withGateway(client)(o)
@@ -159,6 +159,7 @@ func TestAStdioRunWhoseAttemptStopsRunsOnce(t *testing.T) {
 				o.Tracing = &runtrace.Options{}
 			}})
 			cs := stdioClient(t, h)
+			before := runnerGoroutines(t)
 			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: ToolRunPrompt, Arguments: map[string]any{"prompt": c.prompt}})
 			if err != nil || res.IsError {
 				t.Fatalf("run over stdio: %v %+v", err, res)
@@ -166,6 +167,11 @@ func TestAStdioRunWhoseAttemptStopsRunsOnce(t *testing.T) {
 			got := structuredOf(t, res)
 			if got["value"] != c.want || got["status"] != "completed" {
 				t.Fatalf("run over stdio = %v; want completed %q", got, c.want)
+			}
+			// The attempt stopped: the run went on on a run goroutine,
+			// which waits idle for the next run.
+			if n := runnerGoroutines(t); n <= before {
+				t.Errorf("%d run goroutines after the run, %d before; want the attempt stopped and the run on one", n, before)
 			}
 			if n := len(g.Requests()); n != c.turns {
 				t.Errorf("the gateway got %d requests; want %d", n, c.turns)
@@ -270,6 +276,35 @@ func TestAStdioRunWithFilesIsNotAttempted(t *testing.T) {
 			// The run's goroutine waits idle for the next run.
 			if n := runnerGoroutines(t); n <= before {
 				t.Errorf("%d run goroutines after the run, %d before; want it run on one, not attempted inline", n, before)
+			}
+		})
+	}
+}
+
+// A run_prompt naming an input_file or output_file hands the reading of
+// stdin on (transport.DirectCall.Wait) before the file is checked: the
+// check reads the file system, which may wait (a network file system),
+// and Backend.LazyRead promises that nothing waits before Wait. A path
+// outside the roots is refused by that check; the refusal comes after
+// the hand-off.
+func TestARunWithFilesHandsTheReadOnBeforeTheCheck(t *testing.T) {
+	for name, args := range map[string]string{
+		"input_file":  `{"prompt":"reader","input_file":"/nowhere/in.txt"}`,
+		"output_file": `{"prompt":"writer","args":"x","output_file":"/nowhere/out.txt"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			work := t.TempDir()
+			h := newHarness(t, fixture{prompts: filePrompts(), opts: func(o *Options) {
+				o.FileRoots = []string{work}
+			}})
+			waits := 0
+			ctx := context.WithValue(t.Context(), inlineCallKey{}, func() { waits++ })
+			res, err := h.srv.runPrompt(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolRunPrompt, Arguments: []byte(args)}})
+			if err != nil || res == nil || !res.IsError {
+				t.Fatalf("a path outside the roots = %+v, %v; want a refusal", res, err)
+			}
+			if waits == 0 {
+				t.Error("the call was refused by the file check without handing the read on first")
 			}
 		})
 	}

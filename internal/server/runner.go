@@ -41,7 +41,7 @@ type runRequest struct {
 	outputFile string
 }
 
-func (s *Server) parseRun(raw []byte) (runRequest, error) {
+func (s *Server) parseRun(ctx context.Context, raw []byte) (runRequest, error) {
 	a, err := parseArguments(ToolRunPrompt, raw, runPromptKeys)
 	if err != nil {
 		return runRequest{}, err
@@ -75,6 +75,7 @@ func (s *Server) parseRun(raw []byte) (runRequest, error) {
 	}
 	r.inputGiven = inFile != "" || r.inputText != ""
 	if inFile != "" {
+		handOnRead(ctx) // files.check reads the file system
 		pl, err := s.files.check("input_file", inFile, false)
 		if err != nil {
 			return r, err
@@ -101,7 +102,7 @@ func (r refused) Error() string { return string(r) }
 func (refused) refusal()        {}
 
 func (s *Server) runPrompt(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	r, err := s.parseRun(req.Params.Arguments)
+	r, err := s.parseRun(ctx, req.Params.Arguments)
 	if err != nil {
 		// A path outside the roots is a refusal; a malformed call is not.
 		return toolRefusal(err)
@@ -167,6 +168,7 @@ func (s *Server) start(ctx context.Context, session *mcp.ServerSession, token an
 		return runs.Result{}, err
 	}
 	if r.outputFile != "" && entry.Prompt().Frontmatter.Output != nil {
+		handOnRead(ctx) // files.check reads the file system
 		pl, err := s.files.check("output_file", r.outputFile, true)
 		if err != nil {
 			return runs.Result{}, err
@@ -182,15 +184,13 @@ func (s *Server) start(ctx context.Context, session *mcp.ServerSession, token an
 	}
 	obs := newProgress(ctx, token, notify)
 	if obs != nil {
-		if wait, ok := ctx.Value(inlineCallKey{}).(func()); ok {
-			// The pump writes the notifications from a goroutine of its
-			// own and obs.finish waits for it: its write may block (a
-			// peer that reads stdout only once its calls are written),
-			// and so may this call, which then must not hold the
-			// reading of stdin (transport.DirectCall.Wait). Such a run is
-			// not attempted inline anyway (speculate).
-			wait()
-		}
+		// The pump writes the notifications from a goroutine of its
+		// own and obs.finish waits for it: its write may block (a
+		// peer that reads stdout only once its calls are written),
+		// and so may this call, which then must not hold the
+		// reading of stdin (transport.DirectCall.Wait). Such a run is
+		// not attempted inline anyway (speculate).
+		handOnRead(ctx)
 	}
 	res, err := s.launch(ctx, entry, r, obs)
 	dropped, disconnected := obs.finish()
@@ -273,12 +273,27 @@ func admitRefusal(err error) error {
 // transport.DirectCall.Wait, which the value is). AnswerCall sets it.
 type inlineCallKey struct{}
 
+// handOnRead tells an inline call's caller (inlineCallKey) that the call
+// is about to do something that may wait, so that the caller reads its
+// transport on from another goroutine meanwhile; for any other call it
+// does nothing. Backend.LazyRead promises that nothing waits before it:
+// a file system call may (a network file system), and so may a progress
+// pump's write.
+func handOnRead(ctx context.Context) {
+	if wait, ok := ctx.Value(inlineCallKey{}).(func()); ok {
+		wait()
+	}
+}
+
 // speculationWindow bounds a speculative attempt (runBody.attempt): the
 // Lua time it may take before it stops and the run is started again on a
 // run goroutine. It is what an inline call may hold up the reading of
-// stdin (a notifications/cancelled, the next request) at most, and what
-// an attempt that stops wastes at most; a Lua-only prompt's run takes
-// tens of microseconds (docs/benchmarks.md).
+// stdin (a notifications/cancelled, the next request), and what an
+// attempt that stops wastes, give or take the Lua between two clock
+// checks; one long library call the checks do not see into (a big
+// string.rep) overruns it by its own time (docs/benchmarks.md, "What an
+// attempt costs when it stops"). A Lua-only prompt's run takes tens of
+// microseconds.
 const speculationWindow = time.Millisecond
 
 // speculate reports whether run r, launched for an inline call, is

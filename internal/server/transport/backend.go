@@ -61,13 +61,15 @@ type Backend struct {
 	Direct func(ctx context.Context, call DirectCall) (DirectReply, bool)
 	// LazyRead promises that Direct does not block except after calling
 	// the DirectCall's Wait: set it only when nothing Direct does before
-	// Wait waits (the server's run store never does). The stdio fast
+	// Wait waits (the server sets it only over its in-memory run store,
+	// whose calls never wait). The stdio fast
 	// lane then keeps the right to read stdin while Direct runs, and the
 	// worker that read the call reads the next line itself once the reply
 	// is written, with no other goroutine readied (fastLane.worker):
 	// without it, every call hands that right to another worker first.
 	// What the peer sends meanwhile, a notifications/cancelled for the
-	// call included, is read only once the call has ended or called Wait.
+	// call included, is read only once the call has ended, called Wait
+	// or has a reply whose write might block (stdioConn.lockWrite).
 	LazyRead bool
 }
 
@@ -81,8 +83,8 @@ type DirectCall struct {
 	// annotateServerInfo puts it there (fastlane_era.go).
 	ServerInfo bool
 	// Wait is nil unless Backend.LazyRead is set. Then Direct calls it
-	// before anything that may block (waiting for a run slot, waiting
-	// for a run): it hands the right to read stdin on, so the peer's
+	// before anything that may block (waiting for a run slot or a run,
+	// a file system call, a progress notification's write): it hands the right to read stdin on, so the peer's
 	// next lines, a notifications/cancelled for this call among them,
 	// are read while this call waits. Calling it again does nothing; it
 	// may be called only from the goroutine Direct was called on.
