@@ -3,13 +3,9 @@ package server
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
-
-	"github.com/promptforge-go/promptforge/internal/server/transport"
 )
 
 // A run_prompt with a progress token over stdio hands the reading of
@@ -21,21 +17,7 @@ import (
 // so only the progress path can hand the read on.
 func TestAStdioProgressCallReadsOnWhileItsNotificationsWait(t *testing.T) {
 	h := newHarness(t, fixture{limits: deadlineLimits(0)})
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		transport.ServeStdio(context.Background(), inR, outW, h.srv.Backend(), time.Second)
-		outW.Close()
-		inR.Close()
-	}()
+	inW, outR, served := servePipes(t, h)
 	out := bufio.NewReader(outR)
 	fmt.Fprintln(inW, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipelining","version":"1"}}}`)
 	if _, err := out.ReadBytes('\n'); err != nil {

@@ -24,9 +24,12 @@ import (
 // is first attempted there (runner.go, speculate). These tests drive the
 // real stdio transport over OS pipes, as a host spawns the server.
 
-// stdioClient serves h's server over OS pipes through the stdio
-// transport and connects a go-sdk client to it.
-func stdioClient(t *testing.T, h *harness) *mcp.ClientSession {
+// servePipes serves h's server over OS pipes through the stdio
+// transport, as a host spawns it, and returns the peer's ends: in, which
+// the server reads, and out, which it writes. served is closed once
+// ServeStdio has returned (after in is closed, or out) and the server's
+// ends are closed.
+func servePipes(t *testing.T, h *harness) (in, out *os.File, served <-chan struct{}) {
 	t.Helper()
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -43,13 +46,21 @@ func stdioClient(t *testing.T, h *harness) *mcp.ClientSession {
 		outW.Close()
 		inR.Close()
 	}()
+	return inW, outR, done
+}
+
+// stdioClient serves h's server over OS pipes (servePipes) and connects
+// a go-sdk client to it.
+func stdioClient(t *testing.T, h *harness) *mcp.ClientSession {
+	t.Helper()
+	inW, outR, served := servePipes(t, h)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, nil).Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		cs.Close()
-		<-done
+		<-served
 		outR.Close()
 	})
 	return cs
