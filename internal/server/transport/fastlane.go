@@ -231,12 +231,10 @@ func (l *fastLane) take(req *jsonrpc.Request) (laneCall, bool) {
 		l.taken.Add(1)
 	}
 	// The reader runs the call itself; someone must read on meanwhile
-	// (unless lazy: handOn starts them when needed). l.mu keeps end from
-	// ending the lane between the check and the start (wg.Add while Wait
-	// may run).
-	if !l.lazy && l.idle.Load() == 0 {
-		l.wg.Add(1)
-		go l.worker()
+	// (unless lazy: handOn starts them when needed). l.ended was checked
+	// above, under l.mu.
+	if !l.lazy {
+		l.readOnLocked()
 	}
 	return call, true
 }
@@ -332,12 +330,22 @@ func (r *reader) handOn() {
 // read loop takes tok (stdioConn.Read).
 func (l *fastLane) handOn() {
 	l.mu.Lock()
-	if l.ended == nil && l.idle.Load() == 0 {
-		l.wg.Add(1)
-		go l.worker()
+	if l.ended == nil {
+		l.readOnLocked()
 	}
 	l.mu.Unlock()
 	l.tok <- struct{}{}
+}
+
+// readOnLocked makes sure a worker will take tok next: an idle one, or
+// one started now. The caller holds l.mu and has seen the lane not ended:
+// end cannot then run between the check and the start (wg.Add while Wait
+// may run).
+func (l *fastLane) readOnLocked() {
+	if l.idle.Load() == 0 {
+		l.wg.Add(1)
+		go l.worker()
+	}
 }
 
 // maxIdleWorkers bounds the workers kept waiting for their turn to read.
